@@ -1,0 +1,50 @@
+# Athena KB — two commands: `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export DO_NOT_TRACK := 1
+
+.PHONY: run test stop install lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	@# torch first and pinned: a looser requirement would pull a multi-GB CUDA build
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	@# torchvision/timm break sentence-transformers; make sure nothing pulled them in
+	-$(PY) -m pip uninstall -q -y torchvision timm 2>/dev/null
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(PY) manage.py bootstrap
+	$(PY) manage.py stack run
+
+stop:
+	@test -x $(PY) && $(PY) manage.py stack down || true
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy athena knowledge retrieval agents audit
+
+pytest: $(STAMP)
+	bash scripts/browser-deps.sh
+	$(PY) manage.py stack up --only postgres,redis
+	DJANGO_SETTINGS_MODULE=athena.settings.test $(VENV)/bin/pytest -q
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	$(PY) tests/benchmarks/retrieval.py
+
+clean: stop
+	rm -rf var

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from athena.health import health_report
+
+
+class HealthApi(APIView):
+    """Component status; reports which component is down instead of failing."""
+
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                "Health", {"status": serializers.CharField(), "components": serializers.DictField()}
+            ),
+            503: inline_serializer(
+                "HealthDegraded", {"status": serializers.CharField(), "components": serializers.DictField()}
+            ),
+        }
+    )
+    def get(self, request: Request) -> Response:
+        report = health_report()
+        return Response(report, status=200 if report["status"] == "ok" else 503)

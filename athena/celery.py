@@ -1,0 +1,26 @@
+"""The Celery application: queues ingest (CPU), embed (model) and realtime (query pipeline)."""
+
+import os
+
+from celery import Celery
+from celery.schedules import crontab
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "athena.settings.local")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+
+app = Celery("athena")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_finalize.connect
+def _schedule_nightly_sync(sender: Celery, **_: object) -> None:
+    from django.conf import settings
+
+    sender.add_periodic_task(
+        crontab(hour=settings.ATHENA_NIGHTLY_SYNC_HOUR, minute=0),
+        sender.signature("knowledge.tasks.sync_source_folders_task"),
+        name="nightly source folder sync",
+    )

@@ -1,0 +1,113 @@
+"""Typed access to the environment: the only place settings read os.environ.
+
+Every value that differs between machines comes through here.  A malformed value fails at start-up with a
+message naming the variable, the value and what was expected, instead of surfacing later as a confusing
+error deep inside a library.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
+
+
+class EnvError(ValueError):
+    """A malformed environment variable."""
+
+
+@dataclass(frozen=True)
+class Env:
+    environ: Mapping[str, str]
+
+    def _raw(self, name: str) -> str | None:
+        value = self.environ.get(name)
+        if value is None or value.strip() == "":
+            return None
+        return value.strip()
+
+    def str(self, name: str, default: str = "") -> str:
+        value = self._raw(name)
+        return default if value is None else value
+
+    def int(self, name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+        value = self._raw(name)
+        if value is None:
+            return default
+        try:
+            parsed = int(value)
+        except ValueError:
+            raise EnvError(f"{name}={value!r} is not an integer") from None
+        if minimum is not None and parsed < minimum:
+            raise EnvError(f"{name}={parsed} is below the minimum {minimum}")
+        if maximum is not None and parsed > maximum:
+            raise EnvError(f"{name}={parsed} is above the maximum {maximum}")
+        return parsed
+
+    def float(self, name: str, default: float, *, minimum: float | None = None) -> float:
+        value = self._raw(name)
+        if value is None:
+            return default
+        try:
+            parsed = float(value)
+        except ValueError:
+            raise EnvError(f"{name}={value!r} is not a number") from None
+        if minimum is not None and parsed < minimum:
+            raise EnvError(f"{name}={parsed} is below the minimum {minimum}")
+        return parsed
+
+    def bool(self, name: str, default: bool) -> bool:
+        value = self._raw(name)
+        if value is None:
+            return default
+        lowered = value.lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off"}:
+            return False
+        raise EnvError(f"{name}={value!r} is not a boolean (use true/false, 1/0, yes/no, on/off)")
+
+    def list(self, name: str, default: tuple[str, ...] = ()) -> list[str]:
+        value = self._raw(name)
+        if value is None:
+            return list(default)
+        return [item.strip() for item in value.split(",") if item.strip()]
+
+    def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
+        value = self._raw(name)
+        if value is None:
+            return default
+        if value not in choices:
+            raise EnvError(f"{name}={value!r} is not one of: {', '.join(choices)}")
+        return value
+
+    def url(self, name: str, *, schemes: tuple[str, ...]) -> str | None:
+        value = self._raw(name)
+        if value is None:
+            return None
+        parsed = urlparse(value)
+        if parsed.scheme not in schemes:
+            raise EnvError(f"{name} must be a URL with scheme {' or '.join(schemes)}, got {value!r}")
+        if parsed.scheme.startswith("postgres") and not (parsed.path.strip("/") or parsed.hostname):
+            raise EnvError(f"{name}={value!r} names no database")
+        return value
+
+
+def database_from_url(url: str) -> dict[str, object]:
+    """Translate postgres://user:pass@host:port/name?host=/socket/dir into Django's DATABASES entry."""
+    parsed = urlparse(url)
+    options = dict(part.split("=", 1) for part in parsed.query.split("&") if "=" in part)
+    host = unquote(parsed.hostname or "") or options.pop("host", "")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parsed.path.lstrip("/")) or "athena",
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": host,
+        "PORT": str(parsed.port or ""),
+        "OPTIONS": options,
+    }
+
+
+env = Env(os.environ)

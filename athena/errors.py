@@ -1,0 +1,79 @@
+"""Application errors and the one DRF exception handler that maps them to `{"error": {code, message}}`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+class ApplicationError(Exception):
+    """Base of the errors services raise; `code` is stable and machine-readable."""
+
+    code = "error"
+    http_status = status.HTTP_400_BAD_REQUEST
+
+    def __init__(self, message: str, *, code: str | None = None, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.details = details
+
+
+class ValidationFailed(ApplicationError):
+    code = "invalid"
+
+
+class NotFound(ApplicationError):
+    code = "not_found"
+    http_status = status.HTTP_404_NOT_FOUND
+
+
+class Forbidden(ApplicationError):
+    code = "forbidden"
+    http_status = status.HTTP_403_FORBIDDEN
+
+
+class Conflict(ApplicationError):
+    code = "conflict"
+    http_status = status.HTTP_409_CONFLICT
+
+
+class Unavailable(ApplicationError):
+    code = "unavailable"
+    http_status = status.HTTP_503_SERVICE_UNAVAILABLE
+
+
+def _flatten(detail: Any) -> str:
+    if isinstance(detail, dict):
+        return "; ".join(f"{key}: {_flatten(value)}" for key, value in detail.items())
+    if isinstance(detail, list):
+        return " ".join(_flatten(item) for item in detail)
+    return str(detail)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, ApplicationError):
+        body: dict[str, Any] = {"code": exc.code, "message": exc.message}
+        if exc.details is not None:
+            body["details"] = exc.details
+        return Response({"error": body}, status=exc.http_status)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.APIException):
+        code = exc.get_codes()
+        code_text = code if isinstance(code, str) else "invalid"
+        response.data = {"error": {"code": code_text, "message": _flatten(exc.detail)}}
+        if isinstance(exc, exceptions.ValidationError):
+            response.data["error"]["details"] = exc.detail
+    return response

@@ -1,0 +1,77 @@
+"""Component health checks used by /api/v1/health and `stack status`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+from django.conf import settings
+from django.db import connection
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    healthy: bool
+    detail: str
+    ms: float
+
+
+def _timed(name: str, probe) -> Check:  # type: ignore[no-untyped-def]
+    started = time.perf_counter()
+    try:
+        detail = probe()
+        healthy = True
+    except Exception as exc:  # health must report any failure, never raise
+        detail = f"{type(exc).__name__}: {exc}".strip()[:300]
+        healthy = False
+    return Check(name, healthy, detail, round((time.perf_counter() - started) * 1000, 1))
+
+
+def _database() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('server_version')")
+        return f"PostgreSQL {cursor.fetchone()[0]}"
+
+
+def _pgvector() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    if row is None:
+        raise RuntimeError("pgvector extension is not installed in this database (run migrate)")
+    return f"pgvector {row[0]}"
+
+
+def _redis() -> str:
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1)
+    try:
+        client.ping()
+        return f"redis {client.info('server').get('redis_version', '?')}"
+    finally:
+        client.close()
+
+
+def _workers() -> str:
+    from athena.celery import app
+
+    replies = app.control.ping(timeout=1.0)
+    if not replies:
+        raise RuntimeError("no Celery worker answered a ping within 1s")
+    return f"{len(replies)} worker(s): " + ", ".join(sorted(name for reply in replies for name in reply))
+
+
+def health_report(*, include_workers: bool = True) -> dict[str, object]:
+    checks = [_timed("database", _database), _timed("pgvector", _pgvector), _timed("redis", _redis)]
+    redis_ok = checks[-1].healthy
+    if include_workers:
+        if redis_ok:
+            checks.append(_timed("worker", _workers))
+        else:
+            checks.append(Check("worker", False, "unknown: the broker (redis) is down", 0.0))
+    return {
+        "status": "ok" if all(c.healthy for c in checks) else "degraded",
+        "components": {c.name: asdict(c) for c in checks},
+    }

@@ -1,0 +1,42 @@
+"""`python manage.py adduser NAME [--group G ...] [--password P] [--staff]` — non-interactive user creation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from athena.errors import ApplicationError
+from athena.services import user_create_or_update
+
+
+class Command(BaseCommand):
+    help = "Create (or update) a user non-interactively and put them in the given groups."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name")
+        parser.add_argument(
+            "--group",
+            action="append",
+            default=[],
+            dest="groups",
+            help="Django auth group (created if missing); repeatable",
+        )
+        parser.add_argument("--password", default=None, help="password (default: unusable; token/API only)")
+        parser.add_argument("--email", default="")
+        parser.add_argument("--staff", action="store_true", help="may log into Django admin")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            user, created = user_create_or_update(
+                username=options["name"],
+                groups=options["groups"],
+                password=options["password"],
+                email=options["email"],
+                staff=options["staff"],
+            )
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from exc
+        verb = "created" if created else "updated"
+        groups = ", ".join(sorted(g.name for g in user.groups.all())) or "no groups"
+        self.stdout.write(f"{verb} user {user.username} ({groups})")

@@ -1,0 +1,68 @@
+"""`python manage.py bootstrap` — what `make run` does before serving: stack up, migrate, demo users, sample KB."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from athena.services import ROLE_ADMIN, ROLE_COMPLIANCE, ROLE_EMPLOYEE, user_create_or_update
+from athena.stack import Stack
+
+SAMPLE_KB = Path(settings.BASE_DIR if hasattr(settings, "BASE_DIR") else ".") / "knowledge" / "sample_kb"
+
+DEMO_USERS = [
+    # (name, password, groups, staff, superuser)
+    ("alice", "alice-demo-pass", [ROLE_EMPLOYEE], False, False),
+    ("noc-bob", "bob-demo-pass", [ROLE_EMPLOYEE, "noc-admins"], False, False),
+    ("carol", "carol-demo-pass", [ROLE_COMPLIANCE], False, False),
+    ("admin", "admin-demo-pass", [ROLE_ADMIN], True, True),
+]
+
+
+class Command(BaseCommand):
+    help = (
+        "Prepare the local stack: start database/broker/worker, migrate, create demo users, load sample KB."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--no-sample", action="store_true", help="do not load the sample knowledge base")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        started = time.monotonic()
+        Stack(components=("postgres", "redis", "worker")).up(echo=self.stdout.write)
+        call_command("migrate", interactive=False, verbosity=0)
+        self.stdout.write("database migrated")
+        for name, password, groups, staff, superuser in DEMO_USERS:
+            user, _ = user_create_or_update(username=name, groups=groups, password=password, staff=staff)
+            if superuser and not user.is_superuser:
+                user.is_superuser = True
+                user.save(update_fields=["is_superuser"])
+        sample = Path(__file__).resolve().parents[3] / "knowledge" / "sample_kb"
+        if not options["no_sample"] and (sample / "public").is_dir():
+            call_command(
+                "ingest", str(sample / "public"), "--prefix", "public/", "--access-tier", "internal", "--wait"
+            )
+            if (sample / "restricted").is_dir():
+                call_command(
+                    "ingest",
+                    str(sample / "restricted"),
+                    "--prefix",
+                    "restricted/",
+                    "--access-tier",
+                    "restricted",
+                    "--acl-group",
+                    "noc-admins",
+                    "--wait",
+                )
+        port = settings.PORT
+        self.stdout.write(self.style.SUCCESS(f"ready in {time.monotonic() - started:.1f}s"))
+        self.stdout.write(f"\n  Athena KB: http://127.0.0.1:{port}/   (admin: /admin/, API: /api/v1/docs)\n")
+        self.stdout.write("  demo logins (user / password):")
+        for name, password, groups, _staff, _su in DEMO_USERS:
+            self.stdout.write(f"    {name:<8} / {password:<16} groups: {', '.join(groups)}")
+        self.stdout.write("")

@@ -1,0 +1,69 @@
+"""`python manage.py stack up|down|status|run [--only postgres,redis,...]` — the local stack launcher."""
+
+from __future__ import annotations
+
+import signal
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from athena.stack import Stack, StackError
+
+
+class Command(BaseCommand):
+    help = "Start, stop or inspect the local stack (embedded PostgreSQL, Redis, Celery worker/beat, web)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("action", choices=["up", "down", "status", "run"])
+        parser.add_argument(
+            "--only",
+            default=",".join(Stack.ALL),
+            help=f"comma-separated components (default: {','.join(Stack.ALL)})",
+        )
+        parser.add_argument("--port", type=int, default=None, help="web port (default: PORT or 8000)")
+        parser.add_argument("--check", action="store_true", help="status: exit 1 unless all are running")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        components = [c.strip() for c in options["only"].split(",") if c.strip()]
+        try:
+            stack = Stack(components=components, port=options["port"])
+            action = options["action"]
+            if action == "up":
+                stack.up(echo=self.stdout.write)
+            elif action == "down":
+                stack.down(echo=self.stdout.write)
+            elif action == "status":
+                self._print_status(stack, check=options["check"])
+            else:
+                self._run_foreground(stack)
+        except StackError as exc:
+            raise CommandError(str(exc)) from exc
+
+    def _print_status(self, stack: Stack, *, check: bool) -> None:
+        rows = stack.status()
+        for row in rows:
+            pid = str(row.pid) if row.pid else "-"
+            self.stdout.write(f"{row.name:<9} {row.state:<9} pid={pid:<8} {row.detail}")
+        if check and any(row.state not in {"running", "external"} for row in rows):
+            raise CommandError("some components are not running")
+
+    def _run_foreground(self, stack: Stack) -> None:
+        stopping = False
+
+        def _stop(signum: int, _frame: object) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, _stop)
+        signal.signal(signal.SIGTERM, _stop)
+        stack.up(echo=self.stdout.write)
+        self.stdout.write("stack running; Ctrl-C stops everything")
+        try:
+            while not stopping:
+                time.sleep(1.0)
+                if not stopping:
+                    stack.restart_dead(echo=self.stdout.write)
+        finally:
+            self.stdout.write("stopping ...")
+            stack.down(echo=self.stdout.write)

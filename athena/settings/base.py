@@ -1,0 +1,177 @@
+"""Settings shared by every environment. Machine-specific values come from athena.env only."""
+
+from __future__ import annotations
+
+from athena.env import database_from_url, env
+from athena.paths import BASE_DIR, pg_socket_dir, var_dir
+
+DEBUG = env.bool("ATHENA_DEBUG", False)
+SECRET_KEY = env.str("ATHENA_SECRET_KEY", "athena-local-development-key-change-me-in-production-0123456789")
+ALLOWED_HOSTS = env.list("ATHENA_ALLOWED_HOSTS", ("127.0.0.1", "localhost", "testserver"))
+PORT = env.int("PORT", 8000, minimum=1, maximum=65535)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "athena",
+    "knowledge",
+    "retrieval",
+    "agents",
+    "audit",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "athena.urls"
+WSGI_APPLICATION = "athena.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+# --- database -------------------------------------------------------------------------------------------
+DATABASE_URL = env.url("DATABASE_URL", schemes=("postgres", "postgresql"))
+EMBEDDED_POSTGRES = DATABASE_URL is None
+PG_PORT = env.int("ATHENA_PG_PORT", 5433, minimum=1, maximum=65535)
+if DATABASE_URL:
+    _default_db = database_from_url(DATABASE_URL)
+else:
+    _default_db = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": env.str("ATHENA_DB_NAME", "athena"),
+        "USER": "postgres",
+        "PASSWORD": "",
+        "HOST": str(pg_socket_dir()),
+        "PORT": str(PG_PORT),
+        "OPTIONS": {},
+    }
+_default_db["CONN_MAX_AGE"] = env.int("ATHENA_DB_CONN_MAX_AGE", 60, minimum=0)
+_default_db["TEST"] = {"NAME": env.str("ATHENA_TEST_DB_NAME", "test_athena")}
+DATABASES = {"default": _default_db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- redis / celery -------------------------------------------------------------------------------------
+REDIS_URL_EXTERNAL = env.url("REDIS_URL", schemes=("redis", "rediss", "unix"))
+EMBEDDED_REDIS_PORT = env.int("ATHENA_REDIS_PORT", 6390, minimum=1, maximum=65535)
+REDIS_URL = REDIS_URL_EXTERNAL or f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0"
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for a retry
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_DEFAULT_QUEUE = "ingest"
+CELERY_TASK_ROUTES = {
+    "knowledge.tasks.*": {"queue": "ingest"},
+    "knowledge.tasks.embed_*": {"queue": "embed"},
+    "agents.tasks.*": {"queue": "realtime"},
+}
+CELERY_WORKER_CONCURRENCY = env.int("ATHENA_WORKER_CONCURRENCY", 2, minimum=1)
+ATHENA_SOURCE_FOLDERS = env.list("ATHENA_SOURCE_FOLDERS")
+ATHENA_NIGHTLY_SYNC_HOUR = env.int("ATHENA_NIGHTLY_SYNC_HOUR", 2, minimum=0, maximum=23)
+
+# --- models ---------------------------------------------------------------------------------------------
+# Torch threads x worker concurrency must stay <= CPU cores (2 here): one model thread per worker process.
+ATHENA_TORCH_THREADS = env.int("ATHENA_TORCH_THREADS", 1, minimum=1)
+ATHENA_EMBEDDER = {
+    "BACKEND": env.str("ATHENA_EMBEDDER_BACKEND", "retrieval.embedders.MiniLMEmbedder"),
+    "OPTIONS": {
+        "model": env.str("ATHENA_EMBEDDER_MODEL", ""),
+        "query_prefix": env.str("ATHENA_EMBEDDER_QUERY_PREFIX", ""),
+        "passage_prefix": env.str("ATHENA_EMBEDDER_PASSAGE_PREFIX", ""),
+    },
+    "DIMENSION": env.int("ATHENA_EMBEDDING_DIM", 384, minimum=8, maximum=4000),
+    "MAX_TOKENS": env.int("ATHENA_EMBEDDER_MAX_TOKENS", 256, minimum=32),
+}
+ATHENA_RERANKER = {
+    "BACKEND": env.str("ATHENA_RERANKER_BACKEND", "retrieval.rerank.OfflineReranker"),
+    "OPTIONS": {"model": env.str("ATHENA_RERANKER_MODEL", "")},
+}
+ATHENA_LLM = {
+    "BACKEND": env.str("ATHENA_LLM_BACKEND", "agents.llm.NoLLM"),
+    "OPTIONS": {
+        "base_url": env.str("ATHENA_LLM_BASE_URL", ""),
+        "model": env.str("ATHENA_LLM_MODEL", ""),
+        "api_key": env.str("ATHENA_LLM_API_KEY", ""),
+        "timeout": env.float("ATHENA_LLM_TIMEOUT", 30.0, minimum=0.1),
+    },
+}
+
+# --- ingestion / retrieval / answering -------------------------------------------------------------------
+ATHENA_MAX_UPLOAD_BYTES = env.int("ATHENA_MAX_UPLOAD_BYTES", 50_000_000, minimum=1)
+ATHENA_CHUNK_TOKENS = env.int("ATHENA_CHUNK_TOKENS", 200, minimum=32)
+ATHENA_MAX_QUESTION_CHARS = 1000
+ATHENA_QUESTIONS_PER_HOUR = env.int("ATHENA_QUESTIONS_PER_HOUR", 60, minimum=1)
+ATHENA_STALE_AFTER_DAYS = env.int("ATHENA_STALE_AFTER_DAYS", 730, minimum=1)
+ATHENA_MEMORY_TURNS = env.int("ATHENA_MEMORY_TURNS", 6, minimum=1)
+ATHENA_MEMORY_TTL_SECONDS = env.int("ATHENA_MEMORY_TTL_SECONDS", 86_400, minimum=60)
+ATHENA_UPLOAD_TTL_HOURS = env.int("ATHENA_UPLOAD_TTL_HOURS", 24, minimum=1)
+ATHENA_REALTIME_VIA_CELERY = env.bool("ATHENA_REALTIME_VIA_CELERY", True)
+
+# --- web ------------------------------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = var_dir() / "static"
+MEDIA_ROOT = var_dir() / "media"
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+ADMINS = [("Athena admins", env.str("ATHENA_ADMIN_EMAIL", "admins@localhost"))]
+EMAIL_BACKEND = env.str("ATHENA_EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
+EMAIL_FILE_PATH = var_dir() / "mail"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "athena.errors.exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {"TITLE": "Athena KB API", "VERSION": "1.0.0", "SERVE_INCLUDE_SCHEMA": False}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {
+        "handlers": ["console"],
+        "level": env.choice("ATHENA_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR")),
+    },
+}

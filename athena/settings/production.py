@@ -1,0 +1,14 @@
+"""Production: secrets and hosts must come from the environment."""
+
+from athena.env import EnvError, env
+from athena.settings.base import *  # noqa: F403
+
+DEBUG = False
+SECRET_KEY = env.str("ATHENA_SECRET_KEY")
+if len(SECRET_KEY) < 40:
+    raise EnvError("ATHENA_SECRET_KEY must be set to at least 40 random characters in production")
+SESSION_COOKIE_SECURE = env.bool("ATHENA_SECURE_COOKIES", True)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+EMAIL_BACKEND = env.str("ATHENA_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")

@@ -1,0 +1,9 @@
+"""Test settings: the same real PostgreSQL and Redis; only what must differ for speed and isolation."""
+
+from athena.settings.base import *  # noqa: F403
+from athena.settings.base import var_dir
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+MEDIA_ROOT = var_dir() / "test-media"
+ATHENA_REALTIME_VIA_CELERY = False  # tests call the service in-process unless they start a worker

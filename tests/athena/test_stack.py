@@ -1,0 +1,89 @@
+"""The launcher, driven as a user would: `manage.py stack ...` in a separate var/ folder."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture()
+def stack_env(tmp_path):
+    var = Path("/tmp") / f"athena-stacktest-{os.getpid()}"  # short: the PostgreSQL socket path is limited
+    env = dict(os.environ)
+    env.pop("REDIS_URL", None)
+    env.pop("DATABASE_URL", None)
+    env.update(
+        {
+            "ATHENA_VAR_DIR": str(var),
+            "ATHENA_REDIS_PORT": str(_free_port()),
+            "ATHENA_PG_PORT": str(_free_port()),
+            "DJANGO_SETTINGS_MODULE": "athena.settings.test",
+        }
+    )
+    yield env
+    subprocess.run([sys.executable, "manage.py", "stack", "down"], cwd=ROOT, env=env, capture_output=True)
+    subprocess.run(["rm", "-rf", str(var)])
+
+
+def _stack(env, *args):
+    return subprocess.run(
+        [sys.executable, "manage.py", "stack", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def _pids(var: Path) -> dict[str, int]:
+    return {p.stem: int(p.read_text()) for p in (var / "run").glob("*.pid")}
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_up_is_idempotent_detects_a_dead_worker_and_down_leaves_nothing(stack_env):
+    only = "--only=postgres,redis,worker"
+    first = _stack(stack_env, "up", only)
+    assert first.returncode == 0, first.stderr
+    assert "postgres: started" in first.stdout and "worker: started" in first.stdout
+
+    second = _stack(stack_env, "up", only)
+    assert second.returncode == 0, second.stderr
+    assert "postgres: already running" in second.stdout
+    assert "worker: already running" in second.stdout
+    assert "redis: already running" in second.stdout
+
+    status = _stack(stack_env, "status", only, "--check")
+    assert status.returncode == 0, status.stdout + status.stderr
+
+    var = Path(stack_env["ATHENA_VAR_DIR"])
+    pids = _pids(var)
+    worker = psutil.Process(pids["worker"])
+    children = worker.children(recursive=True)
+    os.killpg(pids["worker"], signal.SIGKILL)  # simulate a crash of the worker and its pool
+    time.sleep(1)
+    status = _stack(stack_env, "status", only, "--check")
+    assert status.returncode != 0
+    assert "worker    dead" in status.stdout
+
+    down = _stack(stack_env, "down", only)
+    assert down.returncode == 0, down.stderr
+    for pid in [*pids.values(), *(c.pid for c in children)]:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    status = _stack(stack_env, "status", only)
+    assert "postgres  stopped" in status.stdout and "redis     stopped" in status.stdout

@@ -1,0 +1,92 @@
+"""Shared fixtures: the real PostgreSQL and Redis (started by `make test`), factories, a real worker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
+    """The stock fixture creates test_athena with all migrations (pgvector extension, triggers included)."""
+    yield
+
+
+@pytest.fixture()
+def redis_client():  # type: ignore[no-untyped-def]
+    import redis
+    from django.conf import settings
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen]:  # type: ignore[no-untyped-def]
+    """A real Celery worker process consuming all queues against the test database."""
+    from django.conf import settings
+
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "athena.settings.test",
+            "ATHENA_DB_NAME": settings.DATABASES["default"]["NAME"],
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    log = open(ROOT / "var" / "log" / "test-worker.log", "ab")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "athena",
+            "worker",
+            "-Q",
+            "ingest,embed,realtime",
+            "-c",
+            "1",
+            "-n",
+            f"test-{os.getpid()}@%h",
+            "--loglevel",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    from athena.celery import app
+
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        replies = app.control.ping(timeout=0.5)
+        if any(f"test-{os.getpid()}@" in name for reply in replies for name in reply):
+            break
+        if proc.poll() is not None:
+            raise RuntimeError("test worker exited; see var/log/test-worker.log")
+    else:
+        proc.terminate()
+        raise RuntimeError("test worker did not answer a ping in 90s")
+    yield proc
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
