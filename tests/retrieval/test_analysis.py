@@ -1,0 +1,408 @@
+"""Unit tests for retrieval.analysis: stemmer, both analyser lanes, query terms, sentence splitting."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from retrieval.analysis import STOPWORDS, analyze, identifiers, query_terms, sentences, stem
+
+pytestmark = pytest.mark.unit
+
+
+def words(text: str) -> list[str]:
+    return [t for t in analyze(text) if not t.startswith("=")]
+
+
+def idents(text: str) -> list[str]:
+    return [t for t in analyze(text) if t.startswith("=")]
+
+
+# ------------------------------------------------------------------------------------------------ stemmer
+
+# Examples from Porter's 1980 paper.
+PORTER_CASES = {
+    "caresses": "caress",
+    "ponies": "poni",
+    "ties": "ti",
+    "caress": "caress",
+    "cats": "cat",
+    "feed": "feed",
+    "agreed": "agre",
+    "plastered": "plaster",
+    "bled": "bled",
+    "motoring": "motor",
+    "sing": "sing",
+    "conflated": "conflat",
+    "troubled": "troubl",
+    "sized": "size",
+    "hopping": "hop",
+    "tanned": "tan",
+    "falling": "fall",
+    "hissing": "hiss",
+    "fizzed": "fizz",
+    "failing": "fail",
+    "filing": "file",
+    "happy": "happi",
+    "sky": "sky",
+    "relational": "relat",
+    "conditional": "condit",
+    "rational": "ration",
+    "digitizer": "digit",
+    "vietnamization": "vietnam",
+    "operator": "oper",
+    "feudalism": "feudal",
+    "decisiveness": "decis",
+    "hopefulness": "hope",
+    "callousness": "callous",
+    "sensibiliti": "sensibl",
+    "triplicate": "triplic",
+    "formative": "form",
+    "electrical": "electr",
+    "goodness": "good",
+    "allowance": "allow",
+    "adjustable": "adjust",
+    "replacement": "replac",
+    "adoption": "adopt",
+    "communism": "commun",
+    "effective": "effect",
+    "probate": "probat",
+    "cease": "ceas",
+    "controll": "control",
+    "roll": "roll",
+}
+
+
+@pytest.mark.parametrize(("word", "expected"), sorted(PORTER_CASES.items()))
+def test_porter_paper_examples(word: str, expected: str) -> None:
+    assert stem(word) == expected
+
+
+def test_stem_conflates_inflections() -> None:
+    assert stem("connection") == stem("connected") == stem("connecting") == stem("connections") == "connect"
+    assert stem("routers") == stem("router") == "router"
+    assert stem("configuration") == stem("configured") == stem("configuring") == "configur"
+
+
+def test_stem_leaves_short_and_non_ascii_words() -> None:
+    assert stem("is") == "is"
+    assert stem("ip") == "ip"
+    assert stem("café") == "café"
+    assert stem("x86") == "x86"
+
+
+# ----------------------------------------------------------------------------------------------- word lane
+
+
+def test_plain_words_lowercased_stemmed_stopwords_removed() -> None:
+    assert analyze("The routers are Configuring connections") == ["router", "configur", "connect"]
+
+
+def test_plain_words_not_duplicated_into_identifier_lane() -> None:
+    assert idents("Restart the daemon after changing the configuration") == []
+
+
+@pytest.mark.parametrize("word", ["no", "not", "on", "off", "up", "down", "default", "show", "all", "only"])
+def test_meaningful_short_words_are_not_stopwords(word: str) -> None:
+    assert word not in STOPWORDS
+    assert analyze(word) == [stem(word)]
+
+
+def test_contractions_and_possessives() -> None:
+    assert analyze("don't") == []
+    assert analyze("doesn't") == []
+    assert analyze("it's") == []
+    assert analyze("PostgreSQL's planner")[:1] == ["postgresql"]
+    assert analyze("the server\u2019s log") == ["server", "log"]
+
+
+def test_plain_numbers_stay_in_word_lane() -> None:
+    assert analyze("port 179 and 443") == ["port", "179", "443"]
+
+
+def test_ordinals_are_words() -> None:
+    assert analyze("2nd attempt") == ["2nd", "attempt"]
+
+
+def test_abbreviations_are_not_identifiers() -> None:
+    assert analyze("e.g. i.e. etc. vs. cf.") == []
+    assert idents("see e.g. the manual") == []
+
+
+def test_unicode_words() -> None:
+    assert analyze("Übersicht naïve") == ["übersicht", "naïve"]
+
+
+# ------------------------------------------------------------------------------------------ identifier lane
+
+
+@pytest.mark.parametrize(
+    ("text", "identifier"),
+    [
+        ("max_wal_size", "=max_wal_size"),
+        ("ip-route", "=ip-route"),
+        ("%LINK-3-UPDOWN", "=%link-3-updown"),
+        ("192.0.2.0/24", "=192.0.2.0/24"),
+        ("192.0.2.1", "=192.0.2.1"),
+        ("2001:db8::1", "=2001:db8::1"),
+        ("2001:db8::/32", "=2001:db8::/32"),
+        ("fe80::1ff:fe23:4567:890a", "=fe80::1ff:fe23:4567:890a"),
+        ("-XX:MaxHeap", "=-xx:maxheap"),
+        ("--check", "=--check"),
+        ("-v", "=-v"),
+        ("RFC 4271", "=rfc4271"),
+        ("RFC4271", "=rfc4271"),
+        ("rfc-4271", "=rfc4271"),
+        ("2.6.14", "=2.6.14"),
+        ("v1.2.3", "=v1.2.3"),
+        ("0x1F", "=0x1f"),
+        ("ip-route.8.txt", "=ip-route.8.txt"),
+        ("/etc/ssh/sshd_config", "=/etc/ssh/sshd_config"),
+        ("vm.swappiness", "=vm.swappiness"),
+        ("getElementById", "=getelementbyid"),
+        ("PostgreSQL", "=postgresql"),
+        ("IPv4", "=ipv4"),
+        ("sha256", "=sha256"),
+        ("128MB", "=128mb"),
+        ("Gi0/1", "=gi0/1"),
+        ("pg_stat_activity.query", "=pg_stat_activity.query"),
+        ("admin@example.com", "=admin@example.com"),
+        ("00:1a:2b:3c:4d:5e", "=00:1a:2b:3c:4d:5e"),
+        ("2024-01-05", "=2024-01-05"),
+        (".bashrc", "=.bashrc"),
+        ("__init__", "=__init__"),
+        ("std::vector", "=std::vector"),
+    ],
+)
+def test_identifier_examples(text: str, identifier: str) -> None:
+    assert identifier in analyze(text)
+    assert identifiers(text) == [identifier[1:]]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "`max_wal_size`",
+        "'max_wal_size'",
+        '"max_wal_size"',
+        "(max_wal_size)",
+        "max_wal_size.",
+        "max_wal_size,",
+        "max_wal_size:",
+        "max_wal_size;",
+        "[max_wal_size]",
+        "max_wal_size=1GB",
+    ],
+)
+def test_surrounding_punctuation_is_stripped(text: str) -> None:
+    assert identifiers(text)[0] == "max_wal_size"
+
+
+def test_trailing_period_of_address_and_version_is_stripped() -> None:
+    assert identifiers("The route is 192.0.2.0/24.") == ["192.0.2.0/24"]
+    assert identifiers("Fixed in 2.6.14, see ip-route.8.txt.") == ["2.6.14", "ip-route.8.txt"]
+
+
+def test_compound_word_parts() -> None:
+    assert analyze("max_wal_size") == ["max", "wal", "size", "=max_wal_size"]
+    assert analyze("ip-route") == ["ip", "rout", "=ip-route"]
+    assert words("%LINK-3-UPDOWN") == ["link", "updown"]
+    assert words("-XX:MaxHeap") == ["xx", "maxheap", "max", "heap"]
+    assert words("--check") == ["check"]
+    assert words("getElementById") == ["getelementbyid", "get", "element", "id"]
+
+
+def test_addresses_versions_and_hex_have_no_word_parts() -> None:
+    for text in ["192.0.2.0/24", "2001:db8::1", "fe80::1", "2.6.14", "v1.2.3", "0x1F", "00:1a:2b:3c:4d:5e"]:
+        assert words(text) == [], text
+
+
+def test_camel_case_matches_lower_case_query() -> None:
+    doc = set(analyze("PostgreSQL handles it"))
+    query = query_terms("how does postgresql handle it")
+    assert set(query) <= doc
+
+
+def test_mixed_case_identifier_matches_case_insensitively() -> None:
+    assert identifiers("%link-3-updown") == identifiers("%LINK-3-UPDOWN")
+
+
+def test_rfc_with_space_keeps_words_and_adds_identifier() -> None:
+    assert analyze("see RFC 4271 section") == ["see", "rfc", "4271", "=rfc4271", "section"]
+    assert "=rfc7454" in analyze("rfc 7454")
+    assert "=rfc4271" not in analyze("RFC editor 4271")
+
+
+def test_multi_word_command() -> None:
+    terms = analyze("bgp bestpath as-path multipath-relax")
+    assert "=as-path" in terms
+    assert "=multipath-relax" in terms
+    # every word part is findable on its own ("as" is a stopword, like everywhere else)
+    for part in ["bgp", "bestpath", "path", "multipath", "relax"]:
+        assert stem(part) in terms
+    assert identifiers("bgp bestpath as-path multipath-relax") == ["as-path", "multipath-relax"]
+
+
+def test_query_and_document_analysis_agree_on_command() -> None:
+    doc = set(analyze("Enable it with `bgp bestpath as-path multipath-relax` under router bgp."))
+    assert set(query_terms("What does bgp bestpath as-path multipath-relax do?")) <= doc
+
+
+def test_dashes_that_are_not_options() -> None:
+    assert analyze("- item") == ["item"]
+    assert analyze("--") == []
+    assert analyze("-1") == ["1"]
+    assert identifiers("a --- b") == []
+
+
+def test_syslog_line() -> None:
+    text = "%LINK-3-UPDOWN: Interface GigabitEthernet0/1, changed state to down"
+    assert identifiers(text) == ["%link-3-updown", "gigabitethernet0/1"]
+    assert "down" in analyze(text)
+
+
+def test_overlong_tokens_are_not_indexed_as_identifiers() -> None:
+    blob = "a_" + "x" * 300
+    assert identifiers(blob) == []
+
+
+def test_analyze_is_deterministic_and_repeatable() -> None:
+    text = "Set max_wal_size to 2GB on 192.0.2.10; see RFC 4271 and `ip route show`."
+    first = analyze(text)
+    assert analyze(text) == first
+    assert analyze(text) is not first
+
+
+def test_empty_text() -> None:
+    assert analyze("") == []
+    assert query_terms("   ") == []
+    assert identifiers("") == []
+    assert sentences("") == []
+
+
+# -------------------------------------------------------------------------------------------- query_terms
+
+
+def test_query_terms_dedupes_in_order_and_drops_interrogatives() -> None:
+    question = "What is the default value of max_wal_size, and how does the default change?"
+    assert query_terms(question) == ["default", "valu", "max", "wal", "size", "=max_wal_size", "chang"]
+
+
+@pytest.mark.parametrize("question_word", ["what", "how", "which", "who", "when", "where", "why", "does"])
+def test_query_terms_drop_question_words(question_word: str) -> None:
+    assert query_terms(f"{question_word.capitalize()} timeout") == ["timeout"]
+
+
+def test_query_terms_keep_identifiers() -> None:
+    assert query_terms("Which RFC 4271 timer?") == ["rfc", "4271", "=rfc4271", "timer"]
+
+
+# -------------------------------------------------------------------------------------------- identifiers
+
+
+def test_identifiers_deduplicated_without_prefix() -> None:
+    text = "Set max_wal_size. Then max_wal_size again on 10.0.0.1/8 and `--force`."
+    assert identifiers(text) == ["max_wal_size", "10.0.0.1/8", "--force"]
+
+
+# ---------------------------------------------------------------------------------------------- sentences
+
+
+def test_sentences_basic() -> None:
+    assert sentences("One here. Two here! Three here? Four") == [
+        "One here.",
+        "Two here!",
+        "Three here?",
+        "Four",
+    ]
+
+
+def test_sentences_keep_abbreviations_versions_ips_and_files() -> None:
+    text = (
+        "Set max_wal_size, e.g. to 4GB, i.e. Debian defaults vary. Linux 2.6.14 added it. "
+        "Route 192.0.2.1 via eth0 and read ip-route.8.txt for details. Cisco vs. Juniper differ, "
+        "etc. and so on. Done."
+    )
+    assert sentences(text) == [
+        "Set max_wal_size, e.g. to 4GB, i.e. Debian defaults vary.",
+        "Linux 2.6.14 added it.",
+        "Route 192.0.2.1 via eth0 and read ip-route.8.txt for details.",
+        "Cisco vs. Juniper differ, etc. and so on.",
+        "Done.",
+    ]
+
+
+def test_sentences_split_at_etc_when_next_sentence_starts() -> None:
+    assert sentences("Use TCP, UDP, etc. The rest is ignored.") == [
+        "Use TCP, UDP, etc.",
+        "The rest is ignored.",
+    ]
+
+
+def test_sentences_version_at_end_of_sentence() -> None:
+    assert sentences("Upgrade to 2.6.14. Then reboot.") == ["Upgrade to 2.6.14.", "Then reboot."]
+
+
+def test_sentences_blank_lines_and_wrapped_lines() -> None:
+    text = "A wrapped\nline here\n\nNew paragraph without period\n\n  Third"
+    assert sentences(text) == ["A wrapped line here", "New paragraph without period", "Third"]
+
+
+def test_sentences_list_items() -> None:
+    text = (
+        "Steps:\n"
+        "- install the package. It is small.\n"
+        "* enable the unit\n"
+        "  and start it\n"
+        "1. first numbered\n"
+        "2) second numbered\n"
+        "(a) lettered\n"
+        "\u2022 bullet"
+    )
+    assert sentences(text) == [
+        "Steps:",
+        "install the package.",
+        "It is small.",
+        "enable the unit and start it",
+        "first numbered",
+        "second numbered",
+        "lettered",
+        "bullet",
+    ]
+
+
+def test_sentences_headings_tables_and_rules() -> None:
+    text = "# Title\nIntro text.\n---\n| a | b |\n| 1 | 2 |\nAfter."
+    assert sentences(text) == ["Title", "Intro text.", "| a | b |", "| 1 | 2 |", "After."]
+
+
+def test_sentences_initials_and_quotes() -> None:
+    assert sentences('J. Smith wrote it. "Quoted." Next one.') == [
+        "J. Smith wrote it.",
+        '"Quoted."',
+        "Next one.",
+    ]
+
+
+def test_sentences_option_line_is_not_a_list_item() -> None:
+    assert sentences("-v enables verbose output.") == ["-v enables verbose output."]
+
+
+# -------------------------------------------------------------------------------------------- throughput
+
+
+def test_analyze_throughput_floor() -> None:
+    # A loose floor (the measured figure on man pages is far higher); guards against accidental
+    # quadratic behaviour or a lost cache.
+    paragraph = (
+        "The max_wal_size parameter (default 1GB) limits WAL growth between checkpoints; see RFC 4271 "
+        "and %LINK-3-UPDOWN on 192.0.2.0/24 via `ip route add` -- configure PostgreSQL's bgwriter. "
+    )
+    text = "".join(
+        f"{paragraph} Section {i} discusses item{i} and option --opt-{i % 50}.\n" for i in range(4000)
+    )
+    start = time.perf_counter()
+    analyze(text)
+    elapsed = time.perf_counter() - start
+    assert len(text) / 1e6 / elapsed > 1.0
