@@ -1,0 +1,220 @@
+"""Per-chunk evidence evaluation, extractive generation shaped by template, and attribution verification.
+Pure functions over small dataclasses; the only model used (optionally) is the sentence embedder, passed in."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from retrieval.analysis import analyze, identifiers, query_terms, sentences
+
+NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?:/\d+)?(?![\w])")
+STEP_LINE = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
+SUPPORT_THRESHOLD = 0.70  # answers whose supported-sentence share is below this are rejected (DESIGN §6)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One retrieved chunk as the answering pipeline sees it (ref = its [n] number in the answer)."""
+
+    chunk_id: int
+    source: str
+    title: str
+    section: str
+    text: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ScoredSentence:
+    text: str
+    evidence_index: int
+    score: float
+    coverage: float
+    dense: float
+    position: int
+
+
+@dataclass
+class Draft:
+    """A generated answer: sentences, each citing one evidence index."""
+
+    template: str
+    sentences: list[tuple[str, int]]  # (sentence, evidence index)
+    preface: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SentenceCheck:
+    sentence: str
+    evidence_index: int
+    supported: bool
+    span: str
+    overlap: float
+    missing_tokens: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Attribution:
+    score: float
+    checks: tuple[SentenceCheck, ...]
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= SUPPORT_THRESHOLD and bool(self.checks)
+
+
+def _words(text: str) -> list[str]:
+    return [t for t in analyze(text) if not t.startswith("=")]
+
+
+def content_terms(question: str) -> list[str]:
+    return [t for t in query_terms(question)]
+
+
+def score_sentences(
+    question: str,
+    evidence: Sequence[Evidence],
+    *,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+    query_vec: np.ndarray | None = None,
+    idf: dict[str, float] | None = None,
+    max_sentences: int = 60,
+) -> list[ScoredSentence]:
+    """Score every sentence of the evidence chunks for how well it answers the question.
+
+    Args:
+        question: the (rewritten) question.
+        evidence: chunks in retrieval order.
+        embed/query_vec: optional sentence embedder and question vector for semantic similarity.
+        idf: corpus idf per BM25 term (rare terms matter more); defaults to 1.
+    Returns:
+        sentences sorted best first.
+    """
+    q_terms = content_terms(question)
+    weights = {t: (idf or {}).get(t, 1.0) for t in q_terms}
+    total = sum(weights.values()) or 1.0
+    q_ids = {i.lower() for i in identifiers(question)}
+    candidates: list[tuple[str, int, int]] = []
+    for index, item in enumerate(evidence):
+        for position, sentence in enumerate(sentences(item.text)):
+            if 3 <= len(sentence.split()) <= 90:
+                candidates.append((sentence, index, position))
+    candidates = candidates[: max_sentences * 3]
+    scored = []
+    for sentence, index, position in candidates:
+        terms = set(analyze(sentence))
+        coverage = sum(w for t, w in weights.items() if t in terms) / total
+        ident = (sum(1 for i in q_ids if i in sentence.lower()) / len(q_ids)) if q_ids else 0.0
+        rank_prior = 1.0 / (1.0 + 0.15 * index)
+        scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0])
+    scored.sort(key=lambda row: -(row[3] + 0.3 * row[4]) * row[5])
+    scored = scored[:max_sentences]
+    if embed is not None and query_vec is not None and scored:
+        vectors = embed([row[0] for row in scored])
+        sims = vectors @ query_vec
+        for row, sim in zip(scored, sims, strict=True):
+            row[6] = float(sim)
+    results = []
+    for sentence, index, position, coverage, ident, prior, dense in scored:
+        score = (0.55 * coverage + 0.35 * max(0.0, dense) + 0.10 * ident) * (0.7 + 0.3 * prior)
+        results.append(ScoredSentence(sentence, index, score, coverage, dense, position))
+    results.sort(key=lambda s: (-s.score, s.evidence_index, s.position))
+    return results
+
+
+def _steps(text: str) -> list[str]:
+    lines = [line.strip() for line in text.splitlines()]
+    return [STEP_LINE.sub("", line) for line in lines if STEP_LINE.match(line)]
+
+
+def compose_extractive(
+    template: str,
+    question: str,
+    ranked: Sequence[ScoredSentence],
+    evidence: Sequence[Evidence],
+    *,
+    max_sentences: int = 3,
+) -> Draft:
+    """Build an answer from verbatim evidence sentences, shaped by the template."""
+    if not ranked:
+        return Draft(template, [])
+    best = ranked[0]
+    chosen: list[tuple[str, int]] = []
+    if template == "procedure_sop":
+        steps = _steps(evidence[best.evidence_index].text)
+        if len(steps) >= 2:
+            chosen = [(step, best.evidence_index) for step in steps[:10]]
+            return Draft(template, chosen, preface="Steps:")
+    if template == "comparison_decision":
+        per_doc: dict[str, ScoredSentence] = {}
+        for sentence in ranked:
+            per_doc.setdefault(evidence[sentence.evidence_index].source, sentence)
+        picks = list(per_doc.values())[:3]
+        chosen = [(s.text, s.evidence_index) for s in picks]
+        return Draft(template, chosen)
+    # parameter lookups lead with the best sentence (the value); others add close runners-up
+    limit = 2 if template == "parameter_lookup" else max_sentences
+    floor = best.score * 0.75
+    seen: set[str] = set()
+    for sentence in ranked:
+        key = sentence.text.lower()
+        if key in seen or sentence.score < floor:
+            continue
+        seen.add(key)
+        chosen.append((sentence.text, sentence.evidence_index))
+        if len(chosen) >= limit:
+            break
+    if template == "troubleshooting" and len(chosen) > 1:
+        return Draft(template, chosen, preface="What the documents say:")
+    return Draft(template, chosen)
+
+
+def _critical_tokens(sentence: str) -> set[str]:
+    """Numbers, identifiers, commands and paths: each must appear verbatim in the supporting span."""
+    tokens = {m.group(0) for m in NUMBER.finditer(sentence)}
+    tokens |= {i for i in identifiers(sentence)}
+    tokens |= {m.group(1) for m in re.finditer(r"`([^`]{1,80})`", sentence)}
+    return {t.lower() for t in tokens if t.strip()}
+
+
+def verify_sentence(sentence: str, span_source: str) -> SentenceCheck:
+    """Find the best supporting span in `span_source` for `sentence` and label it supported or not."""
+    spans = sentences(span_source) or [span_source]
+    words = set(_words(sentence))
+    best_span = ""
+    best_overlap = 0.0
+    for span in spans:
+        span_words = set(_words(span))
+        overlap = len(words & span_words) / len(words) if words else 0.0
+        if overlap > best_overlap:
+            best_overlap, best_span = overlap, span
+    # a span may continue into the next sentence: also check the whole source for critical tokens
+    haystack = span_source.lower()
+    missing = tuple(sorted(t for t in _critical_tokens(sentence) if t not in haystack))
+    supported = best_overlap >= 0.6 and not missing
+    return SentenceCheck(sentence, -1, supported, best_span, round(best_overlap, 3), missing)
+
+
+def verify(draft: Draft, evidence: Sequence[Evidence]) -> Attribution:
+    """Check every answer sentence against the evidence chunk it cites."""
+    checks = []
+    for sentence, index in draft.sentences:
+        if not 0 <= index < len(evidence):
+            checks.append(SentenceCheck(sentence, index, False, "", 0.0, ("<no such citation>",)))
+            continue
+        check = verify_sentence(sentence, evidence[index].text)
+        checks.append(
+            SentenceCheck(sentence, index, check.supported, check.span, check.overlap, check.missing_tokens)
+        )
+    score = sum(1 for c in checks if c.supported) / len(checks) if checks else 0.0
+    return Attribution(round(score, 3), tuple(checks))
+
+
+def idf_from_stats(df: dict[str, int], n_docs: int) -> dict[str, float]:
+    return {t: math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for t, d in df.items()}

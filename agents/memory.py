@@ -1,0 +1,76 @@
+"""Conversation memory in Redis: the last N turns per conversation, expiring after a TTL."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.conf import settings
+
+FOLLOW_UP = re.compile(
+    r"^(and|what about|how about|also|then|same for|and on|and for|what if)\b|\b(it|that|this|those|these|"
+    r"there|the (first|second|third|fourth|fifth|last|next|previous) (step|one|option))\b",
+    re.IGNORECASE,
+)
+ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
+
+
+@dataclass(frozen=True)
+class Turn:
+    question: str
+    rewritten: str
+    answer: str
+    template: str
+    chunk_ids: list[int]
+
+
+def _client():  # type: ignore[no-untyped-def]
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
+
+
+def _key(conversation_id: str) -> str:
+    return f"athena:memory:{conversation_id}"
+
+
+def memory_load(conversation_id: str) -> list[Turn]:
+    try:
+        raw = _client().lrange(_key(conversation_id), 0, -1)
+    except Exception:  # memory is a convenience: a Redis hiccup must not fail the question
+        return []
+    return [Turn(**json.loads(item)) for item in raw]
+
+
+def memory_append(conversation_id: str, turn: Turn) -> None:
+    client = _client()
+    key = _key(conversation_id)
+    pipe = client.pipeline()
+    pipe.rpush(key, json.dumps(asdict(turn)))
+    pipe.ltrim(key, -settings.ATHENA_MEMORY_TURNS, -1)
+    pipe.expire(key, settings.ATHENA_MEMORY_TTL_SECONDS)
+    pipe.execute()
+
+
+def summarise(turns: list[Turn], *, max_chars: int = 300) -> str:
+    """Long histories are reduced to their questions (most recent last), capped in length."""
+    text = " | ".join(t.rewritten for t in turns)
+    return text[-max_chars:]
+
+
+def rewrite_follow_up(question: str, history: list[Turn]) -> tuple[str, dict[str, Any]]:
+    """Resolve a follow-up against the previous turn. Returns (rewritten question, decision details)."""
+    if not history:
+        return question, {"follow_up": False}
+    previous = history[-1]
+    is_follow_up = bool(FOLLOW_UP.search(question)) or len(question.split()) <= 4
+    if not is_follow_up:
+        return question, {"follow_up": False}
+    ordinal = re.search(r"\b(first|second|third|fourth|fifth)\b (step|one|option)", question, re.IGNORECASE)
+    details: dict[str, Any] = {"follow_up": True, "previous": previous.rewritten}
+    if ordinal and previous.template == "procedure_sop":
+        details["step"] = ORDINALS[ordinal.group(1).lower()]
+    rewritten = f"{previous.rewritten} {question}".strip()
+    return rewritten, details

@@ -1,0 +1,553 @@
+"""The answering pipeline as an explicit sequence of small steps, each recorded as (step, decision, ms).
+
+guard input -> memory -> follow-up rewrite -> classify -> clarify | decompose -> keywords/vendors ->
+retrieve (sub-questions concurrently) -> adequacy (one reformulation) -> per-chunk evaluation (neighbour
+expansion) -> generate -> verify attribution -> fallback -> guard output -> compose.
+Memory writes and the audit event are done by the caller (agents.services) after this returns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import numpy as np
+
+from agents.evidence import (
+    Attribution,
+    Draft,
+    Evidence,
+    ScoredSentence,
+    compose_extractive,
+    score_sentences,
+    verify,
+)
+from agents.memory import Turn, rewrite_follow_up
+from retrieval.types import Filters, Hit, Principal, SearchConfig, SearchResult
+
+T = TypeVar("T")
+ABSTAIN_MESSAGE = "I don't have enough information in the knowledge base to answer this confidently."
+# Adequacy: the best evidence sentence must cover enough of the question's (idf-weighted) terms and be close
+# in meaning; below these the pipeline reformulates once, then abstains. Tuned on the dev set, kept round.
+MIN_COVERAGE = 0.45
+MIN_SENTENCE_SCORE = 0.42
+MAX_UNKNOWN_RARE_TERMS = 0  # a distinctive question term that occurs nowhere in the corpus => abstain
+_sub_pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="subq")
+
+
+@dataclass
+class Trace:
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def run(self, step: str, fn: Callable[[], T], decide: Callable[[T], str] | None = None) -> T:
+        started = time.perf_counter()
+        result = fn()
+        ms = (time.perf_counter() - started) * 1000
+        self.steps.append(
+            {"step": step, "decision": decide(result) if decide else "done", "ms": round(ms, 1)}
+        )
+        return result
+
+    def note(self, step: str, decision: str, ms: float = 0.0) -> None:
+        self.steps.append({"step": step, "decision": decision, "ms": round(ms, 1)})
+
+
+@dataclass
+class PipelineResult:
+    answer: str
+    abstained: bool
+    template: str
+    hop: str
+    verdict: str  # answered | abstained | clarify | blocked
+    citations: list[dict[str, Any]]
+    retrieved: list[str]
+    retrieved_chunks: list[dict[str, Any]]
+    attribution_score: float
+    notes: list[str]
+    trace: list[dict[str, Any]]
+    timings_ms: dict[str, float]
+    evidence: list[dict[str, Any]]
+    passages: list[str]
+    rewritten: str
+    guard: dict[str, Any]
+    chunk_ids: list[int]
+
+
+def _hit_evidence(hit: Hit) -> Evidence:
+    return Evidence(hit.chunk_id, hit.source, hit.title, hit.section, hit.text, hit.score)
+
+
+def _corpus_df(terms: list[str]) -> tuple[dict[str, int], int]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [terms])
+        df = dict(cursor.fetchall())
+        cursor.execute("SELECT n_chunks FROM knowledge_corpusstat WHERE id = 1")
+        row = cursor.fetchone()
+    return df, int(row[0]) if row else 0
+
+
+def _merge_results(results: list[SearchResult], final_k: int) -> list[Hit]:
+    """Interleave sub-question results so each sub-question keeps its best chunks."""
+    merged: list[Hit] = []
+    seen: set[int] = set()
+    for rank in range(max((len(r.hits) for r in results), default=0)):
+        for result in results:
+            if rank < len(result.hits) and result.hits[rank].chunk_id not in seen:
+                seen.add(result.hits[rank].chunk_id)
+                merged.append(result.hits[rank])
+    return merged[: max(final_k, 10)]
+
+
+def _stale_notes(hits: list[Hit], cited: set[str]) -> list[str]:
+    from django.conf import settings
+
+    from knowledge.models import Document
+
+    notes = []
+    now = datetime.now(UTC)
+    documents = Document.objects.filter(source__in=cited).select_related("superseded_by")
+    for document in documents:
+        label = document.title or document.source
+        if document.superseded_by_id:
+            newer = document.superseded_by
+            notes.append(f"'{label}' is superseded by '{newer.title or newer.source}'; it may be outdated.")
+        elif document.metadata.get("superseded_by"):
+            notes.append(
+                f"'{label}' says it is superseded by {document.metadata['superseded_by']}; "
+                "it may be outdated."
+            )
+        if document.review_by and document.review_by < now.date():
+            notes.append(
+                f"'{label}' was due for review on {document.review_by.isoformat()}; it may be outdated."
+            )
+        updated = document.source_updated_at
+        if updated and updated < now - timedelta(days=settings.ATHENA_STALE_AFTER_DAYS):
+            notes.append(f"'{label}' was last updated {updated.date().isoformat()}; it may be outdated.")
+    return notes
+
+
+def _disagreement_note(
+    ranked: list[ScoredSentence], evidence: list[Evidence], hits: list[Hit]
+) -> tuple[list[ScoredSentence], str | None]:
+    """When the two best sentences come from different documents and state different numbers for the same
+    thing, prefer the more recently updated document and say so."""
+    from agents.evidence import NUMBER
+
+    if len(ranked) < 2:
+        return ranked, None
+    first, second = ranked[0], ranked[1]
+    if evidence[first.evidence_index].source == evidence[second.evidence_index].source:
+        return ranked, None
+    if second.score < first.score * 0.85:
+        return ranked, None
+    nums_a = {m.group(0) for m in NUMBER.finditer(first.text)}
+    nums_b = {m.group(0) for m in NUMBER.finditer(second.text)}
+    if not nums_a or not nums_b or nums_a & nums_b:
+        return ranked, None
+    updated = {h.source: h.updated_at for h in hits}
+    date_a = updated.get(evidence[first.evidence_index].source)
+    date_b = updated.get(evidence[second.evidence_index].source)
+    if not date_a or not date_b or date_a == date_b:
+        return ranked, None
+    newer, older = (first, second) if date_a > date_b else (second, first)
+    note = (
+        f"Sources disagree: '{evidence[older.evidence_index].title}' says otherwise; the more recent "
+        f"'{evidence[newer.evidence_index].title}' is preferred."
+    )
+    reordered = [newer] + [s for s in ranked if s is not newer and s is not older]
+    return reordered, note
+
+
+def run_pipeline(
+    *,
+    question: str,
+    principal: Principal,
+    history: list[Turn],
+    filters: Filters | None = None,
+    config: SearchConfig | None = None,
+) -> PipelineResult:
+    """Answer one question for one principal. Raises nothing for bad questions: a guard refusal is a
+    verdict ("blocked"), so that it is audited like any answer."""
+    from django.conf import settings
+
+    from agents import classify as classify_mod
+    from agents import guardrails
+    from agents.llm import LLMError, get_llm
+    from retrieval.embedders import get_embedder
+    from retrieval.search import chunks_by_ids, embed_query, search
+
+    started = time.perf_counter()
+    trace = Trace()
+    config = config or SearchConfig()
+
+    decision = trace.run(
+        "guard_input",
+        lambda: guardrails.check_question(question, max_chars=settings.ATHENA_MAX_QUESTION_CHARS),
+        lambda d: d.code,
+    )
+    if not decision.allowed:
+        return _refusal(decision, trace, started)
+
+    rewritten, details = trace.run(
+        "follow_up_rewrite",
+        lambda: rewrite_follow_up(question, history),
+        lambda r: "rewritten" if r[1].get("follow_up") else "standalone",
+    )
+    trace.note("memory", f"{len(history)} previous turn(s)")
+    classification = trace.run(
+        "classify",
+        lambda: classify_mod.classify(rewritten),
+        lambda c: f"{c.template}/{c.hop} ({c.confidence:.2f})",
+    )
+    template = classification.template
+    if classification.hop == "ambiguous" and not history:
+        clarifying = classify_mod.clarifying_question(question)
+        trace.note("clarify", "asked a clarifying question")
+        return _result(
+            answer=clarifying,
+            abstained=True,
+            template=template,
+            hop="ambiguous",
+            verdict="clarify",
+            trace=trace,
+            started=started,
+            rewritten=rewritten,
+        )
+    subs = trace.run(
+        "decompose",
+        lambda: (
+            classify_mod.decompose(rewritten, classification)
+            if classification.hop == "multi_hop" or template == "comparison_decision"
+            else [rewritten]
+        ),
+        lambda s: f"{len(s)} sub-question(s)",
+    )
+    subs = [s for s in subs if s.strip()][:3] or [rewritten]
+
+    def retrieve(questions: list[str]) -> list[SearchResult]:
+        if len(questions) == 1:
+            return [search(questions[0], principal, filters, config)]
+        from retrieval.search import _in_thread
+
+        futures = [_sub_pool.submit(_in_thread, search, q, principal, filters, config) for q in questions]
+        return [f.result() for f in futures]
+
+    all_questions = list(dict.fromkeys([rewritten, *subs])) if len(subs) > 1 else [rewritten]
+    results = trace.run(
+        "retrieve",
+        lambda: retrieve(all_questions),
+        lambda r: f"{sum(len(x.hits) for x in r)} chunk(s) for {len(r)} query(ies)",
+    )
+    hits = _merge_results(results, config.final_k)
+    search_terms = results[0].query_terms
+
+    # adequacy: distinctive terms missing from the whole corpus, and evidence that barely matches
+    df, n_chunks = _corpus_df([t for t in search_terms])
+    unknown = [t for t in search_terms if t not in df and (t.startswith("=") or len(t) > 3)]
+    idf = {t: float(np.log(1 + (n_chunks - d + 0.5) / (d + 0.5))) for t, d in df.items()}
+    for t in unknown:
+        idf[t] = float(np.log(1 + (n_chunks + 0.5) / 0.5))
+
+    embedder = get_embedder()
+    query_vec = embed_query(rewritten)
+
+    def evaluate(current_hits: list[Hit]) -> tuple[list[Evidence], list[ScoredSentence]]:
+        evidence = [_hit_evidence(h) for h in current_hits]
+        # neighbour expansion (up to two steps) for the best chunks: a value or step often spills over
+        neighbours = chunks_by_ids([h.prev_id for h in current_hits[:3] if h.prev_id], principal)
+        expanded = list(evidence)
+        for hit in current_hits[:3]:
+            row = neighbours.get(hit.prev_id) if hit.prev_id else None
+            if row is not None and all(e.chunk_id != row["chunk_id"] for e in expanded):
+                expanded.append(
+                    Evidence(row["chunk_id"], row["source"], row["title"], row["section"], row["text"], 0.0)
+                )
+        ranked = score_sentences(
+            rewritten,
+            expanded[:14],
+            embed=lambda texts: embedder.embed_passages(texts),
+            query_vec=query_vec,
+            idf=idf,
+        )
+        return expanded, ranked
+
+    evidence, ranked = trace.run(
+        "evaluate_chunks", lambda: evaluate(hits), lambda r: f"{len(r[1])} candidate sentence(s)"
+    )
+
+    def adequate(ranked_: list[ScoredSentence]) -> tuple[bool, str]:
+        if unknown:
+            return (
+                False,
+                f"term(s) not in the knowledge base: {', '.join(t.lstrip('=') for t in unknown[:5])}",
+            )
+        if not ranked_:
+            return False, "no evidence"
+        best = ranked_[0]
+        if best.coverage < MIN_COVERAGE or best.score < MIN_SENTENCE_SCORE:
+            return False, f"best evidence too weak (coverage {best.coverage:.2f}, score {best.score:.2f})"
+        return True, f"sufficient (coverage {ranked_[0].coverage:.2f}, score {ranked_[0].score:.2f})"
+
+    ok, why = adequate(ranked)
+    trace.note("adequacy", why)
+    if not ok and not unknown and len(subs) == 1:
+        # one reformulation: the question's distinctive terms only (drops chatter that dilutes retrieval)
+        rare = sorted((t for t in search_terms if not t.startswith("=")), key=lambda t: -idf.get(t, 0))[:6]
+        reformulated = " ".join(
+            dict.fromkeys([*(t.lstrip("=") for t in search_terms if t.startswith("=")), *rare])
+        )
+        if reformulated and reformulated != rewritten:
+            again = trace.run(
+                "reformulate",
+                lambda: search(reformulated, principal, filters, config),
+                lambda r: f"retried as '{reformulated}'",
+            )
+            hits2 = _merge_results([again, results[0]], config.final_k)
+            evidence2, ranked2 = evaluate(hits2)
+            ok2, why2 = adequate(ranked2)
+            trace.note("adequacy", why2)
+            if ok2:
+                hits, evidence, ranked, ok = hits2, evidence2, ranked2, True
+
+    retrieved = list(dict.fromkeys(h.source for h in hits))
+    if not ok:
+        searched = ", ".join(t.lstrip("=") for t in search_terms[:8])
+        answer = f"{ABSTAIN_MESSAGE} I searched the documents you can access for: {searched}."
+        return _result(
+            answer=answer,
+            abstained=True,
+            template=template,
+            hop=classification.hop,
+            verdict="abstained",
+            trace=trace,
+            started=started,
+            rewritten=rewritten,
+            hits=hits,
+            retrieved=retrieved,
+        )
+
+    ranked, disagreement = _disagreement_note(ranked, evidence, hits)
+    llm = get_llm()
+    draft: Draft | None = None
+    attribution: Attribution | None = None
+    if llm.enabled:
+        try:
+            text = trace.run(
+                "generate_llm",
+                lambda: llm.generate(
+                    question=rewritten, template=template, passages=[e.text for e in evidence[:8]]
+                ),
+            )
+            draft = _parse_llm_answer(text, template)
+            attribution = trace.run(
+                "verify_attribution",
+                lambda: verify(draft, evidence),
+                lambda a: f"score {a.score:.2f} ({'pass' if a.passed else 'reject'})",
+            )
+        except LLMError as exc:
+            trace.note("generate_llm", f"failed: {exc}")
+            draft = None
+    if draft is None or attribution is None or not attribution.passed:
+        # extractive fallback, also the default without an LLM: best chunk first, then merged context
+        for label, subset in (
+            ("best_chunk", [s for s in ranked if s.evidence_index == ranked[0].evidence_index]),
+            ("merged_context", ranked),
+        ):
+            candidate = compose_extractive(template, rewritten, subset, evidence)
+            check = verify(candidate, evidence)
+            trace.note(
+                f"generate_extractive:{label}",
+                f"{len(candidate.sentences)} sentence(s), attribution {check.score:.2f}",
+            )
+            if check.passed:
+                draft, attribution = candidate, check
+                break
+    if draft is None or attribution is None or not attribution.passed:
+        answer = f"{ABSTAIN_MESSAGE} No answer could be verified against the documents."
+        return _result(
+            answer=answer,
+            abstained=True,
+            template=template,
+            hop=classification.hop,
+            verdict="abstained",
+            trace=trace,
+            started=started,
+            rewritten=rewritten,
+            hits=hits,
+            retrieved=retrieved,
+        )
+
+    # compose: number citations in order of first use
+    refs: dict[int, int] = {}
+    lines = []
+    for sentence, index in draft.sentences:
+        ref = refs.setdefault(index, len(refs) + 1)
+        lines.append((sentence, ref))
+    if template == "procedure_sop" and draft.preface == "Steps:":
+        body = "\n".join(f"{i}. {s} [{r}]" for i, (s, r) in enumerate(lines, start=1))
+    elif template in {"comparison_decision"} and len(lines) > 1:
+        body = "\n".join(f"- {s} [{r}]" for s, r in lines)
+    else:
+        body = " ".join(f"{s} [{r}]" for s, r in lines)
+    answer = f"{draft.preface}\n{body}".strip() if draft.preface and draft.preface != "Steps:" else body
+
+    answer, masked = trace.run(
+        "guard_output_pii",
+        lambda: guardrails.mask_pii(answer),
+        lambda r: f"masked {len(r[1])}" if r[1] else "clean",
+    )
+    answer, marked = guardrails.strip_confidential_markings(answer)
+    from agents.llm import SYSTEM_PROMPT
+
+    if guardrails.leaks_system_prompt(answer, SYSTEM_PROMPT):
+        trace.note("guard_output", "system prompt leak blocked")
+        return _result(
+            answer=ABSTAIN_MESSAGE,
+            abstained=True,
+            template=template,
+            hop=classification.hop,
+            verdict="abstained",
+            trace=trace,
+            started=started,
+            rewritten=rewritten,
+            hits=hits,
+            retrieved=retrieved,
+        )
+    trace.note("guard_output", "confidential marking removed" if marked else "ok")
+
+    citations = []
+    checks_by_index = {}
+    for check in attribution.checks:
+        checks_by_index.setdefault(check.evidence_index, check)
+    hit_by_chunk = {h.chunk_id: h for h in hits}
+    for index, ref in refs.items():
+        item = evidence[index]
+        hit = hit_by_chunk.get(item.chunk_id)
+        check = checks_by_index.get(index)
+        citations.append(
+            {
+                "ref": ref,
+                "document": item.source,
+                "title": item.title,
+                "section": item.section,
+                "page": hit.page if hit else None,
+                "chunk_id": item.chunk_id,
+                "updated_at": hit.updated_at.isoformat() if hit and hit.updated_at else None,
+                "access_tier": hit.access_tier if hit else "",
+                "quote": check.span if check else "",
+            }
+        )
+    notes = _stale_notes(hits, {c["document"] for c in citations})
+    if disagreement:
+        notes.insert(0, disagreement)
+    if any(h.injection_flag for h in hits if h.chunk_id in {c["chunk_id"] for c in citations}):
+        notes.append(
+            "A cited passage contains text flagged as instructions to an AI; it was treated as data."
+        )
+    trace.note("compose", f"{len(citations)} citation(s), {len(notes)} note(s)")
+    return _result(
+        answer=answer,
+        abstained=False,
+        template=template,
+        hop=classification.hop,
+        verdict="answered",
+        trace=trace,
+        started=started,
+        rewritten=rewritten,
+        hits=hits,
+        retrieved=retrieved,
+        citations=citations,
+        attribution=attribution.score,
+        notes=notes,
+        guard={"output_masked": masked, "confidential_marking": marked},
+    )
+
+
+def _parse_llm_answer(text: str, template: str) -> Draft:
+    """Split an LLM answer into sentences with their [n] citations (1-based in the prompt)."""
+    import re
+
+    from retrieval.analysis import sentences
+
+    if text.strip().upper().startswith("INSUFFICIENT"):
+        return Draft(template, [])
+    parts = []
+    for sentence in sentences(text):
+        refs = [int(n) for n in re.findall(r"\[(\d+)\]", sentence)]
+        clean = re.sub(r"\s*\[\d+\]", "", sentence).strip()
+        if clean:
+            parts.append((clean, (refs[0] - 1) if refs else -1))
+    return Draft(template, parts)
+
+
+def _refusal(decision: Any, trace: Trace, started: float) -> PipelineResult:
+    return _result(
+        answer=decision.message,
+        abstained=True,
+        template="",
+        hop="",
+        verdict="blocked",
+        trace=trace,
+        started=started,
+        rewritten="",
+        guard={"code": decision.code, "details": list(decision.details)},
+    )
+
+
+def _result(
+    *,
+    answer: str,
+    abstained: bool,
+    template: str,
+    hop: str,
+    verdict: str,
+    trace: Trace,
+    started: float,
+    rewritten: str,
+    hits: list[Hit] | None = None,
+    retrieved: list[str] | None = None,
+    citations: list[dict[str, Any]] | None = None,
+    attribution: float = 0.0,
+    notes: list[str] | None = None,
+    guard: dict[str, Any] | None = None,
+) -> PipelineResult:
+    hits = hits or []
+    timings = {step["step"]: step["ms"] for step in trace.steps}
+    timings["total"] = round((time.perf_counter() - started) * 1000, 1)
+    return PipelineResult(
+        answer=answer,
+        abstained=abstained,
+        template=template,
+        hop=hop,
+        verdict=verdict,
+        citations=citations or [],
+        retrieved=retrieved or [],
+        retrieved_chunks=[
+            {"chunk_id": h.chunk_id, "document": h.source, "content_hash": h.content_hash} for h in hits
+        ],
+        attribution_score=attribution,
+        notes=notes or [],
+        trace=trace.steps,
+        timings_ms=timings,
+        evidence=[
+            {
+                "chunk_id": h.chunk_id,
+                "document": h.source,
+                "title": h.title,
+                "section": h.section,
+                "score": round(h.score, 4),
+                "scores": h.scores,
+            }
+            for h in hits
+        ],
+        passages=[h.text for h in hits[:10]],
+        rewritten=rewritten,
+        guard=guard or {},
+        chunk_ids=[h.chunk_id for h in hits],
+    )

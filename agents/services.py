@@ -1,0 +1,179 @@
+"""The ask service: runs the pipeline (on the realtime Celery queue when configured), stores the answer,
+updates memory and writes the audit event. Web processes call this without importing torch."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from agents.models import Answer, Conversation, CurationItem
+from athena.errors import ApplicationError, NotFound, ValidationFailed
+
+
+class Blocked(ApplicationError):
+    code = "blocked"
+
+
+def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
+    from datetime import date
+
+    from retrieval.types import Filters
+
+    if not data:
+        return Filters()
+    allowed = {"doc_types", "departments", "vendors", "tiers", "updated_after", "updated_before"}
+    unknown = set(data) - allowed
+    if unknown:
+        raise ValidationFailed(f"unknown filter(s) {sorted(unknown)}; valid: {sorted(allowed)}")
+    values: dict[str, Any] = {}
+    for key in ("doc_types", "departments", "vendors", "tiers"):
+        raw = data.get(key) or []
+        if isinstance(raw, str):
+            raw = [raw]
+        if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+            raise ValidationFailed(f"filter {key} must be a list of strings")
+        values[key] = tuple(raw)
+    for key in ("updated_after", "updated_before"):
+        if data.get(key):
+            try:
+                values[key] = date.fromisoformat(str(data[key]))
+            except ValueError:
+                raise ValidationFailed(f"filter {key} must be a date YYYY-MM-DD") from None
+    return Filters(**values)
+
+
+def answer_compute(
+    *, user_id: int, question: str, conversation_id: str, filters: dict[str, Any] | None
+) -> dict:
+    """The model-heavy part (runs in the realtime worker or in-process)."""
+    from agents.memory import memory_load
+    from agents.pipeline import run_pipeline
+    from retrieval.types import Principal
+
+    user = User.objects.get(pk=user_id)
+    principal = Principal.from_user(user)
+    history = memory_load(conversation_id)
+    result = run_pipeline(question=question, principal=principal, history=history, filters=_filters(filters))
+    return asdict(result)
+
+
+def ask(
+    *, user: Any, question: str, conversation_id: str | None = None, filters: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Answer a question for `user`; returns the ask response body (DESIGN.md §8)."""
+    from agents.memory import Turn, memory_append
+    from audit.services import audit_record
+
+    if not isinstance(question, str) or not question.strip():
+        raise ValidationFailed("question must be a non-empty string")
+    if len(question) > settings.ATHENA_MAX_QUESTION_CHARS:
+        raise ValidationFailed(
+            f"question is {len(question)} characters; the limit is {settings.ATHENA_MAX_QUESTION_CHARS}"
+        )
+    _filters(filters)  # validate before queueing
+    if conversation_id:
+        try:
+            conversation = Conversation.objects.get(
+                pk=uuid.UUID(str(conversation_id)), user=user, deleted=False
+            )
+        except (ValueError, Conversation.DoesNotExist):
+            raise NotFound("no such conversation") from None
+    else:
+        conversation = Conversation.objects.create(user=user, title=question[:200])
+    if settings.ATHENA_REALTIME_VIA_CELERY:
+        from agents.tasks import answer_task
+
+        result = answer_task.apply_async(
+            args=[user.pk, question, str(conversation.pk), filters], queue="realtime"
+        ).get(timeout=120)
+    else:
+        result = answer_compute(
+            user_id=user.pk, question=question, conversation_id=str(conversation.pk), filters=filters
+        )
+
+    blocked = result["verdict"] == "blocked"
+    guard = result.get("guard") or {}
+    # a refused question is logged without its text when it carried PII
+    logged_question = "[withheld: contained personal data]" if guard.get("code") == "pii" else question
+    groups = sorted(user.groups.values_list("name", flat=True))
+    event = audit_record(
+        kind="question",
+        actor=user,
+        verdict=result["verdict"],
+        documents=result["retrieved"],
+        payload={
+            "question": logged_question,
+            "rewritten": result["rewritten"] if not blocked else "",
+            "groups": groups,
+            "conversation": str(conversation.pk),
+            "retrieved_chunks": result["retrieved_chunks"],
+            "answer": result["answer"],
+            "citations": result["citations"],
+            "attribution_score": result["attribution_score"],
+            "guardrails": guard,
+            "template": result["template"],
+            "timings_ms": result["timings_ms"],
+        },
+    )
+    if blocked:
+        answer_row = None
+    else:
+        with transaction.atomic():
+            answer_row = Answer.objects.create(
+                conversation=conversation,
+                user=user,
+                question=question,
+                abstained=result["abstained"],
+                template=result["template"],
+                audit_event_id=event.pk,
+                response={},
+            )
+            if result["verdict"] == "abstained":
+                CurationItem.objects.create(answer=answer_row, reason="abstained")
+        memory_append(
+            str(conversation.pk),
+            Turn(
+                question=question,
+                rewritten=result["rewritten"] or question,
+                answer=result["answer"][:1000],
+                template=result["template"],
+                chunk_ids=[c["chunk_id"] for c in result["citations"]],
+            ),
+        )
+    body = {
+        "answer": result["answer"],
+        "abstained": result["abstained"],
+        "template": result["template"],
+        "verdict": result["verdict"],
+        "citations": result["citations"],
+        "retrieved": result["retrieved"],
+        "attribution_score": result["attribution_score"],
+        "conversation_id": str(conversation.pk),
+        "answer_id": answer_row.pk if answer_row else None,
+        "notes": result["notes"],
+        "timings_ms": result["timings_ms"],
+        "trace": result["trace"],
+        "evidence": result["evidence"],
+        "passages": result["passages"],
+        "audit_event_id": event.pk,
+    }
+    if answer_row is not None:
+        Answer.objects.filter(pk=answer_row.pk).update(response=body)
+    if blocked:
+        audit_record(
+            kind="guardrail",
+            actor=user,
+            verdict=guard.get("code", "blocked"),
+            payload={
+                "code": guard.get("code"),
+                "details": guard.get("details", []),
+                "question_event": event.pk,
+            },
+        )
+        raise Blocked(result["answer"], details={"guard": guard.get("code"), "audit_event_id": event.pk})
+    return body

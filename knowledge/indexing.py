@@ -1,0 +1,390 @@
+"""The database half of ingestion: atomically replace a document's chunks, BM25 postings, statistics and
+graph rows. Everything for one document happens in one transaction, so a crash at any point leaves either
+the old version or the new one visible — never a half-indexed document."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from django.db import connection, transaction
+from django.utils import timezone
+
+from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus
+
+# One advisory lock serialises the statistics updates of concurrent ingests (df, N, total length), keeping
+# them exact without hot per-row triggers; it is held only for the final part of each transaction.
+BM25_STATS_LOCK = 7_413_001
+MAX_EDGE_ENTITIES = 12  # co-occurrence pairs grow quadratically; keep the most frequent entities per chunk
+
+
+@dataclass(frozen=True)
+class StagedChunk:
+    ordinal: int
+    text: str
+    section_path: str
+    page: int | None
+    token_count: int
+    terms: dict[str, int]  # BM25 term -> tf
+    doc_len: int
+    entities: list[tuple[str, str, str]]  # (kind, name, display)
+    entity_counts: dict[tuple[str, str], int]
+    injection_matches: list[str]
+
+
+@dataclass
+class StagedDocument:
+    """Everything computed outside the database for one document version."""
+
+    source: str
+    source_path: str
+    source_root: str
+    content_hash: str
+    title: str
+    author: str
+    updated_at: datetime | None
+    metadata: dict
+    links: list[tuple[str, str]]  # (target_ref, kind)
+    chunks: list[StagedChunk]
+    embeddings: np.ndarray | None = None
+    embedding_model: str = ""
+    options: dict = field(default_factory=dict)
+
+
+def embedding_text(title: str, section_path: str, text: str) -> str:
+    """What the embedder sees: the chunk with its document title and heading trail for context."""
+    header = title if not section_path else f"{title} > {section_path}" if title else section_path
+    return f"{header}\n{text}" if header else text
+
+
+def _chunk_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _acl_columns(document: Document) -> tuple[bool, list[int]]:
+    groups = sorted(document.allowed_groups.values_list("id", flat=True))
+    is_open = not groups and document.access_tier in OPEN_TIERS and document.owner_id is None
+    return is_open, groups
+
+
+def _remove_chunks(cursor, chunk_ids: Sequence[int]) -> None:  # type: ignore[no-untyped-def]
+    """Delete chunks with their postings, reversing their contribution to df, N, length and edge weights."""
+    if not chunk_ids:
+        return
+    ids = list(chunk_ids)
+    cursor.execute(
+        """
+        WITH pairs AS (
+            SELECT m1.entity_id AS a, m2.entity_id AS b, count(*) AS c
+            FROM knowledge_mention m1 JOIN knowledge_mention m2
+              ON m1.chunk_id = m2.chunk_id AND m1.entity_id < m2.entity_id
+            WHERE m1.chunk_id = ANY(%s) GROUP BY 1, 2)
+        UPDATE knowledge_edge e SET weight = e.weight - pairs.c FROM pairs
+        WHERE e.source_id = pairs.a AND e.target_id = pairs.b AND e.relation = 'co_occurs'
+        """,
+        [ids],
+    )
+    cursor.execute(
+        "SELECT term, count(*) FROM knowledge_posting WHERE chunk_id = ANY(%s) GROUP BY term ORDER BY term",
+        [ids],
+    )
+    df_delta = cursor.fetchall()
+    cursor.execute(
+        "SELECT count(*), coalesce(sum(doc_len), 0) FROM knowledge_chunk WHERE id = ANY(%s) AND active", [ids]
+    )
+    n_active, len_active = cursor.fetchone()
+    cursor.execute("DELETE FROM knowledge_posting WHERE chunk_id = ANY(%s)", [ids])
+    cursor.execute("UPDATE knowledge_chunk SET prev_id = NULL WHERE id = ANY(%s)", [ids])
+    cursor.execute("DELETE FROM knowledge_mention WHERE chunk_id = ANY(%s)", [ids])
+    cursor.execute("DELETE FROM knowledge_chunk WHERE id = ANY(%s)", [ids])
+    _stats_apply(cursor, [(t, -c) for t, c in df_delta], -n_active, -len_active)
+
+
+def _stats_apply(cursor, df_delta: Sequence[tuple[str, int]], n_delta: int, len_delta: int) -> None:  # type: ignore[no-untyped-def]
+    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [BM25_STATS_LOCK])
+    if df_delta:
+        terms = [t for t, _ in df_delta]
+        deltas = [d for _, d in df_delta]
+        cursor.execute(
+            """
+            INSERT INTO knowledge_termstat (term, df)
+            SELECT t, d FROM unnest(%s::varchar[], %s::int[]) AS x(t, d)
+            ON CONFLICT (term) DO UPDATE SET df = knowledge_termstat.df + EXCLUDED.df
+            """,
+            [terms, deltas],
+        )
+        cursor.execute("DELETE FROM knowledge_termstat WHERE term = ANY(%s) AND df <= 0", [terms])
+    if n_delta or len_delta:
+        cursor.execute(
+            "UPDATE knowledge_corpusstat SET n_chunks = n_chunks + %s, total_len = total_len + %s WHERE id = 1",
+            [n_delta, len_delta],
+        )
+
+
+def _upsert_entities(cursor, entities: set[tuple[str, str, str]]) -> dict[tuple[str, str], int]:  # type: ignore[no-untyped-def]
+    if not entities:
+        return {}
+    ordered = sorted(entities)
+    cursor.execute(
+        """
+        INSERT INTO knowledge_entity (kind, name, display, aliases)
+        SELECT k, n, d, '[]'::jsonb FROM unnest(%s::varchar[], %s::varchar[], %s::varchar[]) AS x(k, n, d)
+        ON CONFLICT (kind, name) DO NOTHING
+        """,
+        [[e[0] for e in ordered], [e[1][:300] for e in ordered], [e[2][:300] for e in ordered]],
+    )
+    cursor.execute(
+        "SELECT id, kind, name FROM knowledge_entity WHERE (kind, name) IN "
+        "(SELECT * FROM unnest(%s::varchar[], %s::varchar[]))",
+        [[e[0] for e in ordered], [e[1][:300] for e in ordered]],
+    )
+    return {(kind, name): pk for pk, kind, name in cursor.fetchall()}
+
+
+@transaction.atomic
+def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Document:
+    """Swap in a new version of `document` built from `staged`, in one transaction."""
+    document = Document.objects.select_for_update().get(pk=document.pk)
+    is_open, groups = _acl_columns(document)
+    now = timezone.now()
+    updated_at = staged.updated_at or document.source_updated_at
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM knowledge_chunk WHERE document_id = %s", [document.pk])
+        _remove_chunks(cursor, [row[0] for row in cursor.fetchall()])
+
+        objects = []
+        for i, chunk in enumerate(staged.chunks):
+            vector = staged.embeddings[i] if staged.embeddings is not None else None
+            objects.append(
+                Chunk(
+                    document=document,
+                    ordinal=chunk.ordinal,
+                    text=chunk.text,
+                    section_path=chunk.section_path[:1000],
+                    page=chunk.page,
+                    token_count=chunk.token_count,
+                    doc_len=chunk.doc_len,
+                    content_hash=_chunk_hash(chunk.text),
+                    embedding=vector,
+                    embedding_model=staged.embedding_model,
+                    injection_flag=bool(chunk.injection_matches),
+                    injection_matches=chunk.injection_matches,
+                    active=True,
+                    acl_open=is_open,
+                    acl_groups=groups,
+                    access_tier=document.access_tier,
+                    doc_type=document.doc_type,
+                    department=document.department,
+                    vendor=document.vendor,
+                    owner_id_acl=document.owner_id,
+                    updated_at=updated_at,
+                )
+            )
+        created = Chunk.objects.bulk_create(objects, batch_size=500)
+        ids = [c.pk for c in created]
+        if ids:
+            # prev/next neighbour pointers (next is the reverse side of prev)
+            cursor.execute(
+                "UPDATE knowledge_chunk c SET prev_id = x.prev FROM unnest(%s::bigint[], %s::bigint[]) AS x(id, prev) "
+                "WHERE c.id = x.id",
+                [ids[1:], ids[:-1]],
+            )
+            cursor.execute(
+                "UPDATE knowledge_chunk SET tsv = to_tsvector('english', text) WHERE id = ANY(%s)", [ids]
+            )
+        # postings
+        p_terms: list[str] = []
+        p_chunks: list[int] = []
+        p_tf: list[int] = []
+        p_len: list[int] = []
+        df: Counter[str] = Counter()
+        for pk, chunk in zip(ids, staged.chunks, strict=True):
+            for term, tf in chunk.terms.items():
+                p_terms.append(term)
+                p_chunks.append(pk)
+                p_tf.append(tf)
+                p_len.append(chunk.doc_len)
+                df[term] += 1
+        if p_terms:
+            cursor.execute(
+                "INSERT INTO knowledge_posting (term, chunk_id, tf, doc_len) "
+                "SELECT * FROM unnest(%s::varchar[], %s::bigint[], %s::int[], %s::int[])",
+                [p_terms, p_chunks, p_tf, p_len],
+            )
+        # graph: mentions and co-occurrence edges
+        all_entities = {e for chunk in staged.chunks for e in chunk.entities}
+        entity_ids = _upsert_entities(cursor, all_entities)
+        m_chunk: list[int] = []
+        m_entity: list[int] = []
+        m_count: list[int] = []
+        for pk, chunk in zip(ids, staged.chunks, strict=True):
+            ranked = sorted(chunk.entity_counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            for (kind, name), count in ranked:
+                entity_id = entity_ids.get((kind, name[:300]))
+                if entity_id is not None:
+                    m_chunk.append(pk)
+                    m_entity.append(entity_id)
+                    m_count.append(count)
+        if m_chunk:
+            cursor.execute(
+                "INSERT INTO knowledge_mention (chunk_id, entity_id, count) "
+                "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::int[]) ON CONFLICT DO NOTHING",
+                [m_chunk, m_entity, m_count],
+            )
+            cursor.execute(
+                """
+                WITH top AS (
+                    SELECT chunk_id, entity_id FROM (
+                        SELECT chunk_id, entity_id,
+                               row_number() OVER (PARTITION BY chunk_id ORDER BY count DESC, entity_id) AS r
+                        FROM knowledge_mention WHERE chunk_id = ANY(%s)) ranked
+                    WHERE r <= %s),
+                pairs AS (
+                    SELECT t1.entity_id AS a, t2.entity_id AS b, count(*) AS c
+                    FROM top t1 JOIN top t2 ON t1.chunk_id = t2.chunk_id AND t1.entity_id < t2.entity_id
+                    GROUP BY 1, 2)
+                INSERT INTO knowledge_edge (source_id, target_id, relation, weight)
+                SELECT a, b, 'co_occurs', c FROM pairs
+                ON CONFLICT (source_id, target_id, relation)
+                DO UPDATE SET weight = knowledge_edge.weight + EXCLUDED.weight
+                """,
+                [ids, MAX_EDGE_ENTITIES],
+            )
+        # document links
+        cursor.execute("DELETE FROM knowledge_documentlink WHERE source_id = %s", [document.pk])
+        if staged.links:
+            refs = [ref[:1000] for ref, _ in staged.links]
+            kinds = [kind for _, kind in staged.links]
+            cursor.execute(
+                "INSERT INTO knowledge_documentlink (source_id, target_id, target_ref, kind) "
+                "SELECT %s, NULL, r, k FROM unnest(%s::varchar[], %s::varchar[]) AS x(r, k)",
+                [document.pk, refs, kinds],
+            )
+        _resolve_links(cursor, document)
+        _stats_apply(cursor, sorted(df.items()), len(ids), sum(c.doc_len for c in staged.chunks))
+
+    document.title = staged.title[:500] or document.title
+    document.author = staged.author[:300] or document.author
+    document.content_hash = staged.content_hash
+    document.version += 1
+    document.status = DocumentStatus.INDEXED
+    document.error = ""
+    document.source_path = staged.source_path
+    document.source_root = staged.source_root
+    document.source_updated_at = updated_at
+    document.ingested_at = now
+    document.metadata = {**document.metadata, **staged.metadata}
+    document.injection_flags = sum(1 for c in staged.chunks if c.injection_matches)
+    document.chunk_count = len(ids)
+    document.save()
+    return document
+
+
+def _resolve_links(cursor, document: Document) -> None:  # type: ignore[no-untyped-def]
+    """Point links at documents by source id or file name, in both directions for this document."""
+    cursor.execute(
+        """
+        UPDATE knowledge_documentlink l SET target_id = d.id
+        FROM knowledge_document d
+        WHERE l.source_id = %s AND l.target_id IS NULL AND d.id <> l.source_id AND d.status <> 'tombstoned'
+          AND (d.source = l.target_ref OR d.source LIKE '%%/' || l.target_ref
+               OR regexp_replace(d.source, '^.*/', '') = regexp_replace(l.target_ref, '^.*/', ''))
+        """,
+        [document.pk],
+    )
+    base = document.source.rsplit("/", 1)[-1]
+    cursor.execute(
+        """
+        UPDATE knowledge_documentlink SET target_id = %s
+        WHERE target_id IS NULL AND source_id <> %s
+          AND (target_ref = %s OR regexp_replace(target_ref, '^.*/', '') = %s)
+        """,
+        [document.pk, document.pk, document.source, base],
+    )
+
+
+@transaction.atomic
+def document_remove_chunks(*, document: Document) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM knowledge_chunk WHERE document_id = %s", [document.pk])
+        _remove_chunks(cursor, [row[0] for row in cursor.fetchall()])
+
+
+def document_sync_chunk_acl(*, document: Document) -> int:
+    """Copy the document's ACL and filter fields onto its chunks (after an admin edit)."""
+    is_open, groups = _acl_columns(document)
+    return Chunk.objects.filter(document=document).update(
+        acl_open=is_open,
+        acl_groups=groups,
+        access_tier=document.access_tier,
+        doc_type=document.doc_type,
+        department=document.department,
+        vendor=document.vendor,
+        owner_id_acl=document.owner_id,
+        active=document.status == DocumentStatus.INDEXED,
+    )
+
+
+def staged_to_json(staged: StagedDocument) -> dict:
+    """A JSON-safe form, so staged documents can travel from the ingest queue to the embed queue."""
+    return {
+        "source": staged.source,
+        "source_path": staged.source_path,
+        "source_root": staged.source_root,
+        "content_hash": staged.content_hash,
+        "title": staged.title,
+        "author": staged.author,
+        "updated_at": staged.updated_at.isoformat() if staged.updated_at else None,
+        "metadata": {k: str(v) for k, v in staged.metadata.items()},
+        "links": [list(x) for x in staged.links],
+        "options": staged.options,
+        "chunks": [
+            {
+                "ordinal": c.ordinal,
+                "text": c.text,
+                "section_path": c.section_path,
+                "page": c.page,
+                "token_count": c.token_count,
+                "terms": c.terms,
+                "doc_len": c.doc_len,
+                "entities": [list(e) for e in c.entities],
+                "entity_counts": [[k, n, v] for (k, n), v in c.entity_counts.items()],
+                "injection_matches": c.injection_matches,
+            }
+            for c in staged.chunks
+        ],
+    }
+
+
+def staged_from_json(data: dict) -> StagedDocument:
+    return StagedDocument(
+        source=data["source"],
+        source_path=data["source_path"],
+        source_root=data["source_root"],
+        content_hash=data["content_hash"],
+        title=data["title"],
+        author=data["author"],
+        updated_at=datetime.fromisoformat(data["updated_at"]) if data["updated_at"] else None,
+        metadata=data["metadata"],
+        links=[tuple(x) for x in data["links"]],
+        options=data["options"],  # type: ignore[misc]
+        chunks=[
+            StagedChunk(
+                ordinal=c["ordinal"],
+                text=c["text"],
+                section_path=c["section_path"],
+                page=c["page"],
+                token_count=c["token_count"],
+                terms=c["terms"],
+                doc_len=c["doc_len"],
+                entities=[tuple(e) for e in c["entities"]],  # type: ignore[misc]
+                entity_counts={(k, n): v for k, n, v in c["entity_counts"]},
+                injection_matches=c["injection_matches"],
+            )
+            for c in data["chunks"]
+        ],
+    )

@@ -1,0 +1,125 @@
+"""`python manage.py ingest PATH [--acl-group G ...] [--access-tier T] [--department D] [--doc-type T]
+[--vendor V] [--wait | --inline]` — ingest a folder; document source = path relative to PATH."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from athena.errors import ApplicationError
+from knowledge import services
+from knowledge.models import AccessTier, DocType, IngestRun
+
+
+class Command(BaseCommand):
+    help = "Ingest a folder of documents (HTML, Markdown, text, DOCX, PDF) into the knowledge base."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path")
+        parser.add_argument(
+            "--acl-group",
+            action="append",
+            default=[],
+            dest="acl_groups",
+            help="group allowed to read these documents (repeatable)",
+        )
+        parser.add_argument("--access-tier", default=AccessTier.INTERNAL, choices=AccessTier.values)
+        parser.add_argument("--department", default="")
+        parser.add_argument("--doc-type", default="", choices=["", *DocType.values])
+        parser.add_argument("--vendor", default="")
+        parser.add_argument("--prefix", default="", help="prepended to every source id (e.g. 'public/')")
+        mode = parser.add_mutually_exclusive_group()
+        mode.add_argument("--wait", action="store_true", help="queue on Celery and wait, showing progress")
+        mode.add_argument("--inline", action="store_true", help="run in this process, without a worker")
+        parser.add_argument("--batch-size", type=int, default=16)
+        parser.add_argument("--force", action="store_true", help="re-index even unchanged files (--inline)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        root = Path(options["path"])
+        opts = services.IngestOptions(
+            acl_groups=tuple(options["acl_groups"]),
+            access_tier=options["access_tier"],
+            department=options["department"],
+            doc_type=options["doc_type"],
+            vendor=options["vendor"],
+            prefix=options["prefix"],
+        )
+        try:
+            if options["inline"]:
+                self._inline(root, opts, options["batch_size"], options["force"])
+            else:
+                self._queued(root, opts, options["batch_size"], wait=options["wait"])
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from exc
+
+    def _inline(self, root: Path, opts: services.IngestOptions, batch_size: int, force: bool) -> None:
+        from tqdm import tqdm
+
+        run, files = services.ingest_run_start(root=root, options=opts)
+        total = services.IngestSummary()
+        total.deleted = services.folder_tombstone_missing(
+            root=run.root, prefix=opts.prefix, present={s for s, _ in files}
+        )
+        started = time.perf_counter()
+        with tqdm(total=len(files), unit="doc", file=sys.stderr, disable=None) as bar:
+            for batch in services.batches(files, batch_size):
+                summary = services.files_ingest(root=run.root, files=batch, options=opts, force=force)
+                services.ingest_run_add(run_id=run.pk, summary=summary)
+                total.add(summary)
+                bar.update(len(batch))
+        total.seconds = time.perf_counter() - started
+        services.ingest_run_finish_if_done(run)
+        self._report(total.as_dict(), len(files), total.seconds)
+
+    def _queued(self, root: Path, opts: services.IngestOptions, batch_size: int, *, wait: bool) -> None:
+        from athena.celery import app
+        from knowledge.tasks import folder_ingest_enqueue
+
+        started = time.perf_counter()
+        if wait:
+            deadline = time.monotonic() + 60
+            while not app.control.ping(timeout=1.0):
+                if time.monotonic() > deadline:
+                    raise CommandError(
+                        "no Celery worker is running (start the stack with `make run`, or use "
+                        "--inline to ingest in this process)"
+                    )
+        run_id = folder_ingest_enqueue(root=root, options=opts, batch_size=batch_size)
+        run = IngestRun.objects.get(pk=run_id)
+        self.stdout.write(f"ingest run {run_id}: {run.total} file(s) queued")
+        if not wait:
+            return
+        from tqdm import tqdm
+
+        with tqdm(total=run.total, unit="doc", file=sys.stderr, disable=None) as bar:
+            done = 0
+            while True:
+                run.refresh_from_db()
+                now = sum(run.counts.get(k, 0) for k in ("new", "changed", "unchanged", "failed"))
+                bar.update(now - done)
+                done = now
+                if run.status == "finished" or done >= run.total:
+                    break
+                time.sleep(0.5)
+        self._report(run.counts, run.total, time.perf_counter() - started)
+
+    def _report(self, counts: dict[str, Any], total: int, seconds: float) -> None:
+        chunks = counts.get("chunks", 0)
+        self.stdout.write(
+            f"documents: {counts.get('new', 0)} new, {counts.get('changed', 0)} changed, "
+            f"{counts.get('unchanged', 0)} unchanged, {counts.get('deleted', 0)} deleted, "
+            f"{counts.get('failed', 0)} failed (of {total}); chunks: {chunks}; "
+            f"{seconds:.1f}s, {total / seconds if seconds else 0:.1f} docs/s, "
+            f"{chunks / seconds if seconds else 0:.1f} chunks/s"
+        )
+        stages = counts.get("stage_seconds") or {}
+        if stages:
+            self.stdout.write(
+                "stage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(stages.items()))
+            )
+        for source, error in sorted((counts.get("errors") or {}).items()):
+            self.stderr.write(f"failed: {source}: {error}")

@@ -1,0 +1,524 @@
+"""Ingestion services: scan a folder, stage documents (parse, chunk, analyse, recognise), embed in large
+batches, and index each document atomically. Used by the `ingest` command, Celery tasks and admin."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from athena.errors import ValidationFailed
+from knowledge.indexing import (
+    StagedChunk,
+    StagedDocument,
+    document_remove_chunks,
+    document_replace_chunks,
+    document_sync_chunk_acl,
+    embedding_text,
+)
+from knowledge.models import AccessTier, DocType, Document, DocumentStatus, IngestRun, Vendor
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".html", ".htm", ".docx", ".pdf", ".rst", ""}
+SKIPPED_NAMES = {"README.md"}  # never: documentation of the folder itself is ingested like any file
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    acl_groups: tuple[str, ...] = ()
+    access_tier: str = AccessTier.INTERNAL
+    department: str = ""
+    doc_type: str = ""
+    vendor: str = ""
+    prefix: str = ""
+    owner_id: int | None = None
+    expires_at: datetime | None = None
+
+    def validate(self) -> None:
+        if self.access_tier not in AccessTier.values:
+            raise ValidationFailed(
+                f"unknown access tier {self.access_tier!r}; valid: {', '.join(AccessTier.values)}"
+            )
+        if self.doc_type and self.doc_type not in DocType.values:
+            raise ValidationFailed(f"unknown doc type {self.doc_type!r}; valid: {', '.join(DocType.values)}")
+        if self.prefix and (self.prefix.startswith("/") or ".." in PurePosixPath(self.prefix).parts):
+            raise ValidationFailed(f"invalid source prefix {self.prefix!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "acl_groups": list(self.acl_groups),
+            "access_tier": self.access_tier,
+            "department": self.department,
+            "doc_type": self.doc_type,
+            "vendor": self.vendor,
+            "prefix": self.prefix,
+            "owner_id": self.owner_id,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IngestOptions:
+        data = dict(data)
+        data["acl_groups"] = tuple(data.get("acl_groups") or ())
+        if data.get("expires_at"):
+            data["expires_at"] = datetime.fromisoformat(data["expires_at"])
+        return cls(**data)
+
+
+@dataclass
+class IngestSummary:
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: int = 0
+    chunks: int = 0
+    seconds: float = 0.0
+    stage_seconds: Counter[str] = field(default_factory=Counter)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def add(self, other: IngestSummary) -> None:
+        for name in ("new", "changed", "unchanged", "deleted", "failed", "chunks"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.stage_seconds.update(other.stage_seconds)
+        self.errors.update(other.errors)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "new": self.new,
+            "changed": self.changed,
+            "unchanged": self.unchanged,
+            "deleted": self.deleted,
+            "failed": self.failed,
+            "chunks": self.chunks,
+            "seconds": round(self.seconds, 2),
+            "stage_seconds": {k: round(v, 2) for k, v in self.stage_seconds.items()},
+            "errors": self.errors,
+        }
+
+
+# --- scanning -------------------------------------------------------------------------------------------------
+
+
+def safe_source_id(relative: str) -> str:
+    """Normalise a relative path into a source id; refuses absolute paths and traversal (`..`)."""
+    relative = relative.replace("\\", "/")
+    path = PurePosixPath(relative)
+    if path.is_absolute() or any(part in ("..", "") for part in path.parts) or not path.parts:
+        raise ValidationFailed(f"unsafe file name {relative!r}: absolute paths and '..' are not allowed")
+    if any(ord(ch) < 32 for ch in relative):
+        raise ValidationFailed("file name contains control characters")
+    return str(path)
+
+
+def folder_scan(root: Path) -> list[tuple[str, Path]]:
+    """(relative POSIX path, absolute path) for every candidate file under root, sorted, no symlink escapes."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise ValidationFailed(f"{root} is not a directory")
+    found = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or any(part.startswith(".") for part in path.relative_to(root).parts):
+            continue
+        if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+            continue
+        real = path.resolve()
+        if root not in real.parents:
+            continue  # a symlink pointing outside the ingested root
+        found.append((path.relative_to(root).as_posix(), path))
+    return found
+
+
+def file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# --- staging (CPU: parse, chunk, analyse, recognise) ---------------------------------------------------------
+
+
+def _gazetteer() -> dict[str, tuple[str, str]]:
+    mapping: dict[str, tuple[str, str]] = {}
+    for vendor in Vendor.objects.all():
+        for alias in [vendor.name, *vendor.aliases]:
+            mapping[alias.lower()] = (vendor.kind, vendor.name)
+    return mapping
+
+
+_token_counter: Callable[[str], int] | None = None
+
+
+def _count_tokens() -> Callable[[str], int]:
+    global _token_counter
+    if _token_counter is None:
+        from knowledge.chunking import make_token_counter
+
+        _token_counter = make_token_counter()
+    return _token_counter
+
+
+def document_stage(
+    *,
+    source: str,
+    path: Path,
+    root: str,
+    content_hash: str,
+    options: IngestOptions,
+    gazetteer: dict[str, tuple[str, str]],
+    timings: Counter[str],
+) -> StagedDocument:
+    """Parse, chunk, analyse one file. Raises knowledge.parsing.ParseError on bad input."""
+    from django.conf import settings
+
+    from agents.guardrails import detect_injection, looks_like_injection
+    from knowledge.chunking import chunk_blocks
+    from knowledge.parsing import parse_file
+    from knowledge.recognisers import explicit_references, recognise
+    from retrieval.analysis import analyze
+
+    started = time.perf_counter()
+    parsed = parse_file(path, max_bytes=settings.ATHENA_MAX_UPLOAD_BYTES)
+    timings["parse"] += time.perf_counter() - started
+
+    started = time.perf_counter()
+    drafts = chunk_blocks(parsed, count_tokens=_count_tokens(), max_tokens=settings.ATHENA_CHUNK_TOKENS)
+    timings["chunk"] += time.perf_counter() - started
+
+    started = time.perf_counter()
+    title = parsed.title or PurePosixPath(source).name
+    chunks = []
+    for draft in drafts:
+        section = " > ".join(draft.section_path)
+        counts = Counter(analyze(f"{section}\n{draft.text}" if section else draft.text))
+        # ingest uses the low-false-positive detector: manuals legitimately say "ignore the previous line"
+        flagged = looks_like_injection(draft.text)
+        matches = list(detect_injection(draft.text).matches or ("heuristic",)) if flagged else []
+        chunks.append(
+            StagedChunk(
+                ordinal=draft.ordinal,
+                text=draft.text,
+                section_path=section,
+                page=draft.page,
+                token_count=draft.token_count,
+                terms=dict(counts),
+                doc_len=sum(counts.values()),
+                entities=[],
+                entity_counts={},
+                injection_matches=matches,
+            )
+        )
+    timings["index_prep"] += time.perf_counter() - started
+
+    started = time.perf_counter()
+    metadata_vendor = (options.vendor or str(parsed.metadata.get("vendor", ""))).strip()
+    staged_chunks = []
+    for chunk in chunks:
+        hits = recognise(chunk.text, gazetteer=gazetteer)
+        if metadata_vendor:
+            hits = [*hits]
+        entity_counts: Counter[tuple[str, str]] = Counter((h.kind, h.name) for h in hits)
+        displays = {(h.kind, h.name): h.surface for h in hits}
+        if metadata_vendor:
+            key = ("vendor", metadata_vendor.lower())
+            entity_counts[key] += 1
+            displays[key] = metadata_vendor
+        staged_chunks.append(
+            StagedChunk(
+                **{
+                    **chunk.__dict__,
+                    "entities": [(k, n, displays[(k, n)]) for k, n in entity_counts],
+                    "entity_counts": dict(entity_counts),
+                }
+            )
+        )
+    links = [(link, "hyperlink") for link in parsed.links]
+    full_text = "\n".join(c.text for c in drafts)
+    links += [(ref, "reference") for ref in explicit_references(full_text)]
+    timings["graph"] += time.perf_counter() - started
+
+    return StagedDocument(
+        source=source,
+        source_path=str(path),
+        source_root=root,
+        content_hash=content_hash,
+        title=title,
+        author=parsed.author,
+        updated_at=parsed.updated_at,
+        metadata=dict(parsed.metadata),
+        links=sorted(set(links)),
+        chunks=staged_chunks,
+        options=options.as_dict(),
+    )
+
+
+def staged_embed(staged: Sequence[StagedDocument], *, timings: Counter[str]) -> None:
+    """Embed the chunks of many documents in one call: batching across documents is what makes it fast."""
+    from retrieval.embedders import get_embedder
+
+    embedder = get_embedder()
+    texts = [embedding_text(d.title, c.section_path, c.text) for d in staged for c in d.chunks]
+    started = time.perf_counter()
+    vectors = embedder.embed_passages(texts)
+    timings["embed"] += time.perf_counter() - started
+    offset = 0
+    for document in staged:
+        document.embeddings = vectors[offset : offset + len(document.chunks)]
+        document.embedding_model = embedder.name
+        offset += len(document.chunks)
+
+
+# --- documents --------------------------------------------------------------------------------------------------
+
+
+def _apply_options(document: Document, options: IngestOptions, metadata: dict[str, Any]) -> None:
+    """Command-line options win over document metadata; metadata fills what options leave empty."""
+    document.access_tier = options.access_tier
+    tier = str(metadata.get("access_tier", "")).lower()
+    if tier in AccessTier.values and AccessTier.values.index(tier) > AccessTier.values.index(
+        options.access_tier
+    ):
+        document.access_tier = tier  # a document may ask to be more restricted than its folder, never less
+    doc_type = options.doc_type or str(metadata.get("doc_type", "")).lower()
+    document.doc_type = doc_type if doc_type in DocType.values else DocType.OTHER
+    document.department = options.department or str(metadata.get("department", ""))[:100]
+    document.vendor = options.vendor or str(metadata.get("vendor", ""))[:100]
+    document.owner_id = options.owner_id
+    document.expires_at = options.expires_at
+    review = metadata.get("review_by")
+    if review:
+        try:
+            document.review_by = datetime.fromisoformat(str(review)).date()
+        except ValueError:
+            pass
+
+
+def _groups(names: Iterable[str]) -> list[Group]:
+    return [Group.objects.get_or_create(name=name)[0] for name in names]
+
+
+def document_index_staged(*, staged: StagedDocument) -> Document:
+    options = IngestOptions.from_dict(staged.options)
+    with transaction.atomic():
+        document, _ = Document.objects.select_for_update().get_or_create(source=staged.source)
+        _apply_options(document, options, staged.metadata)
+        document.save()
+        document.allowed_groups.set(_groups(options.acl_groups))
+        return document_replace_chunks(staged=staged, document=document)
+
+
+def document_record_failure(
+    *, source: str, path: Path, root: str, error: str, options: IngestOptions
+) -> None:
+    """Mark a document failed without touching a previously indexed version's chunks (they stay served)."""
+    document, created = Document.objects.get_or_create(
+        source=source, defaults={"status": DocumentStatus.FAILED, "access_tier": options.access_tier}
+    )
+    Document.objects.filter(pk=document.pk).update(
+        error=error[:2000],
+        attempts=F("attempts") + 1,
+        source_path=str(path),
+        source_root=root,
+        status=DocumentStatus.FAILED
+        if created or document.status != DocumentStatus.INDEXED
+        else document.status,
+    )
+    if created:
+        document.allowed_groups.set(_groups(options.acl_groups))
+
+
+def document_tombstone(*, document: Document) -> None:
+    with transaction.atomic():
+        document_remove_chunks(document=document)
+        Document.objects.filter(pk=document.pk).update(status=DocumentStatus.TOMBSTONED, chunk_count=0)
+
+
+def document_acl_sync(*, document: Document, actor: Any = None) -> int:
+    from audit.services import audit_record
+
+    count = document_sync_chunk_acl(document=document)
+    audit_record(
+        kind="acl_change",
+        actor=actor,
+        documents=[document.source],
+        payload={
+            "document": document.source,
+            "access_tier": document.access_tier,
+            "groups": sorted(document.allowed_groups.values_list("name", flat=True)),
+            "chunks_updated": count,
+        },
+    )
+    return count
+
+
+def document_set_acl(*, document: Document, access_tier: str, groups: Sequence[str], actor: Any) -> Document:
+    if access_tier not in AccessTier.values:
+        raise ValidationFailed(f"unknown access tier {access_tier!r}; valid: {', '.join(AccessTier.values)}")
+    with transaction.atomic():
+        document.access_tier = access_tier
+        document.save(update_fields=["access_tier"])
+        document.allowed_groups.set(_groups(groups))
+        document_acl_sync(document=document, actor=actor)
+    return document
+
+
+def document_reingest(*, document: Document) -> None:
+    """Queue the document's source file again (forcing work even if unchanged)."""
+    from knowledge.tasks import ingest_files_task
+
+    Document.objects.filter(pk=document.pk).update(content_hash="")
+    options = IngestOptions(
+        acl_groups=tuple(document.allowed_groups.values_list("name", flat=True)),
+        access_tier=document.access_tier,
+        department=document.department,
+        doc_type=document.doc_type,
+        vendor=document.vendor,
+        owner_id=document.owner_id,
+        expires_at=document.expires_at,
+    )
+    transaction.on_commit(
+        lambda: ingest_files_task.delay(
+            None, document.source_root, [[document.source, document.source_path]], options.as_dict()
+        )
+    )
+
+
+# --- batches and runs ------------------------------------------------------------------------------------------
+
+
+def files_ingest(
+    *, root: str, files: Sequence[tuple[str, str]], options: IngestOptions, force: bool = False
+) -> IngestSummary:
+    """Ingest a batch of files: stage each (errors recorded per file), embed all at once, index each
+    document in its own transaction. Unchanged files cost one hash and one query."""
+    summary = IngestSummary()
+    started = time.perf_counter()
+    gazetteer = _gazetteer()
+    staged: list[StagedDocument] = []
+    known = {d.source: d for d in Document.objects.filter(source__in=[s for s, _ in files])}
+    for source, path_text in files:
+        path = Path(path_text)
+        try:
+            content_hash = file_hash(path)
+        except OSError as exc:
+            summary.failed += 1
+            summary.errors[source] = f"unreadable: {exc.strerror or exc}"
+            document_record_failure(
+                source=source, path=path, root=root, error=summary.errors[source], options=options
+            )
+            continue
+        existing = known.get(source)
+        if (
+            not force
+            and existing is not None
+            and existing.content_hash == content_hash
+            and existing.status == DocumentStatus.INDEXED
+        ):
+            summary.unchanged += 1
+            continue
+        try:
+            document = document_stage(
+                source=source,
+                path=path,
+                root=root,
+                content_hash=content_hash,
+                options=options,
+                gazetteer=gazetteer,
+                timings=summary.stage_seconds,
+            )
+        except Exception as exc:  # one bad file never blocks the batch
+            from knowledge.parsing import ParseError
+
+            code = exc.code if isinstance(exc, ParseError) else "error"
+            message = f"{code}: {exc}"
+            if not isinstance(exc, ParseError):
+                logger.exception("staging %s failed", source)
+            summary.failed += 1
+            summary.errors[source] = message
+            document_record_failure(source=source, path=path, root=root, error=message, options=options)
+            continue
+        if existing is not None and existing.status == DocumentStatus.INDEXED:
+            summary.changed += 1
+        else:
+            summary.new += 1
+        staged.append(document)
+    if staged:
+        staged_embed(staged, timings=summary.stage_seconds)
+    for document in staged:
+        t0 = time.perf_counter()
+        document_index_staged(staged=document)
+        summary.stage_seconds["index"] += time.perf_counter() - t0
+        summary.chunks += len(document.chunks)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def folder_tombstone_missing(*, root: str, prefix: str, present: set[str]) -> int:
+    """Documents ingested from this root (and prefix) whose file is gone are tombstoned."""
+    gone = (
+        Document.objects.filter(source_root=root, source__startswith=prefix)
+        .exclude(status=DocumentStatus.TOMBSTONED)
+        .exclude(source__in=present)
+    )
+    count = 0
+    for document in gone:
+        document_tombstone(document=document)
+        count += 1
+    return count
+
+
+def ingest_run_start(*, root: Path, options: IngestOptions) -> tuple[IngestRun, list[tuple[str, str]]]:
+    options.validate()
+    files = [(safe_source_id(options.prefix + rel), str(path)) for rel, path in folder_scan(root)]
+    run = IngestRun.objects.create(
+        root=str(root.resolve()),
+        total=len(files),
+        options=options.as_dict(),
+        counts=IngestSummary().as_dict(),
+    )
+    return run, files
+
+
+def ingest_run_add(*, run_id: int, summary: IngestSummary) -> None:
+    """Merge a batch's summary into the run (row-locked so concurrent batches add up exactly)."""
+    with transaction.atomic():
+        run = IngestRun.objects.select_for_update().get(pk=run_id)
+        counts = run.counts
+        for key, value in summary.as_dict().items():
+            if key == "stage_seconds":
+                stages = counts.setdefault("stage_seconds", {})
+                for stage, seconds in value.items():
+                    stages[stage] = round(stages.get(stage, 0) + seconds, 2)
+            elif key == "errors":
+                counts.setdefault("errors", {}).update(value)
+            elif key != "seconds":
+                counts[key] = counts.get(key, 0) + value
+        done = sum(counts.get(k, 0) for k in ("new", "changed", "unchanged", "failed"))
+        if done >= run.total and run.status == "running":
+            run.status = "finished"
+            run.finished_at = timezone.now()
+        run.counts = counts
+        run.save(update_fields=["counts", "status", "finished_at"])
+
+
+def ingest_run_finish_if_done(run: IngestRun) -> None:
+    if run.total == 0:
+        IngestRun.objects.filter(pk=run.pk).update(status="finished", finished_at=datetime.now(UTC))
+
+
+def batches(items: Sequence[Any], size: int) -> list[list[Any]]:
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]

@@ -1,0 +1,120 @@
+"""Thin Celery tasks: parse/chunk on `ingest`, embed + index on `embed`, nightly folder sync via beat."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from celery import shared_task
+from django.db import OperationalError
+
+from knowledge import services
+from knowledge.indexing import staged_from_json, staged_to_json
+
+
+@shared_task(
+    bind=True,
+    queue="ingest",
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=5,
+    acks_late=True,
+)
+def ingest_files_task(
+    self, run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any]
+) -> dict:  # type: ignore[no-untyped-def]
+    """Stage a batch of files (CPU work) and hand the staged documents to the embed queue."""
+    opts = services.IngestOptions.from_dict(options)
+    summary = services.IngestSummary()
+    gazetteer = services._gazetteer()
+    known = {d.source: d for d in services.Document.objects.filter(source__in=[s for s, _ in files])}
+    staged = []
+    for source, path_text in files:
+        path = Path(path_text)
+        try:
+            content_hash = services.file_hash(path)
+            existing = known.get(source)
+            if (
+                existing is not None
+                and existing.content_hash == content_hash
+                and existing.status == services.DocumentStatus.INDEXED
+            ):
+                summary.unchanged += 1
+                continue
+            document = services.document_stage(
+                source=source,
+                path=path,
+                root=root,
+                content_hash=content_hash,
+                options=opts,
+                gazetteer=gazetteer,
+                timings=summary.stage_seconds,
+            )
+        except Exception as exc:
+            code = getattr(exc, "code", "error")
+            summary.failed += 1
+            summary.errors[source] = f"{code}: {exc}"
+            services.document_record_failure(
+                source=source, path=path, root=root, error=summary.errors[source], options=opts
+            )
+            continue
+        if existing is not None and existing.status == services.DocumentStatus.INDEXED:
+            summary.changed += 1
+        else:
+            summary.new += 1
+        staged.append(staged_to_json(document))
+    if staged:
+        embed_index_task.delay(run_id, staged, {"new": summary.new, "changed": summary.changed})
+        # new/changed are counted when the embed task has indexed them, so --wait ends when all is visible
+        summary.new = summary.changed = 0
+    if run_id is not None:
+        services.ingest_run_add(run_id=run_id, summary=summary)
+    return summary.as_dict()
+
+
+@shared_task(
+    bind=True,
+    queue="embed",
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=5,
+    acks_late=True,
+)
+def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[str, int]) -> dict:  # type: ignore[no-untyped-def]
+    """Embed every chunk of the batch in one length-sorted call, then index each document atomically."""
+    documents = [staged_from_json(item) for item in staged]
+    timings: Counter[str] = Counter()
+    services.staged_embed(documents, timings=timings)
+    summary = services.IngestSummary(
+        new=counts.get("new", 0), changed=counts.get("changed", 0), stage_seconds=timings
+    )
+    for document in documents:
+        services.document_index_staged(staged=document)
+        summary.chunks += len(document.chunks)
+    if run_id is not None:
+        services.ingest_run_add(run_id=run_id, summary=summary)
+    return summary.as_dict()
+
+
+@shared_task(queue="ingest")
+def sync_source_folders_task() -> list[int]:
+    """Nightly: ingest every configured source folder (unchanged files cost a hash each)."""
+    from django.conf import settings
+
+    run_ids = []
+    for folder in settings.ATHENA_SOURCE_FOLDERS:
+        run_ids.append(folder_ingest_enqueue(root=Path(folder), options=services.IngestOptions()))
+    return run_ids
+
+
+def folder_ingest_enqueue(*, root: Path, options: services.IngestOptions, batch_size: int = 16) -> int:
+    run, files = services.ingest_run_start(root=root, options=options)
+    run.counts["deleted"] = services.folder_tombstone_missing(
+        root=run.root, prefix=options.prefix, present={s for s, _ in files}
+    )
+    run.save(update_fields=["counts"])
+    services.ingest_run_finish_if_done(run)
+    for batch in services.batches([[s, p] for s, p in files], batch_size):
+        ingest_files_task.delay(run.pk, run.root, batch, options.as_dict())
+    return run.pk

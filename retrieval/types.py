@@ -1,0 +1,90 @@
+"""Small frozen types shared by the retrieval stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is asking. Only group membership (and ownership of private uploads) grants access; superuser
+    status grants nothing extra."""
+
+    user_id: int | None
+    username: str
+    group_ids: tuple[int, ...] = ()
+    group_names: tuple[str, ...] = ()
+
+    @classmethod
+    def from_user(cls, user: Any) -> Principal:
+        groups = list(user.groups.order_by("id").values_list("id", "name"))
+        return cls(user.pk, user.username, tuple(g[0] for g in groups), tuple(g[1] for g in groups))
+
+
+@dataclass(frozen=True)
+class Filters:
+    doc_types: tuple[str, ...] = ()
+    departments: tuple[str, ...] = ()
+    vendors: tuple[str, ...] = ()
+    tiers: tuple[str, ...] = ()
+    updated_after: date | None = None
+    updated_before: date | None = None
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    sources: tuple[str, ...] = ("dense", "bm25", "graph")
+    dense_k: int = 40
+    bm25_k: int = 40
+    graph_k: int = 15
+    fusion: str = "combsum"
+    weights: tuple[tuple[str, float], ...] = (("dense", 0.50), ("bm25", 0.35), ("graph", 0.15))
+    rerank: bool = True
+    rerank_k: int = 12
+    mmr: bool = True
+    mmr_lambda: float = 0.65
+    final_k: int = 10
+    ef_search: int = 100
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+
+    def weight_map(self) -> dict[str, float]:
+        return dict(self.weights)
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk_id: int
+    document_id: int
+    source: str
+    title: str
+    section: str
+    page: int | None
+    ordinal: int
+    text: str
+    score: float
+    scores: dict[str, float]
+    updated_at: datetime | None
+    access_tier: str
+    prev_id: int | None
+    content_hash: str
+    injection_flag: bool
+
+
+@dataclass
+class SearchResult:
+    hits: list[Hit]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    query_terms: list[str] = field(default_factory=list)
+    vendors: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    candidates: int = 0
+
+    def documents(self) -> list[str]:
+        """Source ids in rank order, deduplicated at document level (best rank kept)."""
+        seen: dict[str, None] = {}
+        for hit in self.hits:
+            seen.setdefault(hit.source, None)
+        return list(seen)
