@@ -33,7 +33,7 @@ def _min_window(positions: dict[str, list[int]]) -> int:
     have = 0
     best = math.inf
     left = 0
-    for right, (pos, term) in enumerate(events):
+    for pos, term in events:
         counts[term] = counts.get(term, 0) + 1
         if counts[term] == 1:
             have += 1
