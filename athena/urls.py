@@ -14,4 +14,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/v1/", include(api_v1)),
+    path("api/v1/", include("knowledge.urls")),
+    path("", include("agents.urls")),
+    path("", include("audit.urls")),
 ]

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from agents.models import Answer, Conversation, CurationItem, Feedback
+
+
+@admin.register(Conversation)
+class ConversationAdmin(admin.ModelAdmin):
+    list_display = ("id", "user", "title", "created_at", "updated_at", "deleted")
+    list_filter = ("deleted",)
+    search_fields = ("title", "user__username")
+    readonly_fields = ("id", "user", "created_at", "updated_at")
+
+
+@admin.register(Answer)
+class AnswerAdmin(admin.ModelAdmin):
+    """Answers are a record of what was shown: read-only here."""
+
+    list_display = ("id", "user", "question", "abstained", "template", "created_at")
+    list_filter = ("abstained", "template")
+    search_fields = ("question", "user__username")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(admin.ModelAdmin):
+    list_display = ("id", "answer", "user", "vote", "comment", "created_at")
+    list_filter = ("vote",)
+    search_fields = ("comment", "user__username")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(CurationItem)
+class CurationItemAdmin(admin.ModelAdmin):
+    """The curation queue: abstentions and downvotes to resolve with a new or corrected document."""
+
+    list_display = ("id", "reason", "question", "resolved", "resolved_document", "created_at")
+    list_filter = ("resolved", "reason")
+    search_fields = ("answer__question", "resolution")
+    raw_id_fields = ("answer", "resolved_document")
+    readonly_fields = ("answer", "reason", "created_at", "resolved_at")
+    actions = ["resolve"]
+
+    @admin.display(description="question")
+    def question(self, obj: CurationItem) -> str:
+        return obj.answer.question[:120]
+
+    @admin.action(description="Resolve selected items")
+    def resolve(self, request: HttpRequest, queryset: QuerySet[CurationItem]) -> None:
+        from agents.feedback import curation_resolve
+
+        count = 0
+        for item in queryset.filter(resolved=False):
+            curation_resolve(
+                item_id=item.pk,
+                actor=request.user,
+                resolution=item.resolution or f"resolved in admin by {request.user}",
+                document_id=item.resolved_document_id,
+            )
+            count += 1
+        self.message_user(request, f"resolved {count} item(s)", messages.SUCCESS)

@@ -1,0 +1,268 @@
+"""Ask, conversations, feedback and the curation queue."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents.feedback import conversation_delete, curation_enqueue, curation_resolve, feedback_submit
+from agents.models import Answer, Conversation, CurationItem
+from agents.selectors import conversation_history, conversation_list, curation_queue
+from athena.errors import Unavailable
+from athena.permissions import IsKbAdmin, body_limit
+from athena.throttling import ask_throttle_hit, empty_result_record
+from knowledge.apis import reject_unknown_fields
+
+logger = logging.getLogger(__name__)
+
+MAX_JSON_BODY = 64 * 1024  # a 1,000-character question with filters is far below this
+
+
+class CitationSerializer(serializers.Serializer):
+    ref = serializers.IntegerField()
+    document = serializers.CharField(help_text="source id")
+    title = serializers.CharField()
+    section = serializers.CharField(allow_blank=True)
+    page = serializers.IntegerField(allow_null=True)
+    chunk_id = serializers.IntegerField()
+    updated_at = serializers.CharField(allow_null=True)
+    access_tier = serializers.CharField()
+    quote = serializers.CharField()
+
+
+class TraceStepSerializer(serializers.Serializer):
+    step = serializers.CharField()
+    decision = serializers.CharField(allow_blank=True)
+    ms = serializers.FloatField()
+
+
+class AskOutputSerializer(serializers.Serializer):
+    """The answer contract of DESIGN.md section 8 (shared with `manage.py ask --json`)."""
+
+    answer = serializers.CharField(allow_blank=True)
+    abstained = serializers.BooleanField()
+    template = serializers.CharField(allow_blank=True)
+    citations = CitationSerializer(many=True)
+    retrieved = serializers.ListField(child=serializers.CharField())
+    attribution_score = serializers.FloatField(allow_null=True)
+    conversation_id = serializers.UUIDField()
+    timings_ms = serializers.DictField(child=serializers.FloatField())
+    trace = TraceStepSerializer(many=True)
+    answer_id = serializers.IntegerField(allow_null=True)
+    notes = serializers.ListField(child=serializers.CharField(), required=False)
+    evidence = serializers.ListField(child=serializers.DictField(), required=False)
+    verdict = serializers.CharField(required=False)
+    passages = serializers.ListField(child=serializers.CharField(), required=False)
+    audit_event_id = serializers.IntegerField(required=False, allow_null=True)
+
+
+def _ask_service() -> Any:
+    try:
+        from agents.services import ask
+    except ImportError as exc:  # the answering service ships separately; say so instead of a 500
+        logger.error("agents.services.ask unavailable: %s", exc)
+        raise Unavailable("the answering service is not installed") from exc
+    return ask
+
+
+class AskApi(APIView):
+    """Ask a question; the answer cites only passages the caller may read."""
+
+    class InputSerializer(serializers.Serializer):
+        question = serializers.CharField(max_length=1000)
+        conversation_id = serializers.UUIDField(required=False, allow_null=True)
+        filters = serializers.DictField(required=False, allow_null=True)
+
+    @extend_schema(request=InputSerializer, responses={200: AskOutputSerializer})
+    def post(self, request: Request) -> Response:
+        body_limit(request, MAX_JSON_BODY)
+        reject_unknown_fields(request, self.InputSerializer)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        ask = _ask_service()
+        # counted before answering: refused and failed questions cost the same as answered ones
+        ask_throttle_hit(request.user)
+        conversation_id = data.get("conversation_id")
+        result = ask(
+            user=request.user,
+            question=data["question"],
+            conversation_id=str(conversation_id) if conversation_id else None,
+            filters=data.get("filters") or None,
+        )
+        if not result.get("retrieved"):
+            empty_result_record(request.user, data["question"])
+        answer_id = result.get("answer_id")
+        if result.get("abstained") and answer_id:
+            answer = Answer.objects.filter(pk=answer_id, user=request.user).first()
+            if answer is not None:
+                curation_enqueue(answer=answer, reason="abstained")
+        return Response(result)
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    turns = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Conversation
+        fields = ["id", "title", "created_at", "updated_at", "turns"]
+
+
+class ConversationListApi(APIView):
+    @extend_schema(responses=ConversationSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        items = conversation_list(user=request.user)[:200]
+        return Response(ConversationSerializer(items, many=True).data)
+
+
+class TurnSerializer(serializers.Serializer):
+    answer_id = serializers.IntegerField(source="pk")
+    question = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    response = serializers.DictField()
+    vote = serializers.SerializerMethodField()
+
+    def get_vote(self, obj: Answer) -> int | None:
+        votes = [f.vote for f in obj.feedback.all() if f.user_id == obj.user_id]
+        return votes[0] if votes else None
+
+
+class ConversationHistorySerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    title = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    turns = TurnSerializer(many=True)
+
+
+class ConversationDetailApi(APIView):
+    @extend_schema(responses=ConversationHistorySerializer)
+    def get(self, request: Request, conversation_id: Any) -> Response:
+        conversation, answers = conversation_history(user=request.user, conversation_id=conversation_id)
+        return Response(
+            ConversationHistorySerializer(
+                {
+                    "id": conversation.pk,
+                    "title": conversation.title,
+                    "created_at": conversation.created_at,
+                    "turns": answers,
+                }
+            ).data
+        )
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, conversation_id: Any) -> Response:
+        conversation_delete(user=request.user, conversation_id=conversation_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class FeedbackApi(APIView):
+    """Thumbs up/down with an optional comment on an answer the caller was given."""
+
+    class InputSerializer(serializers.Serializer):
+        vote = serializers.ChoiceField(choices=[("up", "up"), ("down", "down")])
+        comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+
+    class OutputSerializer(serializers.Serializer):
+        answer_id = serializers.IntegerField()
+        vote = serializers.CharField()
+        comment = serializers.CharField(allow_blank=True)
+        queued_for_curation = serializers.BooleanField()
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    def post(self, request: Request, answer_id: int) -> Response:
+        body_limit(request, MAX_JSON_BODY)
+        reject_unknown_fields(request, self.InputSerializer)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        vote = 1 if serializer.validated_data["vote"] == "up" else -1
+        feedback = feedback_submit(
+            user=request.user,
+            answer_id=answer_id,
+            vote=vote,
+            comment=serializer.validated_data.get("comment", ""),
+        )
+        queued = CurationItem.objects.filter(answer_id=answer_id, resolved=False).exists()
+        return Response(
+            self.OutputSerializer(
+                {
+                    "answer_id": answer_id,
+                    "vote": serializer.validated_data["vote"],
+                    "comment": feedback.comment,
+                    "queued_for_curation": queued,
+                }
+            ).data,
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class CurationItemSerializer(serializers.ModelSerializer):
+    question = serializers.CharField(source="answer.question")
+    asked_by = serializers.CharField(source="answer.user.username")
+    answer = serializers.SerializerMethodField()
+    comments = serializers.SerializerMethodField()
+
+    class Meta:
+        model = CurationItem
+        fields = [
+            "id",
+            "reason",
+            "question",
+            "asked_by",
+            "answer",
+            "comments",
+            "resolved",
+            "resolution",
+            "resolved_document",
+            "created_at",
+            "resolved_at",
+        ]
+
+    def get_answer(self, obj: CurationItem) -> str:
+        return str(obj.answer.response.get("answer", ""))
+
+    def get_comments(self, obj: CurationItem) -> list[str]:
+        return [f.comment for f in obj.answer.feedback.all() if f.comment]
+
+
+class CurationListApi(APIView):
+    """Admins: the curation queue (abstentions and downvotes)."""
+
+    permission_classes = [IsKbAdmin]
+
+    class FilterSerializer(serializers.Serializer):
+        resolved = serializers.BooleanField(required=False, default=False)
+
+    @extend_schema(parameters=[FilterSerializer], responses=CurationItemSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        params = self.FilterSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        items = curation_queue(resolved=params.validated_data["resolved"])[:500]
+        return Response(CurationItemSerializer(items, many=True).data)
+
+
+class CurationResolveApi(APIView):
+    permission_classes = [IsKbAdmin]
+
+    class InputSerializer(serializers.Serializer):
+        resolution = serializers.CharField(max_length=2000)
+        document_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+
+    @extend_schema(request=InputSerializer, responses=CurationItemSerializer)
+    def post(self, request: Request, item_id: int) -> Response:
+        body_limit(request, MAX_JSON_BODY)
+        reject_unknown_fields(request, self.InputSerializer)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        item = curation_resolve(
+            item_id=item_id,
+            actor=request.user,
+            resolution=serializer.validated_data["resolution"],
+            document_id=serializer.validated_data.get("document_id"),
+        )
+        return Response(CurationItemSerializer(item).data)

@@ -1,0 +1,113 @@
+"""Writes around answers: feedback votes, the curation queue, conversation deletion."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents.models import Answer, CurationItem, Feedback
+from agents.selectors import answer_get_for_user, conversation_get
+from athena.errors import NotFound, ValidationFailed
+
+MAX_COMMENT_CHARS = 2000
+
+
+def curation_enqueue(*, answer: Answer, reason: str) -> CurationItem:
+    """Put an answer on the admins' curation queue once (a later reason does not duplicate it).
+
+    Args:
+        answer: the abstained or downvoted answer.
+        reason: "abstained" or "downvoted".
+
+    Returns:
+        the (possibly pre-existing) curation item; a resolved item is reopened by a new downvote.
+    """
+    item, created = CurationItem.objects.get_or_create(answer=answer, defaults={"reason": reason})
+    if not created and item.resolved and reason == "downvoted":
+        item.resolved = False
+        item.reason = reason
+        item.save(update_fields=["resolved", "reason"])
+    return item
+
+
+@transaction.atomic
+def feedback_submit(*, user: Any, answer_id: int, vote: int, comment: str = "") -> Feedback:
+    """Record (or change) the user's vote on an answer they were given; downvotes go to curation.
+
+    Args:
+        user: the voter; must be the user the answer was given to.
+        answer_id: Answer primary key.
+        vote: +1 or -1.
+        comment: optional free text (at most 2,000 characters).
+
+    Returns:
+        the saved Feedback row.
+    """
+    from audit.services import audit_record
+
+    if vote not in (Feedback.Vote.UP, Feedback.Vote.DOWN):
+        raise ValidationFailed("vote must be 1 (up) or -1 (down)")
+    if len(comment) > MAX_COMMENT_CHARS:
+        raise ValidationFailed(f"comment too long (at most {MAX_COMMENT_CHARS} characters)")
+    answer = answer_get_for_user(user=user, answer_id=answer_id)
+    feedback, _ = Feedback.objects.update_or_create(
+        answer=answer, user=user, defaults={"vote": vote, "comment": comment}
+    )
+    if vote == Feedback.Vote.DOWN:
+        curation_enqueue(answer=answer, reason="downvoted")
+    audit_record(
+        kind="feedback",
+        actor=user,
+        verdict="up" if vote > 0 else "down",
+        documents=[c.get("document", "") for c in answer.response.get("citations", []) if c.get("document")],
+        payload={
+            "answer_id": answer.pk,
+            "audit_event_id": answer.audit_event_id,
+            "vote": vote,
+            "comment": comment,
+        },
+    )
+    return feedback
+
+
+@transaction.atomic
+def conversation_delete(*, user: Any, conversation_id: UUID | str) -> None:
+    """Hide a conversation from its owner. Answers stay for the audit trail and curation (soft delete)."""
+    conversation = conversation_get(user=user, conversation_id=conversation_id)
+    conversation.deleted = True
+    conversation.save(update_fields=["deleted", "updated_at"])
+
+
+@transaction.atomic
+def curation_resolve(
+    *, item_id: int, actor: Any, resolution: str, document_id: int | None = None
+) -> CurationItem:
+    """Close a curation item, optionally pointing at the new or corrected document that answers it."""
+    from audit.services import audit_record
+    from knowledge.models import Document
+
+    item = CurationItem.objects.select_for_update().filter(pk=item_id).first()
+    if item is None:
+        raise NotFound("no such curation item")
+    if not resolution.strip():
+        raise ValidationFailed("say how the item was resolved")
+    document = None
+    if document_id is not None:
+        document = Document.objects.filter(pk=document_id).first()
+        if document is None:
+            raise ValidationFailed("no such document")
+    item.resolved = True
+    item.resolution = resolution[:MAX_COMMENT_CHARS]
+    item.resolved_document = document
+    item.resolved_at = timezone.now()
+    item.save()
+    audit_record(
+        kind="curation_resolved",
+        actor=actor,
+        documents=[document.source] if document else [],
+        payload={"item": item.pk, "answer_id": item.answer_id, "resolution": item.resolution},
+    )
+    return item

@@ -1,0 +1,53 @@
+"""Reads of conversations, answers and the curation queue, always scoped to the requesting user."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.db.models import Count, QuerySet
+
+from agents.models import Answer, Conversation, CurationItem
+from athena.errors import NotFound
+
+
+def conversation_list(*, user: Any) -> QuerySet[Conversation]:
+    """The user's own conversations, newest activity first, with their number of questions."""
+    return (
+        Conversation.objects.filter(user=user, deleted=False)
+        .annotate(turns=Count("answers"))
+        .order_by("-updated_at")
+    )
+
+
+def conversation_get(*, user: Any, conversation_id: UUID | str) -> Conversation:
+    """One of the user's live conversations; someone else's and a missing one look the same."""
+    conversation = Conversation.objects.filter(user=user, deleted=False, pk=conversation_id).first()
+    if conversation is None:
+        raise NotFound("no such conversation")
+    return conversation
+
+
+def conversation_history(*, user: Any, conversation_id: UUID | str) -> tuple[Conversation, list[Answer]]:
+    """A conversation and its answers in the order they were asked."""
+    conversation = conversation_get(user=user, conversation_id=conversation_id)
+    answers = list(conversation.answers.order_by("created_at", "id").prefetch_related("feedback"))
+    return conversation, answers
+
+
+def answer_get_for_user(*, user: Any, answer_id: int) -> Answer:
+    """An answer given to this user (only the asker votes on it)."""
+    answer = Answer.objects.filter(user=user, pk=answer_id).first()
+    if answer is None:
+        raise NotFound("no such answer")
+    return answer
+
+
+def curation_queue(*, resolved: bool | None = False) -> QuerySet[CurationItem]:
+    """Abstentions and downvoted answers for admins, oldest first (callers check the admin role)."""
+    qs = CurationItem.objects.select_related("answer", "answer__user", "resolved_document").prefetch_related(
+        "answer__feedback"
+    )
+    if resolved is not None:
+        qs = qs.filter(resolved=resolved)
+    return qs.order_by("created_at", "id")

@@ -1,0 +1,197 @@
+"""Per-user question throttle and enumeration detection, both kept in Redis.
+
+* `ask_throttle_hit(user)` counts a question in a fixed one-hour window (key per user and window) and raises
+  `RateLimited` (HTTP 429) past `settings.ATHENA_QUESTIONS_PER_HOUR`, recording a "throttled" audit event.
+* `empty_result_record(user, question)` and `document_probe_record(user, document_id)` watch for patterns
+  that map out the corpus: many distinct questions that retrieve nothing, or a burst of requests for
+  document ids the caller cannot see. Either blocks the user for a while, records an "enumeration_alert"
+  audit event and mails the admins (once per block).
+
+If Redis is unreachable the limiter fails open (logged): it protects the service, it is not an ACL, and
+ACLs are enforced in SQL whatever happens here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import mail_admins
+from rest_framework import status
+
+from athena.errors import ApplicationError
+
+logger = logging.getLogger(__name__)
+
+WINDOW_SECONDS = 3600
+# Enumeration thresholds: a person rephrasing gets a few empty results; a script sweeping the vocabulary
+# gets dozens within minutes.
+EMPTY_WINDOW_SECONDS = 300
+EMPTY_DISTINCT_LIMIT = 20
+PROBE_WINDOW_SECONDS = 60
+PROBE_DISTINCT_LIMIT = 15
+BLOCK_SECONDS = 900
+
+
+class RateLimited(ApplicationError):
+    code = "throttled"
+    http_status = status.HTTP_429_TOO_MANY_REQUESTS
+
+
+@lru_cache(maxsize=4)
+def _client(url: str) -> Any:
+    import redis
+
+    return redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+
+
+def redis_client() -> Any:
+    return _client(settings.REDIS_URL)
+
+
+def key_prefix() -> str:
+    # The database name keeps a test run's counters apart from the development server sharing the Redis.
+    return f"athena:{settings.DATABASES['default']['NAME']}:rl"
+
+
+def _user_key(kind: str, user: Any) -> str:
+    return f"{key_prefix()}:{kind}:{user.pk}"
+
+
+def _audit(kind: str, user: Any, payload: dict[str, Any], verdict: str) -> None:
+    from audit.services import audit_record
+
+    audit_record(kind=kind, actor=user, payload=payload, verdict=verdict)
+
+
+def user_blocked_seconds(user: Any) -> int:
+    """Seconds left on an enumeration block (0 when not blocked)."""
+    try:
+        ttl = redis_client().ttl(_user_key("block", user))
+    except Exception:  # fail open, see module docstring
+        logger.warning("throttle: redis unavailable, block check skipped", exc_info=True)
+        return 0
+    return max(int(ttl or 0), 0)
+
+
+def ensure_not_blocked(user: Any, *, endpoint: str) -> None:
+    left = user_blocked_seconds(user)
+    if left:
+        _audit(
+            "throttled",
+            user,
+            {"endpoint": endpoint, "reason": "enumeration block", "retry_after": left},
+            "blocked",
+        )
+        raise RateLimited(
+            f"requests are paused for {left} s after an unusual access pattern; the admins were notified",
+            details={"retry_after": left},
+        )
+
+
+def ask_throttle_hit(user: Any) -> int:
+    """Count one question for `user`; return how many remain this hour or raise RateLimited."""
+    ensure_not_blocked(user, endpoint="ask")
+    limit = settings.ATHENA_QUESTIONS_PER_HOUR
+    window = int(time.time()) // WINDOW_SECONDS
+    key = f"{_user_key('ask', user)}:{window}"
+    try:
+        client = redis_client()
+        with client.pipeline() as pipe:
+            pipe.incr(key)
+            pipe.expire(key, WINDOW_SECONDS + 60)
+            count = int(pipe.execute()[0])
+    except Exception:
+        logger.warning("throttle: redis unavailable, question not counted", exc_info=True)
+        return limit
+    if count > limit:
+        retry_after = (window + 1) * WINDOW_SECONDS - int(time.time())
+        _audit(
+            "throttled",
+            user,
+            {"endpoint": "ask", "limit": limit, "count": count, "retry_after": retry_after},
+            "throttled",
+        )
+        raise RateLimited(
+            f"question limit reached ({limit} per hour); try again in {retry_after // 60 + 1} min",
+            details={"retry_after": retry_after, "limit": limit},
+        )
+    return limit - count
+
+
+def _enumeration_alert(user: Any, *, pattern: str, evidence: dict[str, Any]) -> bool:
+    """Block the user and alert once per block period; returns True when a new alert was raised."""
+    try:
+        fresh = redis_client().set(_user_key("block", user), pattern, nx=True, ex=BLOCK_SECONDS)
+    except Exception:
+        logger.warning("throttle: redis unavailable, enumeration alert not stored", exc_info=True)
+        fresh = True
+    if not fresh:
+        return False
+    payload = {"pattern": pattern, "blocked_seconds": BLOCK_SECONDS, **evidence}
+    _audit("enumeration_alert", user, payload, "blocked")
+    mail_admins(
+        f"Athena: possible enumeration by {user.username}",
+        f"User {user.username} (id {user.pk}) was blocked for {BLOCK_SECONDS} s: {pattern}.\n"
+        f"Details: {payload}\nSee the audit log (kind enumeration_alert).",
+        fail_silently=True,
+    )
+    return True
+
+
+def _distinct_in_window(key: str, member: str, window: int) -> int:
+    now = time.time()
+    client = redis_client()
+    with client.pipeline() as pipe:
+        pipe.zadd(key, {member: now})
+        pipe.zremrangebyscore(key, 0, now - window)
+        pipe.zcard(key)
+        pipe.expire(key, window + 60)
+        return int(pipe.execute()[2])
+
+
+def empty_result_record(user: Any, question: str) -> bool:
+    """Note a question that retrieved nothing; True when it tipped the user into an enumeration alert."""
+    digest = hashlib.sha256(" ".join(question.lower().split()).encode()).hexdigest()[:16]
+    try:
+        distinct = _distinct_in_window(_user_key("empty", user), digest, EMPTY_WINDOW_SECONDS)
+    except Exception:
+        logger.warning("throttle: redis unavailable, empty result not recorded", exc_info=True)
+        return False
+    if distinct > EMPTY_DISTINCT_LIMIT:
+        return _enumeration_alert(
+            user,
+            pattern=f"more than {EMPTY_DISTINCT_LIMIT} distinct questions "
+            f"retrieving nothing within {EMPTY_WINDOW_SECONDS} s",
+            evidence={"distinct_empty_questions": distinct},
+        )
+    return False
+
+
+def document_probe_record(user: Any, document_id: int) -> bool:
+    """Note a request for a document id the user cannot see (or that does not exist)."""
+    try:
+        distinct = _distinct_in_window(_user_key("probe", user), str(document_id), PROBE_WINDOW_SECONDS)
+    except Exception:
+        logger.warning("throttle: redis unavailable, probe not recorded", exc_info=True)
+        return False
+    if distinct > PROBE_DISTINCT_LIMIT:
+        return _enumeration_alert(
+            user,
+            pattern=f"more than {PROBE_DISTINCT_LIMIT} unknown document ids "
+            f"requested within {PROBE_WINDOW_SECONDS} s",
+            evidence={"distinct_missing_ids": distinct, "last_id": document_id},
+        )
+    return False
+
+
+def user_counters_clear(user: Any) -> None:
+    """Forget a user's counters and block (admin action, tests)."""
+    client = redis_client()
+    keys = [_user_key(kind, user) for kind in ("empty", "probe", "block")]
+    keys += list(client.scan_iter(match=f"{_user_key('ask', user)}:*"))
+    client.delete(*keys)

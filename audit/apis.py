@@ -1,0 +1,161 @@
+"""Compliance API: search, one event, CSV/JSONL export, chain status."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import asdict
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from athena.permissions import IsCompliance
+from audit.models import AuditEvent
+from audit.selectors import AuditQuery, audit_event_as_dict, audit_event_get, audit_event_search
+
+EXPORT_COLUMNS = [
+    "id",
+    "created_at",
+    "kind",
+    "actor",
+    "actor_id",
+    "verdict",
+    "documents",
+    "payload",
+    "prev_hash",
+    "hash",
+]
+
+
+class AuditQuerySerializer(serializers.Serializer):
+    user = serializers.CharField(required=False, allow_blank=True, max_length=150)
+    since = serializers.DateField(required=False, allow_null=True)
+    until = serializers.DateField(required=False, allow_null=True)
+    document = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+    verdict = serializers.CharField(required=False, allow_blank=True, max_length=30)
+    kind = serializers.CharField(required=False, allow_blank=True, max_length=50)
+    text = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("since") and attrs.get("until") and attrs["since"] > attrs["until"]:
+            raise serializers.ValidationError("'since' is after 'until'")
+        return attrs
+
+
+def audit_query_from(params: Any) -> AuditQuery:
+    serializer = AuditQuerySerializer(data=params)
+    serializer.is_valid(raise_exception=True)
+    return AuditQuery(**{k: v for k, v in serializer.validated_data.items() if v not in (None, "")})
+
+
+class AuditEventSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AuditEvent
+        fields = EXPORT_COLUMNS
+
+
+class AuditSearchApi(APIView):
+    permission_classes = [IsCompliance]
+
+    class PageSerializer(serializers.Serializer):
+        limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=50)
+        offset = serializers.IntegerField(required=False, min_value=0, default=0)
+
+    @extend_schema(
+        parameters=[AuditQuerySerializer, PageSerializer], responses=AuditEventSerializer(many=True)
+    )
+    def get(self, request: Request) -> Response:
+        query = audit_query_from(request.query_params)
+        page = self.PageSerializer(data=request.query_params)
+        page.is_valid(raise_exception=True)
+        limit, offset = page.validated_data["limit"], page.validated_data["offset"]
+        qs = audit_event_search(query=query)
+        return Response(
+            {
+                "count": qs.count(),
+                "limit": limit,
+                "offset": offset,
+                "results": AuditEventSerializer(qs[offset : offset + limit], many=True).data,
+            }
+        )
+
+
+class AuditEventApi(APIView):
+    permission_classes = [IsCompliance]
+
+    @extend_schema(responses=AuditEventSerializer)
+    def get(self, request: Request, event_id: int) -> Response:
+        return Response(AuditEventSerializer(audit_event_get(event_id=event_id)).data)
+
+
+def _csv_rows(events: Any) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(EXPORT_COLUMNS)
+    for event in events.iterator(chunk_size=1000):
+        row = audit_event_as_dict(event)
+        writer.writerow(
+            [
+                json.dumps(row[c], sort_keys=True) if isinstance(row[c], dict | list) else row[c]
+                for c in EXPORT_COLUMNS
+            ]
+        )
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    yield buffer.getvalue()
+
+
+def _jsonl_rows(events: Any) -> Iterator[str]:
+    for event in events.iterator(chunk_size=1000):
+        yield json.dumps(audit_event_as_dict(event), sort_keys=True, ensure_ascii=False) + "\n"
+
+
+class AuditExportApi(APIView):
+    """Every matching event, oldest first, as CSV or JSON Lines (the export itself is audited)."""
+
+    permission_classes = [IsCompliance]
+
+    @extend_schema(parameters=[AuditQuerySerializer], responses={200: OpenApiTypes.BINARY})
+    def get(self, request: Request, fmt: str) -> StreamingHttpResponse:
+        from audit.services import audit_record
+
+        query = audit_query_from(request.query_params)
+        events = audit_event_search(query=query).order_by("id")
+        audit_record(
+            kind="audit_export",
+            actor=request.user,
+            payload={"format": fmt, "query": {k: str(v) for k, v in query.__dict__.items() if v}},
+        )
+        if fmt == "csv":
+            response = StreamingHttpResponse(_csv_rows(events), content_type="text/csv; charset=utf-8")
+        else:
+            response = StreamingHttpResponse(_jsonl_rows(events), content_type="application/x-ndjson")
+        response["Content-Disposition"] = f'attachment; filename="athena-audit.{fmt}"'
+        return response
+
+
+class ChainStatusSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    checked = serializers.IntegerField()
+    first_broken_id = serializers.IntegerField(allow_null=True)
+    reason = serializers.CharField()
+
+
+class AuditChainApi(APIView):
+    permission_classes = [IsCompliance]
+
+    @extend_schema(responses=ChainStatusSerializer)
+    def get(self, request: Request) -> Response:
+        from audit.services import audit_verify
+
+        report = audit_verify()
+        return Response(ChainStatusSerializer(asdict(report)).data)

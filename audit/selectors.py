@@ -1,0 +1,72 @@
+"""Reads of the audit log for compliance staff (callers check the compliance role)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from athena.errors import NotFound
+from audit.models import AuditEvent
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    user: str = ""
+    since: date | None = None
+    until: date | None = None
+    document: str = ""
+    verdict: str = ""
+    kind: str = ""
+    text: str = ""
+
+
+def _day_start(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
+
+
+def audit_event_search(*, query: AuditQuery) -> QuerySet[AuditEvent]:
+    """Events matching every given criterion, newest first. `document` matches a source id exactly or, failing
+    that, as a substring of one; `text` searches the payload (question, answer, evidence)."""
+    qs = AuditEvent.objects.all()
+    if query.user:
+        qs = qs.filter(actor__iexact=query.user)
+    if query.since:
+        qs = qs.filter(created_at__gte=_day_start(query.since))
+    if query.until:
+        # inclusive of the whole `until` day
+        qs = qs.filter(created_at__lt=_day_start(query.until) + timezone.timedelta(days=1))
+    if query.document:
+        qs = qs.filter(Q(documents__contains=[query.document]) | Q(documents__icontains=query.document))
+    if query.verdict:
+        qs = qs.filter(verdict__iexact=query.verdict)
+    if query.kind:
+        qs = qs.filter(kind__iexact=query.kind)
+    if query.text:
+        qs = qs.filter(payload__icontains=query.text)
+    return qs.order_by("-id")
+
+
+def audit_event_get(*, event_id: int) -> AuditEvent:
+    event = AuditEvent.objects.filter(pk=event_id).first()
+    if event is None:
+        raise NotFound("no such audit event")
+    return event
+
+
+def audit_event_as_dict(event: AuditEvent) -> dict[str, Any]:
+    return {
+        "id": event.pk,
+        "created_at": event.created_at.isoformat(),
+        "kind": event.kind,
+        "actor": event.actor,
+        "actor_id": event.actor_id,
+        "verdict": event.verdict,
+        "documents": event.documents,
+        "payload": event.payload,
+        "prev_hash": event.prev_hash,
+        "hash": event.hash,
+    }

@@ -1,0 +1,107 @@
+"""Compliance pages: search the audit log, read one event with its exact evidence, export, chain status."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from rest_framework.exceptions import ValidationError
+
+from athena.errors import NotFound
+from athena.permissions import is_compliance
+from audit.apis import audit_query_from
+from audit.selectors import AuditQuery, audit_event_get, audit_event_search
+
+PAGE_SIZE = 50
+
+
+def compliance_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    @login_required
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not is_compliance(request.user):
+            raise PermissionDenied("compliance staff only")
+        return view(request, *args, **kwargs)
+
+    wrapped.__name__ = view.__name__
+    wrapped.__doc__ = view.__doc__
+    return wrapped
+
+
+@compliance_required
+def audit_search_page(request: HttpRequest) -> HttpResponse:
+    from audit.services import audit_verify
+
+    errors: list[str] = []
+    params = {
+        k: v
+        for k, v in request.GET.items()
+        if k in {"user", "since", "until", "document", "verdict", "kind", "text"} and v
+    }
+    try:
+        query = audit_query_from(params)
+    except ValidationError as exc:
+        errors = [
+            f"{k}: {' '.join(map(str, v))}" if isinstance(v, list) else str(v)
+            for k, v in (exc.detail.items() if isinstance(exc.detail, dict) else [("query", exc.detail)])
+        ]
+        query = AuditQuery()
+    try:
+        offset = max(int(request.GET.get("offset", 0)), 0)
+    except ValueError:
+        offset = 0
+    qs = audit_event_search(query=query)
+    total = qs.count()
+    events = list(qs[offset : offset + PAGE_SIZE])
+    from urllib.parse import urlencode
+
+    querystring = urlencode(params)
+    return render(
+        request,
+        "audit/search.html",
+        {
+            "events": events,
+            "total": total,
+            "params": params,
+            "errors": errors,
+            "offset": offset,
+            "next_offset": offset + PAGE_SIZE if offset + PAGE_SIZE < total else None,
+            "prev_offset": max(offset - PAGE_SIZE, 0) if offset else None,
+            "querystring": querystring,
+            "chain": asdict(audit_verify()),
+            "is_compliance": True,
+        },
+    )
+
+
+@compliance_required
+def audit_event_page(request: HttpRequest, event_id: int) -> HttpResponse:
+    try:
+        event = audit_event_get(event_id=event_id)
+    except NotFound as exc:
+        raise Http404("no such audit event") from exc
+    payload = event.payload if isinstance(event.payload, dict) else {"value": event.payload}
+    sections = [
+        (
+            key,
+            json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+            if not isinstance(value, str)
+            else value,
+        )
+        for key, value in sorted(payload.items())
+    ]
+    return render(
+        request,
+        "audit/event.html",
+        {
+            "event": event,
+            "sections": sections,
+            "is_compliance": True,
+            "raw": json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True),
+        },
+    )

@@ -1,0 +1,337 @@
+"""Document endpoints: visible list/detail/metadata, citation passages, private uploads, admin ACL and re-ingest."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from athena.errors import NotFound, ValidationFailed
+from athena.permissions import IsKbAdmin
+from athena.throttling import document_probe_record, ensure_not_blocked
+from knowledge.models import AccessTier, DocType, Document
+from knowledge.selectors import (
+    chunk_get_visible,
+    document_get_visible,
+    document_list_visible,
+    get_document_metadata,
+)
+from retrieval.types import Principal
+
+UPLOAD_SUFFIXES = (".pdf", ".docx", ".md", ".markdown", ".txt", ".html", ".htm")
+
+
+def reject_unknown_fields(request: Request, serializer_class: type[serializers.Serializer]) -> None:
+    """Unknown fields are refused rather than ignored, so a typo never silently changes nothing."""
+    if not isinstance(request.data, dict):
+        raise ValidationFailed("the request body must be a JSON object")
+    unknown = sorted(set(request.data) - set(serializer_class().fields))
+    if unknown:
+        raise ValidationFailed(f"unknown field(s): {', '.join(unknown)}", details={"unknown": unknown})
+
+
+class DocumentOutputSerializer(serializers.ModelSerializer):
+    groups = serializers.SerializerMethodField()
+    private = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Document
+        fields = [
+            "id",
+            "source",
+            "title",
+            "author",
+            "doc_type",
+            "department",
+            "vendor",
+            "access_tier",
+            "status",
+            "version",
+            "source_updated_at",
+            "ingested_at",
+            "review_by",
+            "chunk_count",
+            "expires_at",
+            "private",
+            "groups",
+        ]
+
+    def get_groups(self, obj: Document) -> list[str]:
+        # group names are part of what an admin curates; readers see only the groups they share
+        return sorted(obj.allowed_groups.values_list("name", flat=True))
+
+    def get_private(self, obj: Document) -> bool:
+        return obj.owner_id is not None
+
+
+class DocumentListApi(APIView):
+    """Documents visible to the caller (same rule as retrieval)."""
+
+    class FilterSerializer(serializers.Serializer):
+        q = serializers.CharField(required=False, allow_blank=True, max_length=200)
+        doc_type = serializers.ChoiceField(choices=DocType.choices, required=False)
+        access_tier = serializers.ChoiceField(choices=AccessTier.choices, required=False)
+        mine = serializers.BooleanField(required=False, default=False)
+        limit = serializers.IntegerField(required=False, min_value=1, max_value=500)
+        offset = serializers.IntegerField(required=False, min_value=0)
+
+    @extend_schema(parameters=[FilterSerializer], responses=DocumentOutputSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        params = self.FilterSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        qs = document_list_visible(
+            principal=Principal.from_user(request.user),
+            query=data.get("q", ""),
+            doc_type=data.get("doc_type", ""),
+            access_tier=data.get("access_tier", ""),
+            mine=data.get("mine", False),
+        )
+        limit, offset = data.get("limit", 50), data.get("offset", 0)
+        page = list(qs.prefetch_related("allowed_groups")[offset : offset + limit])
+        return Response(
+            {
+                "count": qs.count(),
+                "limit": limit,
+                "offset": offset,
+                "results": DocumentOutputSerializer(page, many=True).data,
+            }
+        )
+
+
+def _visible_or_probe(request: Request, document_id: int) -> Document:
+    ensure_not_blocked(request.user, endpoint="documents")
+    try:
+        return document_get_visible(principal=Principal.from_user(request.user), document_id=document_id)
+    except NotFound:
+        document_probe_record(request.user, document_id)
+        raise
+
+
+class DocumentDetailApi(APIView):
+    @extend_schema(responses=DocumentOutputSerializer)
+    def get(self, request: Request, document_id: int) -> Response:
+        return Response(DocumentOutputSerializer(_visible_or_probe(request, document_id)).data)
+
+
+class DocumentMetadataOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    source = serializers.CharField()
+    title = serializers.CharField()
+    sections = serializers.ListField(child=serializers.CharField())
+    updated_at = serializers.DateTimeField(allow_null=True)
+    access_tier = serializers.CharField()
+    doc_type = serializers.CharField()
+    version = serializers.IntegerField()
+    review_by = serializers.DateField(allow_null=True)
+    superseded = serializers.BooleanField()
+
+
+class DocumentMetadataApi(APIView):
+    """get_document_metadata: title, section list, last update and tier."""
+
+    @extend_schema(responses=DocumentMetadataOutputSerializer)
+    def get(self, request: Request, document_id: int) -> Response:
+        _visible_or_probe(request, document_id)
+        meta = get_document_metadata(principal=Principal.from_user(request.user), document_id=document_id)
+        return Response(DocumentMetadataOutputSerializer(meta).data)
+
+
+class DocumentLookupApi(APIView):
+    """Metadata by source id (the `document` field of a citation)."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("source", str, required=True)],
+        responses=DocumentMetadataOutputSerializer,
+    )
+    def get(self, request: Request) -> Response:
+        source = request.query_params.get("source", "")
+        if not source or len(source) > 1000:
+            raise ValidationFailed("query parameter 'source' is required (at most 1000 characters)")
+        meta = get_document_metadata(principal=Principal.from_user(request.user), source=source)
+        return Response(DocumentMetadataOutputSerializer(meta).data)
+
+
+class PassageOutputSerializer(serializers.Serializer):
+    chunk_id = serializers.IntegerField()
+    text = serializers.CharField()
+    section = serializers.CharField()
+    page = serializers.IntegerField(allow_null=True)
+    ordinal = serializers.IntegerField()
+    document = DocumentMetadataOutputSerializer()
+
+
+class PassageApi(APIView):
+    """The full text of a cited passage with its document's metadata (for the citation viewer)."""
+
+    @extend_schema(responses=PassageOutputSerializer)
+    def get(self, request: Request, chunk_id: int) -> Response:
+        principal = Principal.from_user(request.user)
+        chunk = chunk_get_visible(principal=principal, chunk_id=chunk_id)
+        meta = get_document_metadata(principal=principal, document_id=chunk.document_id)
+        return Response(
+            PassageOutputSerializer(
+                {
+                    "chunk_id": chunk.pk,
+                    "text": chunk.text,
+                    "section": chunk.section_path,
+                    "page": chunk.page,
+                    "ordinal": chunk.ordinal,
+                    "document": meta,
+                }
+            ).data
+        )
+
+
+def upload_store(*, user: Any, upload: Any) -> tuple[str, Path]:
+    """Save an uploaded file under MEDIA_ROOT/uploads/<user id>/ and return (source id, path)."""
+    from knowledge.services import safe_source_id
+
+    raw_name = str(upload.name or "").replace("\\", "/")
+    name = os.path.basename(raw_name).strip()
+    if not name or name.startswith(".") or len(name) > 200:
+        raise ValidationFailed("the file needs a plain name (no leading dot, at most 200 characters)")
+    if not name.lower().endswith(UPLOAD_SUFFIXES):
+        raise ValidationFailed(f"unsupported file type; allowed: {', '.join(UPLOAD_SUFFIXES)}")
+    if upload.size > settings.ATHENA_MAX_UPLOAD_BYTES:
+        raise ValidationFailed(f"file too large (limit {settings.ATHENA_MAX_UPLOAD_BYTES} bytes)")
+    source = safe_source_id(f"uploads/{user.pk}/{name}")
+    media = Path(settings.MEDIA_ROOT).resolve()
+    folder = (media / "uploads" / str(user.pk)).resolve()
+    target = (media / source).resolve()
+    if target.parent != folder:  # belt and braces against traversal through odd names
+        raise ValidationFailed("unsafe file name")
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as handle:
+        for piece in upload.chunks():
+            handle.write(piece)
+    return source, target
+
+
+class DocumentUploadApi(APIView):
+    """Upload a private document (PDF/DOCX/MD/TXT/HTML): readable only by the uploader, expiring."""
+
+    parser_classes = [MultiPartParser, FormParser]
+
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField()
+
+    @extend_schema(
+        request={"multipart/form-data": InputSerializer}, responses={201: DocumentOutputSerializer}
+    )
+    def post(self, request: Request) -> Response:
+        from audit.services import audit_record
+        from knowledge.services import IngestOptions, files_ingest
+
+        unknown = sorted(set(request.data) - {"file"})
+        if unknown:
+            raise ValidationFailed(f"unknown field(s): {', '.join(unknown)}", details={"unknown": unknown})
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        user = request.user
+        source, path = upload_store(user=user, upload=serializer.validated_data["file"])
+        expires_at = timezone.now() + timedelta(hours=settings.ATHENA_UPLOAD_TTL_HOURS)
+        options = IngestOptions(owner_id=user.pk, access_tier=AccessTier.CONFIDENTIAL, expires_at=expires_at)
+        root = str(Path(settings.MEDIA_ROOT).resolve())
+        if settings.ATHENA_REALTIME_VIA_CELERY:
+            from knowledge.tasks import ingest_files_task
+
+            transaction.on_commit(
+                lambda: ingest_files_task.delay(None, root, [[source, str(path)]], options.as_dict())
+            )
+            summary: dict[str, Any] = {"queued": True}
+        else:
+            summary = files_ingest(
+                root=root, files=[(source, str(path))], options=options, force=True
+            ).as_dict()
+        document, _ = Document.objects.get_or_create(
+            source=source,
+            defaults={"owner_id": user.pk, "access_tier": AccessTier.CONFIDENTIAL, "expires_at": expires_at},
+        )
+        audit_record(
+            kind="upload",
+            actor=user,
+            documents=[source],
+            verdict=document.status,
+            payload={
+                "document": source,
+                "bytes": path.stat().st_size,
+                "expires_at": expires_at.isoformat(),
+                "errors": summary.get("errors", {}),
+            },
+        )
+        if document.status == "failed":
+            raise ValidationFailed(f"the file could not be read: {document.error}", code="unreadable")
+        return Response(DocumentOutputSerializer(document).data, status=status.HTTP_201_CREATED)
+
+
+class DocumentAclApi(APIView):
+    """Admins: set a document's access tier and allowed groups (recorded in the audit log)."""
+
+    permission_classes = [IsKbAdmin]
+
+    class InputSerializer(serializers.Serializer):
+        access_tier = serializers.ChoiceField(choices=AccessTier.choices)
+        groups = serializers.ListField(child=serializers.CharField(max_length=150), max_length=100)
+
+    @extend_schema(request=InputSerializer, responses=DocumentOutputSerializer)
+    def put(self, request: Request, document_id: int) -> Response:
+        from knowledge.services import document_set_acl
+
+        reject_unknown_fields(request, self.InputSerializer)
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        document = Document.objects.filter(pk=document_id).first()
+        if document is None:
+            raise NotFound("no such document")
+        groups = serializer.validated_data["groups"]
+        missing = sorted(
+            set(groups) - set(Group.objects.filter(name__in=groups).values_list("name", flat=True))
+        )
+        if missing:
+            # a typo in a group name would otherwise create a new, empty group and hide the document
+            raise ValidationFailed(f"unknown group(s): {', '.join(missing)}", details={"unknown": missing})
+        document = document_set_acl(
+            document=document,
+            access_tier=serializer.validated_data["access_tier"],
+            groups=groups,
+            actor=request.user,
+        )
+        return Response(DocumentOutputSerializer(document).data)
+
+
+class DocumentReingestApi(APIView):
+    """Admins: parse and index the document's source file again."""
+
+    permission_classes = [IsKbAdmin]
+
+    @extend_schema(request=None, responses={202: DocumentOutputSerializer})
+    def post(self, request: Request, document_id: int) -> Response:
+        from audit.services import audit_record
+        from knowledge.services import document_reingest
+
+        document = Document.objects.filter(pk=document_id).first()
+        if document is None:
+            raise NotFound("no such document")
+        if not document.source_path:
+            raise ValidationFailed("this document has no source file to re-ingest")
+        document_reingest(document=document)
+        audit_record(
+            kind="reingest",
+            actor=request.user,
+            documents=[document.source],
+            payload={"document": document.source},
+        )
+        return Response(DocumentOutputSerializer(document).data, status=status.HTTP_202_ACCEPTED)
