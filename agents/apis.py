@@ -62,6 +62,15 @@ class AskOutputSerializer(serializers.Serializer):
     audit_event_id = serializers.IntegerField(required=False, allow_null=True)
 
 
+class StrictCharField(serializers.CharField):
+    """A string and only a string: DRF would turn 42 or true into "42"/"True" and answer that."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 def _ask_service() -> Any:
     try:
         from agents.services import ask
@@ -74,16 +83,16 @@ def _ask_service() -> Any:
 class AskApi(APIView):
     """Ask a question; the answer cites only passages the caller may read."""
 
-    class InputSerializer(serializers.Serializer):
-        question = serializers.CharField(max_length=1000)
+    class AskInputSerializer(serializers.Serializer):
+        question = StrictCharField(max_length=1000)
         conversation_id = serializers.UUIDField(required=False, allow_null=True)
         filters = serializers.DictField(required=False, allow_null=True)
 
-    @extend_schema(request=InputSerializer, responses={200: AskOutputSerializer})
+    @extend_schema(request=AskInputSerializer, responses={200: AskOutputSerializer})
     def post(self, request: Request) -> Response:
         body_limit(request, MAX_JSON_BODY)
-        reject_unknown_fields(request, self.InputSerializer)
-        serializer = self.InputSerializer(data=request.data)
+        reject_unknown_fields(request, self.AskInputSerializer)
+        serializer = self.AskInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         ask = _ask_service()
@@ -164,21 +173,21 @@ class ConversationDetailApi(APIView):
 class FeedbackApi(APIView):
     """Thumbs up/down with an optional comment on an answer the caller was given."""
 
-    class InputSerializer(serializers.Serializer):
+    class FeedbackInputSerializer(serializers.Serializer):
         vote = serializers.ChoiceField(choices=[("up", "up"), ("down", "down")])
-        comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+        comment = StrictCharField(required=False, allow_blank=True, max_length=2000)
 
-    class OutputSerializer(serializers.Serializer):
+    class FeedbackOutputSerializer(serializers.Serializer):
         answer_id = serializers.IntegerField()
         vote = serializers.CharField()
         comment = serializers.CharField(allow_blank=True)
         queued_for_curation = serializers.BooleanField()
 
-    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    @extend_schema(request=FeedbackInputSerializer, responses={201: FeedbackOutputSerializer})
     def post(self, request: Request, answer_id: int) -> Response:
         body_limit(request, MAX_JSON_BODY)
-        reject_unknown_fields(request, self.InputSerializer)
-        serializer = self.InputSerializer(data=request.data)
+        reject_unknown_fields(request, self.FeedbackInputSerializer)
+        serializer = self.FeedbackInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         vote = 1 if serializer.validated_data["vote"] == "up" else -1
         feedback = feedback_submit(
@@ -189,7 +198,7 @@ class FeedbackApi(APIView):
         )
         queued = CurationItem.objects.filter(answer_id=answer_id, resolved=False).exists()
         return Response(
-            self.OutputSerializer(
+            self.FeedbackOutputSerializer(
                 {
                     "answer_id": answer_id,
                     "vote": serializer.validated_data["vote"],
@@ -235,12 +244,12 @@ class CurationListApi(APIView):
 
     permission_classes = [IsKbAdmin]
 
-    class FilterSerializer(serializers.Serializer):
+    class CurationListFilterSerializer(serializers.Serializer):
         resolved = serializers.BooleanField(required=False, default=False)
 
-    @extend_schema(parameters=[FilterSerializer], responses=CurationItemSerializer(many=True))
+    @extend_schema(parameters=[CurationListFilterSerializer], responses=CurationItemSerializer(many=True))
     def get(self, request: Request) -> Response:
-        params = self.FilterSerializer(data=request.query_params)
+        params = self.CurationListFilterSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         items = curation_queue(resolved=params.validated_data["resolved"])[:500]
         return Response(CurationItemSerializer(items, many=True).data)
@@ -249,15 +258,15 @@ class CurationListApi(APIView):
 class CurationResolveApi(APIView):
     permission_classes = [IsKbAdmin]
 
-    class InputSerializer(serializers.Serializer):
+    class CurationResolveInputSerializer(serializers.Serializer):
         resolution = serializers.CharField(max_length=2000)
         document_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
 
-    @extend_schema(request=InputSerializer, responses=CurationItemSerializer)
+    @extend_schema(request=CurationResolveInputSerializer, responses=CurationItemSerializer)
     def post(self, request: Request, item_id: int) -> Response:
         body_limit(request, MAX_JSON_BODY)
-        reject_unknown_fields(request, self.InputSerializer)
-        serializer = self.InputSerializer(data=request.data)
+        reject_unknown_fields(request, self.CurationResolveInputSerializer)
+        serializer = self.CurationResolveInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         item = curation_resolve(
             item_id=item_id,

@@ -65,16 +65,17 @@ class AuditEventSerializer(serializers.ModelSerializer):
 class AuditSearchApi(APIView):
     permission_classes = [IsCompliance]
 
-    class PageSerializer(serializers.Serializer):
+    class AuditSearchPageSerializer(serializers.Serializer):
         limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=50)
         offset = serializers.IntegerField(required=False, min_value=0, default=0)
 
     @extend_schema(
-        parameters=[AuditQuerySerializer, PageSerializer], responses=AuditEventSerializer(many=True)
+        parameters=[AuditQuerySerializer, AuditSearchPageSerializer],
+        responses=AuditEventSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
         query = audit_query_from(request.query_params)
-        page = self.PageSerializer(data=request.query_params)
+        page = self.AuditSearchPageSerializer(data=request.query_params)
         page.is_valid(raise_exception=True)
         limit, offset = page.validated_data["limit"], page.validated_data["offset"]
         qs = audit_event_search(query=query)

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from athena.errors import NotFound, ValidationFailed
-from athena.permissions import IsKbAdmin
+from athena.permissions import IsKbAdmin, body_limit
 from athena.throttling import document_probe_record, ensure_not_blocked
 from knowledge.models import AccessTier, DocType, Document
 from knowledge.selectors import (
@@ -30,11 +30,14 @@ from knowledge.selectors import (
 )
 from retrieval.types import Principal
 
+MAX_JSON_BODY = 64 * 1024  # the largest legitimate JSON body (a question with filters) is far below
 UPLOAD_SUFFIXES = (".pdf", ".docx", ".md", ".markdown", ".txt", ".html", ".htm")
 
 
 def reject_unknown_fields(request: Request, serializer_class: type[serializers.Serializer]) -> None:
-    """Unknown fields are refused rather than ignored, so a typo never silently changes nothing."""
+    """Unknown fields are refused rather than ignored, so a typo never silently changes nothing. Oversized
+    bodies are refused before they are parsed."""
+    body_limit(request, MAX_JSON_BODY)
     if not isinstance(request.data, dict):
         raise ValidationFailed("the request body must be a JSON object")
     unknown = sorted(set(request.data) - set(serializer_class().fields))
@@ -79,7 +82,7 @@ class DocumentOutputSerializer(serializers.ModelSerializer):
 class DocumentListApi(APIView):
     """Documents visible to the caller (same rule as retrieval)."""
 
-    class FilterSerializer(serializers.Serializer):
+    class DocumentListFilterSerializer(serializers.Serializer):
         q = serializers.CharField(required=False, allow_blank=True, max_length=200)
         doc_type = serializers.ChoiceField(choices=DocType.choices, required=False)
         access_tier = serializers.ChoiceField(choices=AccessTier.choices, required=False)
@@ -87,9 +90,9 @@ class DocumentListApi(APIView):
         limit = serializers.IntegerField(required=False, min_value=1, max_value=500)
         offset = serializers.IntegerField(required=False, min_value=0)
 
-    @extend_schema(parameters=[FilterSerializer], responses=DocumentOutputSerializer(many=True))
+    @extend_schema(parameters=[DocumentListFilterSerializer], responses=DocumentOutputSerializer(many=True))
     def get(self, request: Request) -> Response:
-        params = self.FilterSerializer(data=request.query_params)
+        params = self.DocumentListFilterSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         data = params.validated_data
         qs = document_list_visible(
@@ -225,11 +228,12 @@ class DocumentUploadApi(APIView):
 
     parser_classes = [MultiPartParser, FormParser]
 
-    class InputSerializer(serializers.Serializer):
+    class DocumentUploadInputSerializer(serializers.Serializer):
         file = serializers.FileField()
 
     @extend_schema(
-        request={"multipart/form-data": InputSerializer}, responses={201: DocumentOutputSerializer}
+        request={"multipart/form-data": DocumentUploadInputSerializer},
+        responses={201: DocumentOutputSerializer},
     )
     def post(self, request: Request) -> Response:
         from audit.services import audit_record
@@ -238,7 +242,7 @@ class DocumentUploadApi(APIView):
         unknown = sorted(set(request.data) - {"file"})
         if unknown:
             raise ValidationFailed(f"unknown field(s): {', '.join(unknown)}", details={"unknown": unknown})
-        serializer = self.InputSerializer(data=request.data)
+        serializer = self.DocumentUploadInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         user = request.user
         source, path = upload_store(user=user, upload=serializer.validated_data["file"])
@@ -282,16 +286,16 @@ class DocumentAclApi(APIView):
 
     permission_classes = [IsKbAdmin]
 
-    class InputSerializer(serializers.Serializer):
+    class DocumentAclInputSerializer(serializers.Serializer):
         access_tier = serializers.ChoiceField(choices=AccessTier.choices)
         groups = serializers.ListField(child=serializers.CharField(max_length=150), max_length=100)
 
-    @extend_schema(request=InputSerializer, responses=DocumentOutputSerializer)
+    @extend_schema(request=DocumentAclInputSerializer, responses=DocumentOutputSerializer)
     def put(self, request: Request, document_id: int) -> Response:
         from knowledge.services import document_set_acl
 
-        reject_unknown_fields(request, self.InputSerializer)
-        serializer = self.InputSerializer(data=request.data)
+        reject_unknown_fields(request, self.DocumentAclInputSerializer)
+        serializer = self.DocumentAclInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         document = Document.objects.filter(pk=document_id).first()
         if document is None:

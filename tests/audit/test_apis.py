@@ -1,0 +1,171 @@
+"""Compliance API and pages: search, event detail, CSV/JSONL export, chain status; compliance role only."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.contrib.auth.models import Group, User
+from rest_framework.test import APIClient
+
+from audit.models import AuditEvent
+from audit.services import audit_record
+
+pytestmark = [pytest.mark.django_db, pytest.mark.integration]
+
+
+def make_user(name: str, *groups: str) -> User:
+    user = User.objects.create_user(name, password="pw")
+    for group in groups:
+        user.groups.add(Group.objects.get_or_create(name=group)[0])
+    return user
+
+
+@pytest.fixture()
+def events(db):  # type: ignore[no-untyped-def]
+    alice = make_user("alice", "employees")
+    audit_record(
+        kind="question",
+        actor=alice,
+        verdict="answered",
+        documents=["public/ntp.md"],
+        payload={"question": "How do I fix NTP drift?", "retrieved_chunks": [{"chunk_id": 7}]},
+    )
+    audit_record(
+        kind="question",
+        actor=alice,
+        verdict="abstained",
+        documents=[],
+        payload={"question": "Who won the match?"},
+    )
+    audit_record(
+        kind="upload",
+        actor="bob",
+        verdict="indexed",
+        documents=["uploads/2/notes.md"],
+        payload={"document": "uploads/2/notes.md"},
+    )
+    return AuditEvent.objects.order_by("id")
+
+
+@pytest.fixture()
+def auditor() -> APIClient:
+    client = APIClient()
+    client.force_authenticate(make_user("auditor", "compliance"))
+    return client
+
+
+def test_search_filters(events, auditor) -> None:  # type: ignore[no-untyped-def]
+    def count(query: str) -> int:
+        response = auditor.get(f"/api/v1/audit/events?{query}")
+        assert response.status_code == 200, response.content
+        return response.json()["count"]
+
+    assert count("") == 3
+    assert count("user=alice") == 2
+    assert count("verdict=abstained") == 1
+    assert count("document=public/ntp.md") == 1
+    assert count("document=ntp") == 1
+    assert count("kind=upload") == 1
+    assert count("text=match") == 1
+    assert count("since=2000-01-01&until=2999-12-31") == 3
+    assert count("until=2000-01-01") == 0
+    first = auditor.get("/api/v1/audit/events?limit=1").json()["results"][0]
+    assert first["id"] == events.last().pk  # newest first
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["since=yesterday", "since=2025-02-01&until=2025-01-01", "limit=0", "limit=abc", "user=" + "x" * 200],
+)
+def test_search_rejects_bad_parameters(events, auditor, query) -> None:  # type: ignore[no-untyped-def]
+    response = auditor.get(f"/api/v1/audit/events?{query}")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+
+
+def test_event_detail_and_chain_status(events, auditor) -> None:  # type: ignore[no-untyped-def]
+    first = events.first()
+    detail = auditor.get(f"/api/v1/audit/events/{first.pk}").json()
+    assert detail["payload"]["retrieved_chunks"] == [{"chunk_id": 7}] and detail["hash"] == first.hash
+    assert auditor.get("/api/v1/audit/events/99999999").status_code == 404
+    chain = auditor.get("/api/v1/audit/chain").json()
+    assert chain["ok"] is True and chain["checked"] == 3 and chain["first_broken_id"] is None
+
+
+def test_exports(events, auditor) -> None:  # type: ignore[no-untyped-def]
+    response = auditor.get("/api/v1/audit/export.csv?user=alice")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [r["verdict"] for r in rows] == ["answered", "abstained"]
+    assert json.loads(rows[0]["payload"])["question"] == "How do I fix NTP drift?"
+    response = auditor.get("/api/v1/audit/export.jsonl")
+    lines = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
+    assert [line["kind"] for line in lines][:3] == ["question", "question", "upload"]
+    assert lines[0]["hash"] == events.first().hash
+    assert auditor.get("/api/v1/audit/export.xml").status_code == 404
+    # the export itself is on the record
+    assert AuditEvent.objects.filter(kind="audit_export", actor="auditor").count() == 2
+
+
+@pytest.mark.parametrize("groups", [("employees",), ("employees", "kb-admins"), ()])
+def test_non_compliance_users_cannot_read_the_audit_log(events, groups) -> None:  # type: ignore[no-untyped-def]
+    user = make_user("someone", *groups)
+    user.is_superuser = "kb-admins" in groups
+    user.save()
+    client = APIClient()
+    client.force_authenticate(user)
+    for url in (
+        "/api/v1/audit/events",
+        f"/api/v1/audit/events/{events.first().pk}",
+        "/api/v1/audit/chain",
+        "/api/v1/audit/export.csv",
+        "/api/v1/audit/export.jsonl",
+    ):
+        response = client.get(url)
+        assert response.status_code == 403, url
+        assert response.json()["error"]["code"] == "permission_denied"
+    assert not AuditEvent.objects.filter(kind="audit_export").exists()
+
+
+# --- pages -----------------------------------------------------------------------------------------------------
+
+
+def test_compliance_pages(events, client) -> None:  # type: ignore[no-untyped-def]
+    make_user("auditor", "compliance")
+    client.login(username="auditor", password="pw")
+    page = client.get("/compliance/?user=alice&verdict=answered")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "How do I fix NTP drift?" in html and "Who won the match?" not in html
+    assert "Hash chain intact" in html
+    assert "/api/v1/audit/export.csv?user=alice&amp;verdict=answered" in html
+    first = events.first()
+    detail = client.get(f"/compliance/events/{first.pk}").content.decode()
+    assert first.hash in detail and "retrieved_chunks" in detail
+    assert client.get("/compliance/events/99999999").status_code == 404
+    bad = client.get("/compliance/?since=not-a-date")
+    assert bad.status_code == 200 and "since" in bad.content.decode()
+
+
+def test_compliance_pages_refuse_others(events, client) -> None:  # type: ignore[no-untyped-def]
+    assert client.get("/compliance/").status_code == 302  # to the login page
+    make_user("alice2", "employees", "kb-admins")
+    client.login(username="alice2", password="pw")
+    assert client.get("/compliance/").status_code == 403
+    assert client.get(f"/compliance/events/{events.first().pk}").status_code == 403
+
+
+def test_chain_break_is_shown_on_the_page(events, client) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+
+    victim = events.first()
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_no_update")
+        cursor.execute("UPDATE audit_auditevent SET verdict = 'x' WHERE id = %s", [victim.pk])
+        cursor.execute("ALTER TABLE audit_auditevent ENABLE TRIGGER audit_no_update")
+    make_user("auditor", "compliance")
+    client.login(username="auditor", password="pw")
+    assert "BROKEN at event" in client.get("/compliance/").content.decode()

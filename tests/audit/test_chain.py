@@ -1,0 +1,112 @@
+"""The audit table is append-only in the database itself, and tampering is detected by audit_verify."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import DatabaseError, connection, transaction
+
+from audit.models import AuditEvent
+from audit.services import audit_record
+
+pytestmark = [pytest.mark.django_db, pytest.mark.integration]
+
+
+def _three_events() -> list[AuditEvent]:
+    return [
+        audit_record(
+            kind="question",
+            actor=f"user{i}",
+            verdict="answered",
+            documents=[f"d{i}.md"],
+            payload={"question": f"q{i}"},
+        )
+        for i in range(3)
+    ]
+
+
+def test_raw_update_is_refused_by_the_database() -> None:
+    event = _three_events()[1]
+    with (
+        pytest.raises(DatabaseError, match="append-only"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("UPDATE audit_auditevent SET verdict = 'answered-ok' WHERE id = %s", [event.pk])
+    assert AuditEvent.objects.get(pk=event.pk).verdict == "answered"
+
+
+def test_raw_delete_is_refused_by_the_database() -> None:
+    event = _three_events()[0]
+    with (
+        pytest.raises(DatabaseError, match="append-only"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("DELETE FROM audit_auditevent WHERE id = %s", [event.pk])
+    assert AuditEvent.objects.filter(pk=event.pk).exists()
+
+
+def test_orm_update_and_delete_are_refused_too() -> None:
+    event = _three_events()[0]
+    with pytest.raises(DatabaseError), transaction.atomic():
+        AuditEvent.objects.filter(pk=event.pk).update(actor="someone-else")
+    with pytest.raises(DatabaseError), transaction.atomic():
+        event.delete()
+
+
+def test_audit_verify_reports_an_intact_chain(capsys) -> None:  # type: ignore[no-untyped-def]
+    _three_events()
+    call_command("audit_verify")
+    assert f"chain intact ({AuditEvent.objects.count()} events)" in capsys.readouterr().out
+
+
+def test_altering_a_stored_event_is_detected() -> None:
+    events = _three_events()
+    victim = events[1]
+    with connection.cursor() as cursor:
+        # as the database owner (tests run as the superuser): switch off the guard, tamper, switch it back on
+        cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_no_update")
+        cursor.execute(
+            "UPDATE audit_auditevent SET payload = jsonb_set(payload, '{question}', '\"harmless\"') WHERE id = %s",
+            [victim.pk],
+        )
+        cursor.execute("ALTER TABLE audit_auditevent ENABLE TRIGGER audit_no_update")
+    with pytest.raises(CommandError, match=rf"chain broken at event {victim.pk}: content does not match"):
+        call_command("audit_verify")
+
+
+def test_removing_an_event_is_detected() -> None:
+    events = _three_events()
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_no_delete")
+        cursor.execute("DELETE FROM audit_auditevent WHERE id = %s", [events[1].pk])
+        cursor.execute("ALTER TABLE audit_auditevent ENABLE TRIGGER audit_no_delete")
+    with pytest.raises(CommandError, match=rf"chain broken at event {events[2].pk}: prev_hash"):
+        call_command("audit_verify")
+
+
+def test_audit_verify_exits_non_zero_from_the_shell() -> None:
+    """CommandError makes manage.py exit with status 1 (checked through the real entry point)."""
+    from django.core.management import ManagementUtility
+
+    events = _three_events()
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_no_update")
+        cursor.execute("UPDATE audit_auditevent SET actor = 'x' WHERE id = %s", [events[0].pk])
+        cursor.execute("ALTER TABLE audit_auditevent ENABLE TRIGGER audit_no_update")
+    with pytest.raises(SystemExit) as exit_info:
+        ManagementUtility(["manage.py", "audit_verify"]).execute()
+    assert exit_info.value.code == 1
+
+
+def test_failed_login_is_audited(client) -> None:  # type: ignore[no-untyped-def]
+    from django.contrib.auth.models import User
+
+    User.objects.create_user("alice", password="right")
+    response = client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    assert response.status_code == 200  # the form again, with an error
+    event = AuditEvent.objects.get(kind="login_failed")
+    assert event.actor == "alice" and event.verdict == "denied"
+    assert "wrong" not in str(event.payload)

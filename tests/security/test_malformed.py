@@ -1,0 +1,124 @@
+"""Malformed requests get a 4xx with a clear message in the one error format; never a 500. Also: the OpenAPI
+schema is valid."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from athena import throttling
+
+pytestmark = [pytest.mark.django_db, pytest.mark.integration]
+
+
+@pytest.fixture()
+def client() -> APIClient:  # type: ignore[override]
+    user = User.objects.create_user("mal", password="pw")
+    for name in ("employees", "kb-admins", "compliance"):  # every role, so the role check is never the answer
+        user.groups.add(Group.objects.get_or_create(name=name)[0])
+    throttling.user_counters_clear(user)
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+JSON_ENDPOINTS = [
+    ("post", "/api/v1/ask"),
+    ("post", "/api/v1/answers/1/feedback"),
+    ("post", "/api/v1/curation/1/resolve"),
+    ("put", "/api/v1/documents/1/acl"),
+]
+BAD_BODIES = [
+    "",
+    "null",
+    "[]",
+    "42",
+    '"text"',
+    "{",
+    '{"question": {"nested": true}}',
+    "\x00\x01",
+    '{"vote": null, "resolution": null, "access_tier": null, "groups": "x"}',
+]
+
+
+@pytest.mark.parametrize(("method", "url"), JSON_ENDPOINTS)
+@pytest.mark.parametrize("body", BAD_BODIES)
+def test_bad_json_bodies(client, method, url, body) -> None:  # type: ignore[no-untyped-def]
+    response = getattr(client, method)(url, body, content_type="application/json")
+    assert 400 <= response.status_code < 500, (url, body, response.content)
+    assert response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(("method", "url"), JSON_ENDPOINTS)
+def test_wrong_content_type(client, method, url) -> None:  # type: ignore[no-untyped-def]
+    response = getattr(client, method)(url, "question=hi", content_type="text/plain")
+    assert response.status_code == 415
+    assert response.json()["error"]["code"] == "unsupported_media_type"
+
+
+@pytest.mark.parametrize(("method", "url"), JSON_ENDPOINTS)
+def test_oversized_bodies(client, method, url) -> None:  # type: ignore[no-untyped-def]
+    response = getattr(client, method)(
+        url, '{"question": "' + "x" * 3_000_000 + '"}', content_type="application/json"
+    )
+    assert response.status_code in (400, 413), url
+    assert response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/documents?limit=x",
+        "/api/v1/documents?offset=-5",
+        "/api/v1/documents?doc_type=%00",
+        "/api/v1/documents?mine=perhaps",
+        "/api/v1/documents/lookup?source=" + "a" * 2000,
+        "/api/v1/curation?resolved=maybe",
+        "/api/v1/audit/events?offset=-1",
+        "/api/v1/audit/export.csv?since=2025-13-01",
+    ],
+)
+def test_bad_query_parameters(client, url) -> None:  # type: ignore[no-untyped-def]
+    response = client.get(url)
+    assert response.status_code == 400, (url, response.content)
+    assert response.json()["error"]["code"] == "invalid"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/documents/99999999999999999999",
+        "/api/v1/passages/-1",
+        "/api/v1/conversations/zzz",
+        "/api/v1/answers/abc/feedback",
+        "/api/v1/nowhere",
+    ],
+)
+def test_odd_paths_are_404(client, url) -> None:  # type: ignore[no-untyped-def]
+    assert client.get(url).status_code in (404, 405)
+
+
+def test_wrong_methods(client) -> None:  # type: ignore[no-untyped-def]
+    assert client.delete("/api/v1/documents").status_code == 405
+    assert client.get("/api/v1/documents/upload").status_code == 405
+    response = client.put("/api/v1/ask", {"question": "x"}, format="json")
+    assert response.status_code == 405 and response.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_upload_with_json_is_refused(client) -> None:  # type: ignore[no-untyped-def]
+    response = client.post("/api/v1/documents/upload", {"file": "x"}, format="json")
+    assert response.status_code == 415
+
+
+def test_openapi_schema_is_valid(tmp_path) -> None:
+    out = tmp_path / "schema.yml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))
+    text = out.read_text()
+    for path in ("/api/v1/ask", "/api/v1/documents/upload", "/api/v1/audit/export.{fmt}", "/api/v1/curation"):
+        assert path in text, path
+
+
+def test_schema_is_served(client) -> None:  # type: ignore[no-untyped-def]
+    assert client.get("/api/v1/schema").status_code == 200
