@@ -8,7 +8,7 @@ from celery import shared_task
 from celery.signals import worker_process_init
 
 
-@shared_task(queue="realtime")
+@shared_task
 def answer_task(user_id: int, question: str, conversation_id: str, filters: dict[str, Any] | None) -> dict:
     from agents.services import answer_compute
 

@@ -46,6 +46,17 @@ class DocumentAdmin(admin.ModelAdmin):
 
         document_acl_sync(document=form.instance, actor=request.user)
 
+    def delete_model(self, request: HttpRequest, obj: Document) -> None:
+        # chunks must leave through the service so BM25 statistics and graph weights stay exact
+        from knowledge.services import document_tombstone
+
+        document_tombstone(document=obj)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        for document in queryset:
+            self.delete_model(request, document)
+
     @admin.action(description="Re-ingest selected documents from their source files")
     def reingest(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         from knowledge.services import document_reingest

@@ -19,7 +19,10 @@ from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus
 # One advisory lock serialises the statistics updates of concurrent ingests (df, N, total length), keeping
 # them exact without hot per-row triggers; it is held only for the final part of each transaction.
 BM25_STATS_LOCK = 7_413_001
-MAX_EDGE_ENTITIES = 12  # co-occurrence pairs grow quadratically; keep the most frequent entities per chunk
+MAX_EDGE_ENTITIES = 12
+_checked_models: set[str] = (
+    set()
+)  # models verified not to mix with stored vectors (once per process)  # co-occurrence pairs grow quadratically; keep the most frequent entities per chunk
 
 
 @dataclass(frozen=True)
@@ -107,20 +110,35 @@ def _remove_chunks(cursor, chunk_ids: Sequence[int]) -> None:  # type: ignore[no
 def _stats_apply(cursor, df_delta: Sequence[tuple[str, int]], n_delta: int, len_delta: int) -> None:  # type: ignore[no-untyped-def]
     cursor.execute("SELECT pg_advisory_xact_lock(%s)", [BM25_STATS_LOCK])
     if df_delta:
-        terms = [t for t, _ in df_delta]
-        deltas = [d for _, d in df_delta]
-        cursor.execute(
-            """
-            INSERT INTO knowledge_termstat (term, df)
-            SELECT t, d FROM unnest(%s::varchar[], %s::int[]) AS x(t, d)
-            ON CONFLICT (term) DO UPDATE SET df = knowledge_termstat.df + EXCLUDED.df
-            """,
-            [terms, deltas],
-        )
-        cursor.execute("DELETE FROM knowledge_termstat WHERE term = ANY(%s) AND df <= 0", [terms])
+        # the CHECK (df >= 0) applies to a proposed INSERT row even when it conflicts, so negative deltas
+        # (removals) are plain UPDATEs and only additions use the upsert
+        added = [(t, d) for t, d in df_delta if d > 0]
+        removed = [(t, d) for t, d in df_delta if d < 0]
+        if removed:
+            cursor.execute(
+                """
+                UPDATE knowledge_termstat s SET df = s.df + x.d
+                FROM unnest(%s::varchar[], %s::int[]) AS x(t, d) WHERE s.term = x.t
+                """,
+                [[t for t, _ in removed], [d for _, d in removed]],
+            )
+            cursor.execute(
+                "DELETE FROM knowledge_termstat WHERE term = ANY(%s) AND df <= 0", [[t for t, _ in removed]]
+            )
+        if added:
+            cursor.execute(
+                """
+                INSERT INTO knowledge_termstat (term, df)
+                SELECT t, d FROM unnest(%s::varchar[], %s::int[]) AS x(t, d)
+                ON CONFLICT (term) DO UPDATE SET df = knowledge_termstat.df + EXCLUDED.df
+                """,
+                [[t for t, _ in added], [d for _, d in added]],
+            )
     if n_delta or len_delta:
         cursor.execute(
-            "UPDATE knowledge_corpusstat SET n_chunks = n_chunks + %s, total_len = total_len + %s WHERE id = 1",
+            "INSERT INTO knowledge_corpusstat (id, n_chunks, total_len) VALUES (1, %s, %s) ON CONFLICT (id) "
+            "DO UPDATE SET n_chunks = knowledge_corpusstat.n_chunks + EXCLUDED.n_chunks, "
+            "total_len = knowledge_corpusstat.total_len + EXCLUDED.total_len",
             [n_delta, len_delta],
         )
 
@@ -149,6 +167,18 @@ def _upsert_entities(cursor, entities: set[tuple[str, str, str]]) -> dict[tuple[
 def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Document:
     """Swap in a new version of `document` built from `staged`, in one transaction."""
     document = Document.objects.select_for_update().get(pk=document.pk)
+    if (
+        staged.embedding_model
+        and staged.embedding_model not in _checked_models
+        and Chunk.objects.exclude(embedding_model__in=["", staged.embedding_model])
+        .filter(active=True)
+        .exists()
+    ):
+        raise ValueError(
+            f"the index holds vectors of another model than {staged.embedding_model}; run "
+            "`manage.py reembed` before ingesting with a new embedder"
+        )
+    _checked_models.add(staged.embedding_model)
     is_open, groups = _acl_columns(document)
     now = timezone.now()
     updated_at = staged.updated_at or document.source_updated_at

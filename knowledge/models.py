@@ -156,16 +156,16 @@ class Synonym(models.Model):
 
 
 class Posting(models.Model):
-    """BM25 postings. The real primary key is (term, chunk_id) with (tf, doc_len) INCLUDEd so that scoring a
-    term is an index-only scan; Django sees `id` only because it needs a single-column key."""
+    """BM25 postings; primary key (term, chunk) with (tf, doc_len) INCLUDEd in the index (see migration 0002)
+    so that scoring a term is an index-only scan."""
 
+    pk = models.CompositePrimaryKey("term", "chunk")
     term = models.CharField(max_length=200)
-    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, db_constraint=False, related_name="+")
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="+")
     tf = models.PositiveIntegerField()
     doc_len = models.PositiveIntegerField()
 
     class Meta:
-        managed = False
         db_table = "knowledge_posting"
 
 

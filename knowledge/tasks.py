@@ -97,7 +97,7 @@ def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[
     return summary.as_dict()
 
 
-@shared_task(queue="ingest")
+@shared_task
 def sync_source_folders_task() -> list[int]:
     """Nightly: ingest every configured source folder (unchanged files cost a hash each)."""
     from django.conf import settings

@@ -62,7 +62,7 @@ class SentenceTransformerEmbedder:
                 torch.set_num_threads(self.threads or settings.ATHENA_TORCH_THREADS)
                 model = SentenceTransformer(self.model_ref, device="cpu", local_files_only=True)
                 model.max_seq_length = min(self.max_tokens, model.max_seq_length or self.max_tokens)
-                produced = model.get_sentence_embedding_dimension()
+                produced = model.get_embedding_dimension()
                 if produced != self.dimension:
                     raise ValueError(
                         f"embedder {self.name} produces {produced}-d vectors but ATHENA_EMBEDDING_DIM is "

@@ -200,3 +200,23 @@ def fetch_hits(chunk_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
             "vendor",
         ]
         return {row[0]: dict(zip(columns, row, strict=True)) for row in cursor.fetchall()}
+
+
+class MixedEmbeddingsError(RuntimeError):
+    pass
+
+
+def embedding_model_check(model_name: str) -> None:
+    """Refuse dense search when stored vectors come from another model (they are not comparable)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT embedding_model FROM knowledge_chunk WHERE active AND embedding_model <> ''"
+            " LIMIT 3"
+        )
+        models = [row[0] for row in cursor.fetchall()]
+    foreign = [m for m in models if m != model_name]
+    if foreign:
+        raise MixedEmbeddingsError(
+            f"stored vectors were made by {', '.join(foreign)} but the configured embedder is {model_name}; "
+            "run `manage.py reembed`"
+        )

@@ -91,8 +91,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 CELERY_TASK_ROUTES = {
+    "knowledge.tasks.embed_index_task": {"queue": "embed"},
     "knowledge.tasks.*": {"queue": "ingest"},
-    "knowledge.tasks.embed_*": {"queue": "embed"},
     "agents.tasks.*": {"queue": "realtime"},
 }
 CELERY_WORKER_CONCURRENCY = env.int("ATHENA_WORKER_CONCURRENCY", 2, minimum=1)

@@ -25,19 +25,6 @@ class Migration(migrations.Migration):
         VectorExtension(),
         migrations.RunSQL("CREATE EXTENSION IF NOT EXISTS pg_trgm", migrations.RunSQL.noop),
         migrations.CreateModel(
-            name='Posting',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('term', models.CharField(max_length=200)),
-                ('tf', models.PositiveIntegerField()),
-                ('doc_len', models.PositiveIntegerField()),
-            ],
-            options={
-                'db_table': 'knowledge_posting',
-                'managed': False,
-            },
-        ),
-        migrations.CreateModel(
             name='CorpusStat',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),

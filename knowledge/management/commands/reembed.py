@@ -1,0 +1,67 @@
+"""`python manage.py reembed [--batch-size N]` — rebuild every chunk embedding with the configured embedder.
+
+The vector column's dimension follows ATHENA_EMBEDDING_DIM; when it differs from the column, the column and
+its HNSW index are recreated first. Vectors from two models are never mixed: retrieval refuses to run while
+chunks carry another model's name (see `embedding_model_check`)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection, transaction
+
+from knowledge.indexing import embedding_text
+from knowledge.models import Chunk
+
+
+class Command(BaseCommand):
+    help = "Re-embed all chunks with the configured embedder (recreating the vector column if needed)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--batch-size", type=int, default=512)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from tqdm import tqdm
+
+        from retrieval.embedders import get_embedder
+
+        embedder = get_embedder()
+        embedder.warm_up()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = 'knowledge_chunk'::regclass AND attname = 'embedding'"
+            )
+            current = cursor.fetchone()[0]
+            wanted = f"vector({embedder.dimension})"
+            if current != wanted:
+                self.stdout.write(f"changing embedding column {current} -> {wanted}")
+                with transaction.atomic():
+                    cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
+                    cursor.execute(
+                        f"ALTER TABLE knowledge_chunk ALTER COLUMN embedding TYPE {wanted} USING NULL"
+                    )
+        ids = list(Chunk.objects.order_by("id").values_list("id", flat=True))
+        with tqdm(total=len(ids), unit="chunk", file=sys.stderr, disable=None) as bar:
+            for start in range(0, len(ids), options["batch_size"]):
+                batch = list(
+                    Chunk.objects.filter(id__in=ids[start : start + options["batch_size"]])
+                    .select_related("document")
+                    .order_by("id")
+                )
+                vectors = embedder.embed_passages(
+                    [embedding_text(c.document.title, c.section_path, c.text) for c in batch]
+                )
+                for chunk, vector in zip(batch, vectors, strict=True):
+                    chunk.embedding = vector
+                    chunk.embedding_model = embedder.name
+                Chunk.objects.bulk_update(batch, ["embedding", "embedding_model"])
+                bar.update(len(batch))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "CREATE INDEX IF NOT EXISTS chunk_embedding_hnsw ON knowledge_chunk "
+                "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+            )
+        self.stdout.write(f"re-embedded {len(ids)} chunk(s) with {embedder.name}")
