@@ -189,8 +189,8 @@
 
   function feedbackBox(answerId, vote) {
     var box = el("div", { className: "feedback" });
-    var up = el("button", { type: "button", className: "vote up" + (vote === 1 ? " chosen" : ""), title: "Helpful", text: "👍" });
-    var down = el("button", { type: "button", className: "vote down" + (vote === -1 ? " chosen" : ""), title: "Not helpful", text: "👎" });
+    var up = el("button", { type: "button", className: "vote up" + (vote === 1 ? " chosen" : ""), title: "Helpful", text: "▲ helpful" });
+    var down = el("button", { type: "button", className: "vote down" + (vote === -1 ? " chosen" : ""), title: "Not helpful", text: "▼ not helpful" });
     var comment = el("input", { type: "text", className: "feedback-comment", maxlength: "2000",
                                 placeholder: "Optional comment (what was wrong or missing?)" });
     var status = el("span", { className: "small muted feedback-status", role: "status" });
@@ -224,9 +224,11 @@
     var index = quote ? text.indexOf(quote) : -1;
     var length = quote ? quote.length : 0;
     if (index < 0 && quote) {
-      // tolerate whitespace and case differences between the quote and the stored passage
-      var words = quote.trim().split(/\s+/).map(function (w) { return w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); });
-      var found = new RegExp(words.join("\\s+"), "i").exec(text);
+      // tolerate whitespace, case and markup (backticks, emphasis) differences between quote and passage
+      var words = quote.split(/[\s`*_]+/).filter(Boolean).map(function (w) {
+        return w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      });
+      var found = words.length ? new RegExp(words.join("[\\s`*_]+"), "i").exec(text) : null;
       if (found) { index = found.index; length = found[0].length; }
     }
     if (index < 0) {
