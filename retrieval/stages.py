@@ -177,7 +177,7 @@ def fetch_hits(chunk_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
             """
             SELECT c.id, c.document_id, d.source, d.title, c.section_path, c.page, c.ordinal, c.text,
                    coalesce(c.updated_at, d.source_updated_at), d.access_tier, c.prev_id, c.content_hash,
-                   c.injection_flag, c.embedding, c.vendor
+                   c.injection_flag, c.embedding::real[], c.vendor
             FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id WHERE c.id = ANY(%s)
             """,
             [list(chunk_ids)],

@@ -1,0 +1,176 @@
+"""Hybrid search against the real database: ACL inside every stage, filters, fusion, rerank backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import override_settings
+
+from knowledge.services import IngestOptions, files_ingest, folder_scan
+from retrieval.analysis import query_terms
+from retrieval.search import embed_query, search, understand
+from retrieval.stages import bm25_search, dense_search, graph_search
+from retrieval.types import Filters, Principal, SearchConfig
+from tests.knowledge.conftest import write_docs
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+SECRET = "The break-glass password vault for core routers is opened with the orange YubiKey in safe 7."
+
+
+def _ingest(root: Path, **options) -> None:
+    files = [(rel, str(p)) for rel, p in folder_scan(root)]
+    summary = files_ingest(root=str(root), files=files, options=IngestOptions(**options))
+    assert summary.failed == 0, summary.errors
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    public = write_docs(
+        tmp_path / "public",
+        {
+            f"runbook-{i}.md": f"# Runbook {i}\n\nWhen interface {i} flaps, check the optics and the BGP session on "
+            f"router {i}. Escalate after {i + 5} minutes.\n"
+            for i in range(6)
+        },
+    )
+    _ingest(public, department="noc")
+    restricted = write_docs(
+        tmp_path / "restricted",
+        {
+            "break-glass.md": f"# Break-glass access to core routers\n\n{SECRET}\n",
+        },
+    )
+    _ingest(restricted, access_tier="restricted", acl_groups=("noc-admins",), department="security")
+    outsider = User.objects.create(username="outsider")
+    outsider.groups.add(Group.objects.get_or_create(name="employees")[0])
+    insider = User.objects.create(username="insider")
+    insider.groups.add(Group.objects.get(name="noc-admins"))
+    superuser = User.objects.create(username="root-admin", is_superuser=True, is_staff=True)
+    return {
+        "outsider": Principal.from_user(outsider),
+        "insider": Principal.from_user(insider),
+        "superuser": Principal.from_user(superuser),
+    }
+
+
+QUESTION = "How is the break-glass password vault for core routers opened?"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_restricted_document_never_reaches_outsiders_from_any_stage(corpus):
+    from knowledge.models import Chunk
+
+    secret_ids = set(Chunk.objects.filter(document__source="break-glass.md").values_list("id", flat=True))
+    analysis = understand(QUESTION)
+    for who in ("outsider", "superuser"):  # superuser status grants nothing
+        principal = corpus[who]
+        runs = {
+            "dense": dense_search(embed_query(QUESTION), principal, Filters()),
+            "bm25": bm25_search(
+                [(t, 1.0) for t in query_terms(QUESTION)], principal, Filters(), max_df_ratio=1.0
+            ),
+            "graph": graph_search(analysis.entities or [("protocol", "bgp")], principal, Filters()),
+        }
+        for name, run in runs.items():
+            assert not secret_ids & {s.id for s in run}, (who, name)
+        result = search(QUESTION, principal)
+        assert "break-glass.md" not in result.documents()
+        assert all(SECRET not in hit.text for hit in result.hits)
+    allowed = search(QUESTION, corpus["insider"])
+    assert allowed.documents()[0] == "break-glass.md"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_selective_filter_still_returns_a_full_top_k(tmp_path):
+    many = write_docs(
+        tmp_path / "noc",
+        {f"n{i}.md": f"# NOC note {i}\n\nOSPF area {i} timers and BGP peer {i}.\n" for i in range(60)},
+    )
+    _ingest(many, department="noc")
+    few = write_docs(
+        tmp_path / "dba",
+        {f"d{i}.md": f"# DBA note {i}\n\nPostgreSQL replica {i} lag alarm.\n" for i in range(12)},
+    )
+    _ingest(few, department="dba", vendor="PostgreSQL")
+    anyone = Principal(None, "anyone")
+    vec = embed_query("OSPF timers")
+    for filters in (Filters(departments=("dba",)), Filters(vendors=("PostgreSQL",))):
+        run = dense_search(vec, anyone, filters, k=10)
+        assert len(run) == 10
+        result = search("OSPF timers", anyone, filters)
+        assert len(result.hits) == 10
+        assert all(source.startswith("d") for source in result.documents())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_fusion_modes_and_stage_timings(corpus):
+    for mode in ("combsum", "rrf"):
+        result = search(
+            "interface flaps escalate minutes", corpus["outsider"], None, SearchConfig(fusion=mode)
+        )
+        assert result.hits and {"dense", "bm25", "graph", "fusion", "rerank", "mmr", "total"} <= set(
+            result.timings_ms
+        )
+        assert len(result.documents()) == len(set(result.documents()))
+    with pytest.raises(ValueError, match="combsum"):
+        search("x", corpus["outsider"], None, SearchConfig(fusion="borda"))
+
+
+def _tiny_cross_encoder(path: Path) -> Path:
+    """A real (random-weight) BERT sequence classifier saved like any CrossEncoder checkpoint."""
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
+
+    vocab = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        "bgp",
+        "router",
+        "interface",
+        "the",
+        "is",
+        "break",
+        "glass",
+        "vault",
+        "flaps",
+        "check",
+        "optics",
+        "session",
+        "how",
+        "opened",
+        "core",
+        "password",
+    ]
+    path.mkdir(parents=True)
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    BertTokenizer(str(path / "vocab.txt")).save_pretrained(path)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=1,
+    )
+    BertForSequenceClassification(config).save_pretrained(path)
+    return path
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cross_encoder_backend_loads_a_local_model_and_reranks(corpus, tmp_path):
+    from retrieval.rerank import CrossEncoderReranker, get_reranker
+
+    model = _tiny_cross_encoder(tmp_path / "tiny-ce")
+    scores = CrossEncoderReranker(model=str(model)).score("bgp session", ["check the bgp session", "optics"])
+    assert len(scores) == 2 and all(isinstance(s, float) for s in scores)
+    setting = {"BACKEND": "retrieval.rerank.CrossEncoderReranker", "OPTIONS": {"model": str(model)}}
+    with override_settings(ATHENA_RERANKER=setting):
+        assert isinstance(get_reranker(), CrossEncoderReranker)
+        result = search("interface flaps check optics", corpus["outsider"])
+        assert result.hits and "rerank" in result.timings_ms
+    assert not isinstance(get_reranker(), CrossEncoderReranker)  # cache cleared when the setting reverts
