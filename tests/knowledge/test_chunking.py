@@ -1,0 +1,262 @@
+"""knowledge.chunking: structure-aware, budget-safe chunks (pure; a word counter stands in for the
+tokenizer except in the tests marked slow, which load the real all-MiniLM-L6-v2 tokenizer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from knowledge.chunking import ChunkDraft, chunk_blocks, make_token_counter, split_sentences
+from knowledge.parsing import Block, ParsedDocument, parse_file
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+pytestmark = pytest.mark.unit
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def doc_of(*blocks: Block, title: str = "Doc") -> ParsedDocument:
+    return ParsedDocument(title=title, author="", updated_at=None, metadata={}, blocks=list(blocks), links=[])
+
+
+def title(text: str, level: int, trail: tuple[str, ...]) -> Block:
+    return Block("title", text, (*trail, text), None, level)
+
+
+def para(text: str, trail: tuple[str, ...], kind: str = "text", page: int | None = None) -> Block:
+    return Block(kind, text, trail, page, None)
+
+
+def sentence(i: int, n: int = 9) -> str:
+    return " ".join(f"W{i}x{j}" for j in range(n - 1)) + f" end{i}."
+
+
+def assert_within(chunks: list[ChunkDraft], limit: int, count=words) -> None:
+    assert chunks, "no chunks"
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+    for chunk in chunks:
+        assert count(chunk.text) <= limit, chunk.text
+        assert chunk.token_count == count(chunk.text)
+
+
+def test_long_procedure_never_splits_a_step():
+    trail = ("Runbook", "Procedure")
+    steps = [f"{i}. " + " ".join(f"s{i}w{j}" for j in range(14)) + "." for i in range(1, 31)]
+    doc = doc_of(
+        title("Runbook", 1, ()),
+        title("Procedure", 2, ("Runbook",)),
+        *(para(s, trail, "list_item") for s in steps),
+    )
+    chunks = chunk_blocks(doc, count_tokens=words, max_tokens=60)
+    assert_within(chunks, 60)
+    assert len(chunks) > 5
+    for step in steps:
+        holders = [c for c in chunks if step in c.text]
+        assert holders, f"step split: {step[:20]}"
+    for chunk in chunks:
+        assert chunk.section_path == trail
+        for line in chunk.text.splitlines():
+            assert line in steps or line in ("Runbook", "Procedure")
+
+
+def test_table_split_by_rows_with_header_repeated():
+    header = "name | value | unit | note"
+    rows = [f"param{i} | {i * 10} | ms | row {i} comment here" for i in range(25)]
+    table = Block("table", "\n".join([header, *rows]), ("Guide", "Limits"), 3, 1)
+    doc = doc_of(title("Limits", 2, ("Guide",)), table)
+    chunks = chunk_blocks(doc, count_tokens=words, max_tokens=60)
+    assert_within(chunks, 60)
+    assert len(chunks) >= 3
+    seen = []
+    for chunk in chunks:
+        lines = chunk.text.splitlines()
+        body = [line for line in lines if line.startswith("param")]
+        assert header in lines and lines.index(header) == lines.index(body[0]) - 1
+        seen.extend(body)
+        assert chunk.page == 3 and chunk.section_path == ("Guide", "Limits")
+    assert seen == rows  # every row whole, in order, exactly once
+
+
+def test_table_that_fits_is_moved_whole_to_a_fresh_chunk():
+    intro = para(" ".join(["intro"] * 40) + ".", ("S",))
+    table = Block("table", "a | b\n1 | 2\n3 | 4", ("S",), None, 1)
+    chunks = chunk_blocks(doc_of(intro, table), count_tokens=words, max_tokens=45)
+    assert chunks[-1].text == "a | b\n1 | 2\n3 | 4"
+
+
+def test_heading_trail_and_top_level_sections_start_new_chunks():
+    body = " ".join(f"word{i}" for i in range(30)) + "."
+    doc = doc_of(
+        title("Manual", 1, ()),
+        para("Intro " + body, ("Manual",)),
+        title("Install", 2, ("Manual",)),
+        para("Install " + body, ("Manual", "Install")),
+        title("Packages", 3, ("Manual", "Install")),
+        para("Packages " + body, ("Manual", "Install", "Packages")),
+        title("Configure", 2, ("Manual",)),
+        para("Configure " + body, ("Manual", "Configure")),
+    )
+    chunks = chunk_blocks(doc, count_tokens=words, max_tokens=200)
+    assert_within(chunks, 200)
+    # H1 occurs once, so H2 sections are the top level: each starts a chunk even with room left
+    starts = [c.text.split("\n", 1)[0] for c in chunks]
+    assert starts == ["Manual", "Install", "Configure"]
+    assert chunks[1].section_path == ("Manual", "Install")  # Install + its small sub-section packed
+    assert "Packages" in chunks[1].text
+    assert chunks[2].section_path == ("Manual", "Configure")
+
+
+def test_small_sibling_subsections_pack_and_report_their_common_trail():
+    doc = doc_of(
+        title("Params", 1, ()),
+        title("Target", 2, ("Params",)),
+        para("Target host name.", ("Params", "Target")),
+        title("Port", 2, ("Params",)),
+        para("Port number to use.", ("Params", "Port")),
+        title("Other", 1, ()),
+        para("Unrelated " + " ".join(["x"] * 30) + ".", ("Other",)),
+    )
+    chunks = chunk_blocks(doc, count_tokens=words, max_tokens=100)
+    assert chunks[0].text == "Params\nTarget\nTarget host name.\nPort\nPort number to use."
+    assert chunks[0].section_path == ("Params",)
+    assert chunks[1].section_path == ("Other",)
+
+
+def test_chunk_exactly_at_the_window_limit():
+    exact = " ".join(f"t{i}" for i in range(199)) + " end."
+    assert words(exact) == 200
+    chunks = chunk_blocks(doc_of(para(exact, ("S",))), count_tokens=words, max_tokens=200)
+    assert [c.token_count for c in chunks] == [200]
+    assert chunks[0].text == exact
+    # a heading in front of a full-window paragraph cannot share its chunk; the trail still names it
+    with_heading = doc_of(title("S", 1, ()), para(exact, ("S",)))
+    chunks = chunk_blocks(with_heading, count_tokens=words, max_tokens=200)
+    assert [c.token_count for c in chunks] == [200]
+    assert chunks[0].section_path == ("S",)
+    over = exact + " more"
+    chunks = chunk_blocks(doc_of(para(over, ("S",))), count_tokens=words, max_tokens=200)
+    assert len(chunks) == 2
+    assert_within(chunks, 200)
+
+
+def test_oversized_paragraph_splits_at_sentences_with_overlap():
+    sentences = [sentence(i) for i in range(60)]  # 540 words
+    doc = doc_of(title("Long", 1, ()), para(" ".join(sentences), ("Long",)))
+    chunks = chunk_blocks(doc, count_tokens=words, max_tokens=100, overlap_ratio=0.10)
+    assert_within(chunks, 100)
+    assert len(chunks) >= 6
+    for chunk in chunks:
+        parts = split_sentences(chunk.text.split("\n", 1)[-1] if chunk.ordinal == 0 else chunk.text)
+        assert all(p in sentences for p in parts), "a sentence was cut"
+    for previous, current in zip(chunks, chunks[1:], strict=False):
+        first = split_sentences(current.text)[0]
+        assert previous.text.endswith(first), "no overlap sentence carried"
+        assert words(first) <= 10  # within 10% of the budget
+
+
+def test_overlap_ratio_zero_means_no_overlap():
+    doc = doc_of(para(" ".join(sentence(i) for i in range(40)), ("S",)))
+    chunks = chunk_blocks(doc, count_tokens=words, max_tokens=100, overlap_ratio=0.0)
+    texts = [s for c in chunks for s in split_sentences(c.text)]
+    assert len(texts) == len(set(texts)) == 40
+
+
+def test_unpunctuated_text_splits_at_words_and_giant_tokens_at_characters():
+    run_on = " ".join(f"word{i}" for i in range(450))
+    chunks = chunk_blocks(doc_of(para(run_on, ("S",))), count_tokens=words, max_tokens=100)
+    assert_within(chunks, 100)
+    assert " ".join(c.text for c in chunks).split() == run_on.split()
+
+    def chars(text: str) -> int:  # a counter where one long "word" exceeds the budget
+        return len(text)
+
+    blob = "A" * 950
+    chunks = chunk_blocks(doc_of(para(blob, ("S",))), count_tokens=chars, max_tokens=200)
+    assert_within(chunks, 200, count=chars)
+    assert "".join(c.text for c in chunks) == blob
+
+
+def test_oversized_list_item_and_code_split_only_then():
+    item = "1. " + " ".join(sentence(i) for i in range(30))
+    code = "\n".join(f"option_{i} = value_{i}" for i in range(80))
+    doc = doc_of(para(item, ("S",), "list_item"), Block("code", code, ("S",), None, None))
+    chunks = chunk_blocks(doc, count_tokens=words, max_tokens=50)
+    assert_within(chunks, 50)
+    code_lines = [line for c in chunks for line in c.text.splitlines() if line.startswith("option_")]
+    assert code_lines == code.splitlines()  # code split at line boundaries, each line whole
+
+
+def test_lead_in_line_stays_with_what_it_introduces():
+    doc = doc_of(
+        para(" ".join(["filler"] * 30) + ".", ("S",)),
+        para(" ".join(["more"] * 10) + ".", ("S",)),
+        para("The configuration looks like this:", ("S",)),
+        Block("code", "\n".join(f"line {i}" for i in range(20)), ("S",), None, None),
+    )
+    chunks = chunk_blocks(doc, count_tokens=words, max_tokens=50)
+    assert chunks[1].text.startswith("The configuration looks like this:\nline 0")
+
+
+def test_pages_follow_the_first_body_block():
+    doc = doc_of(
+        Block("title", "T", ("T",), 1, 1),
+        para(" ".join(["a"] * 40) + ".", ("T",), page=1),
+        para(" ".join(["b"] * 40) + ".", ("T",), page=2),
+    )
+    chunks = chunk_blocks(doc, count_tokens=words, max_tokens=50)
+    assert [c.page for c in chunks] == [1, 2]
+
+
+def test_non_additive_counter_is_still_respected():
+    def lumpy(text: str) -> int:  # joins cost extra: counting the whole is not the sum of parts
+        return len(text) // 3 + text.count("\n") * 2 + 1
+
+    blocks = [para(f"Item number {i} has some words.", ("S",), "list_item") for i in range(60)]
+    chunks = chunk_blocks(doc_of(*blocks), count_tokens=lumpy, max_tokens=40)
+    assert_within(chunks, 40, count=lumpy)
+
+
+def test_empty_document_and_argument_checks():
+    assert chunk_blocks(doc_of(), count_tokens=words) == []
+    with pytest.raises(ValueError):
+        chunk_blocks(doc_of(), count_tokens=words, max_tokens=0)
+    with pytest.raises(ValueError):
+        chunk_blocks(doc_of(), count_tokens=words, overlap_ratio=0.9)
+
+
+def test_split_sentences_keeps_abbreviations_and_numbers():
+    text = "Use e.g. chrony. Version 2.6. Next one! ok? Yes.\nterm line\n1. Step one. (ID 255). Done."
+    assert split_sentences(text) == [
+        "Use e.g. chrony.",
+        "Version 2.6.",
+        "Next one! ok?",
+        "Yes.",
+        "term line",
+        "1. Step one.",
+        "(ID 255).",
+        "Done.",
+    ]
+
+
+@pytest.mark.slow
+def test_real_tokenizer_counts_word_pieces_without_special_tokens():
+    count = make_token_counter()
+    assert count("hello world") == 2
+    assert count("net.ipv4.ip_forward") > 3  # identifiers become several word-pieces
+    assert count.batch(["hello world", "ip route add"]) == [2, count("ip route add")]  # type: ignore[attr-defined]
+    assert make_token_counter()("hello world") == 2  # tokenizer is loaded once and shared
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fixture", ["resolver.html", "sop-dns-failover.md", "runbook.pdf", "ip-demo.8.txt"])
+def test_real_tokenizer_chunks_fit_the_embedder_window(fixture):
+    count = make_token_counter()
+    doc = parse_file(FIXTURES / fixture)
+    chunks = chunk_blocks(doc, count_tokens=count, max_tokens=200)
+    assert_within(chunks, 200, count=count)
+    body = [b for b in doc.blocks if b.kind != "title"]
+    assert all(any(b.section_path[: len(c.section_path)] == c.section_path for b in body) for c in chunks)
