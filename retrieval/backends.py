@@ -26,7 +26,7 @@ def load_backend(setting_name: str) -> Any:
                 raise ImportError(
                     f"{setting_name} BACKEND {config['BACKEND']!r} cannot be imported: {exc}"
                 ) from exc
-            options = {k: v for k, v in config.get("OPTIONS", {}).items() if v not in ("", None)}
+            options = {k: v for k, v in config.get("OPTIONS", {}).items() if v not in ("", None, False)}
             extra = {k.lower(): v for k, v in config.items() if k in {"DIMENSION", "MAX_TOKENS"}}
             _cache[setting_name] = cls(**options, **extra)
         return _cache[setting_name]

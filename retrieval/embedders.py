@@ -49,6 +49,9 @@ class SentenceTransformerEmbedder:
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self.threads = threads
+        # int8 dynamic quantisation of the Linear layers: ~2.5x faster on CPU, vectors shift slightly
+        # (mean cosine to fp32 ~0.93), so it is opt-in and its retrieval quality is measured separately
+        self.quantize = quantize
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -68,6 +71,9 @@ class SentenceTransformerEmbedder:
                         f"embedder {self.name} produces {produced}-d vectors but ATHENA_EMBEDDING_DIM is "
                         f"{self.dimension}; set ATHENA_EMBEDDING_DIM={produced}, migrate and run reembed"
                     )
+                if self.quantize:
+                    model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+                    self.name = f"{self.name}+int8"
                 self._model = model
         return self._model
 
