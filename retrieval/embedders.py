@@ -41,6 +41,7 @@ class SentenceTransformerEmbedder:
         query_prefix: str = "",
         passage_prefix: str = "",
         threads: int | None = None,
+        quantize: bool = False,
     ) -> None:
         self.model_ref = model
         self.name = os.path.basename(model.rstrip("/")) if os.path.isdir(model) else model
