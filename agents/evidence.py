@@ -85,6 +85,7 @@ def score_sentences(
     query_vec: np.ndarray | None = None,
     idf: dict[str, float] | None = None,
     max_sentences: int = 60,
+    embed_top: int = 24,
 ) -> list[ScoredSentence]:
     """Score every sentence of the evidence chunks for how well it answers the question.
 
@@ -100,25 +101,34 @@ def score_sentences(
     weights = {t: (idf or {}).get(t, 1.0) for t in q_terms}
     total = sum(weights.values()) or 1.0
     q_ids = {i.lower() for i in identifiers(question)}
-    candidates: list[tuple[str, int, int]] = []
+    candidates: list[tuple[str, int, int, str]] = []
     for index, item in enumerate(evidence):
-        for position, sentence in enumerate(sentences(item.text)):
+        parts = sentences(item.text)
+        for position, sentence in enumerate(parts):
             if 3 <= len(sentence.split()) <= 90:
-                candidates.append((sentence, index, position))
+                # context: the chunk's heading trail and the previous sentence. An answer sentence often leaves
+                # the subject implicit ("The default is 10.") because the sentence before names it.
+                context = f"{item.section} {parts[position - 1] if position else ''}"
+                candidates.append((sentence, index, position, context))
     candidates = candidates[: max_sentences * 3]
     scored = []
-    for sentence, index, position in candidates:
+    for sentence, index, position, context in candidates:
         terms = set(analyze(sentence))
-        coverage = sum(w for t, w in weights.items() if t in terms) / total
+        own = sum(w for t, w in weights.items() if t in terms) / total
+        around = terms | set(analyze(context))
+        in_context = sum(w for t, w in weights.items() if t in around) / total
+        coverage = 0.6 * own + 0.4 * in_context
         ident = (sum(1 for i in q_ids if i in sentence.lower()) / len(q_ids)) if q_ids else 0.0
         rank_prior = 1.0 / (1.0 + 0.15 * index)
         scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0])
     scored.sort(key=lambda row: -(row[3] + 0.3 * row[4]) * row[5])
     scored = scored[:max_sentences]
     if embed is not None and query_vec is not None and scored:
-        vectors = embed([row[0] for row in scored])
+        # only the lexically best sentences are embedded (the cost of this step), each cut to 48 words
+        head = scored[:embed_top]
+        vectors = embed([" ".join(str(row[0]).split()[:48]) for row in head])
         sims = vectors @ query_vec
-        for row, sim in zip(scored, sims, strict=True):
+        for row, sim in zip(head, sims, strict=True):
             row[6] = float(sim)
     results = []
     for sentence, index, position, coverage, ident, prior, dense in scored:
@@ -159,9 +169,22 @@ def compose_extractive(
         chosen = [(s.text, s.evidence_index) for s in picks]
         return Draft(template, chosen)
     # parameter lookups lead with the best sentence (the value); others add close runners-up
-    limit = 2 if template == "parameter_lookup" else max_sentences
-    floor = best.score * 0.75
+    limit = 3 if template == "parameter_lookup" else max_sentences + 1
+    floor = best.score * 0.7
     seen: set[str] = set()
+    chosen.append((best.text, best.evidence_index))
+    seen.add(best.text.lower())
+    # a definition is often followed by its value ("... This option sets X. The default is 10."): keep the
+    # sentence after the best one when it is short and from the same passage
+    following = _next_sentence(evidence[best.evidence_index].text, best.text)
+    if following and len(following.split()) <= 40:
+        chosen.append((following, best.evidence_index))
+        seen.add(following.lower())
+    # the top-ranked passage's own best sentence: retrieval rank is the strongest single signal we have
+    top_best = next((s for s in ranked if s.evidence_index == 0), None)
+    if top_best is not None and top_best.text.lower() not in seen and top_best.score >= best.score * 0.6:
+        chosen.append((top_best.text, 0))
+        seen.add(top_best.text.lower())
     for sentence in ranked:
         key = sentence.text.lower()
         if key in seen or sentence.score < floor:
@@ -170,9 +193,15 @@ def compose_extractive(
         chosen.append((sentence.text, sentence.evidence_index))
         if len(chosen) >= limit:
             break
-    if template == "troubleshooting" and len(chosen) > 1:
-        return Draft(template, chosen, preface="What the documents say:")
     return Draft(template, chosen)
+
+
+def _next_sentence(text: str, sentence: str) -> str | None:
+    parts = sentences(text)
+    for i, part in enumerate(parts[:-1]):
+        if part == sentence:
+            return parts[i + 1]
+    return None
 
 
 def _critical_tokens(sentence: str) -> set[str]:

@@ -50,6 +50,41 @@ class QueryAnalysis:
     entities: list[tuple[str, str]]
 
 
+# Operations shorthand every NOC uses; merged with the admin-curated Synonym table.
+ABBREVIATIONS: dict[str, list[str]] = {
+    "mgmt": ["management"],
+    "cfg": ["configuration"],
+    "conf": ["configuration"],
+    "config": ["configuration"],
+    "auth": ["authentication"],
+    "authn": ["authentication"],
+    "authz": ["authorization"],
+    "intf": ["interface"],
+    "iface": ["interface"],
+    "gw": ["gateway"],
+    "fw": ["firewall"],
+    "lb": ["load balancer"],
+    "vip": ["virtual address"],
+    "dc": ["datacenter"],
+    "pkt": ["packet"],
+    "pkts": ["packets"],
+    "msg": ["message"],
+    "msgs": ["messages"],
+    "svc": ["service"],
+    "srv": ["server"],
+    "addr": ["address"],
+    "dest": ["destination"],
+    "dst": ["destination"],
+    "src": ["source"],
+    "max": ["maximum"],
+    "min": ["minimum"],
+    "perf": ["performance"],
+    "repl": ["replication"],
+    "db": ["database"],
+    "env": ["environment"],
+    "info": ["information"],
+    "ts": ["timestamp"],
+}
 _synonym_cache: dict[str, Any] = {"at": 0.0, "rows": []}
 _gazetteer_cache: dict[str, Any] = {"at": 0.0, "map": {}}
 
@@ -58,7 +93,9 @@ def _synonyms() -> list[tuple[str, list[str]]]:
     from knowledge.models import Synonym
 
     if time.monotonic() - _synonym_cache["at"] > 30:
-        _synonym_cache["rows"] = [(s.term.lower(), list(s.expansions)) for s in Synonym.objects.all()]
+        curated = [(s.term.lower(), list(s.expansions)) for s in Synonym.objects.all()]
+        known = {term for term, _ in curated}
+        _synonym_cache["rows"] = curated + [(k, v) for k, v in ABBREVIATIONS.items() if k not in known]
         _synonym_cache["at"] = time.monotonic()
     return _synonym_cache["rows"]
 
@@ -174,7 +211,7 @@ def rerank_candidates(
     reranked = {
         s.id: s.score for s in minmax([Scored(c.id, sc) for c, sc in zip(candidates, scores, strict=True)])
     }
-    blend = getattr(reranker, "blend", 0.5)
+    blend = config.rerank_blend if config.rerank_blend is not None else getattr(reranker, "blend", 0.5)
     combined = [Scored(c.id, blend * fused[c.id] + (1 - blend) * reranked[c.id]) for c in candidates]
     return sorted(combined, key=lambda s: (-s.score, s.id))
 
@@ -298,3 +335,18 @@ def chunks_by_ids(chunk_ids: Sequence[int], principal: Principal) -> dict[int, d
         )
         allowed = [row[0] for row in cursor.fetchall()]
     return fetch_hits(allowed)
+
+
+def neighbour_ids(chunk_ids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+    """(previous, next) chunk id of each chunk, for the answering pipeline's neighbour expansion."""
+    from django.db import connection
+
+    if not chunk_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.id, c.prev_id, n.id FROM knowledge_chunk c LEFT JOIN knowledge_chunk n ON n.prev_id = c.id "
+            "WHERE c.id = ANY(%s)",
+            [list(chunk_ids)],
+        )
+        return {row[0]: (row[1], row[2]) for row in cursor.fetchall()}

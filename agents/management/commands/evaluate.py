@@ -165,6 +165,7 @@ class Command(BaseCommand):
                             "attribution_score": body["attribution_score"],
                             "template": body["template"],
                             "timings_ms": body["timings_ms"],
+                            "trace": body["trace"],
                         }
                     except ApplicationError as exc:
                         prediction = {
