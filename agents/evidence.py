@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,7 @@ def score_sentences(
                 context = f"{item.section} {parts[position - 1] if position else ''}"
                 candidates.append((sentence, index, position, context))
     candidates = candidates[: max_sentences * 3]
-    scored = []
+    scored: list[list[Any]] = []
     for sentence, index, position, context in candidates:
         terms = set(analyze(sentence))
         own = sum(w for t, w in weights.items() if t in terms) / total

@@ -22,6 +22,7 @@ from agents.evidence import (
     Draft,
     Evidence,
     ScoredSentence,
+    SentenceCheck,
     compose_extractive,
     score_sentences,
     verify,
@@ -197,8 +198,8 @@ def _stale_notes(hits: list[Hit], cited: set[str]) -> list[str]:
     documents = Document.objects.filter(source__in=cited).select_related("superseded_by")
     for document in documents:
         label = document.title or document.source
-        if document.superseded_by_id:
-            newer = document.superseded_by
+        newer = document.superseded_by
+        if newer is not None:
             notes.append(f"'{label}' is superseded by '{newer.title or newer.source}'; it may be outdated.")
         elif document.metadata.get("superseded_by"):
             notes.append(
@@ -441,10 +442,11 @@ def run_pipeline(
                     question=rewritten, template=template, passages=[e.text for e in evidence[:8]]
                 ),
             )
-            draft = _parse_llm_answer(text, template)
+            llm_draft = _parse_llm_answer(text, template)
+            draft = llm_draft
             attribution = trace.run(
                 "verify_attribution",
-                lambda: verify(draft, evidence),
+                lambda: verify(llm_draft, evidence),
                 lambda a: f"score {a.score:.2f} ({'pass' if a.passed else 'reject'})",
             )
         except LLMError as exc:
@@ -519,14 +521,14 @@ def run_pipeline(
     trace.note("guard_output", "confidential marking removed" if marked else "ok")
 
     citations = []
-    checks_by_index = {}
-    for check in attribution.checks:
-        checks_by_index.setdefault(check.evidence_index, check)
+    checks_by_index: dict[int, SentenceCheck] = {}
+    for sentence_check in attribution.checks:
+        checks_by_index.setdefault(sentence_check.evidence_index, sentence_check)
     hit_by_chunk = {h.chunk_id: h for h in hits}
     for index, ref in refs.items():
         item = evidence[index]
         hit = hit_by_chunk.get(item.chunk_id)
-        check = checks_by_index.get(index)
+        cited_check = checks_by_index.get(index)
         citations.append(
             {
                 "ref": ref,
@@ -537,10 +539,10 @@ def run_pipeline(
                 "chunk_id": item.chunk_id,
                 "updated_at": hit.updated_at.isoformat() if hit and hit.updated_at else None,
                 "access_tier": hit.access_tier if hit else "",
-                "quote": check.span if check else "",
+                "quote": cited_check.span if cited_check else "",
             }
         )
-    notes = _stale_notes(hits, {c["document"] for c in citations})
+    notes = _stale_notes(hits, {str(c["document"]) for c in citations})
     if disagreement:
         notes.insert(0, disagreement)
     if any(h.injection_flag for h in hits if h.chunk_id in {c["chunk_id"] for c in citations}):

@@ -7,6 +7,7 @@ error deep inside a library.
 
 from __future__ import annotations
 
+import builtins
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,17 +22,24 @@ class EnvError(ValueError):
 class Env:
     environ: Mapping[str, str]
 
-    def _raw(self, name: str) -> str | None:
+    def _raw(self, name: builtins.str) -> builtins.str | None:
         value = self.environ.get(name)
         if value is None or value.strip() == "":
             return None
         return value.strip()
 
-    def str(self, name: str, default: str = "") -> str:
+    def str(self, name: builtins.str, default: builtins.str = "") -> builtins.str:
         value = self._raw(name)
         return default if value is None else value
 
-    def int(self, name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    def int(
+        self,
+        name: builtins.str,
+        default: builtins.int,
+        *,
+        minimum: builtins.int | None = None,
+        maximum: builtins.int | None = None,
+    ) -> builtins.int:
         value = self._raw(name)
         if value is None:
             return default
@@ -45,7 +53,9 @@ class Env:
             raise EnvError(f"{name}={parsed} is above the maximum {maximum}")
         return parsed
 
-    def float(self, name: str, default: float, *, minimum: float | None = None) -> float:
+    def float(
+        self, name: builtins.str, default: builtins.float, *, minimum: builtins.float | None = None
+    ) -> builtins.float:
         value = self._raw(name)
         if value is None:
             return default
@@ -57,7 +67,7 @@ class Env:
             raise EnvError(f"{name}={parsed} is below the minimum {minimum}")
         return parsed
 
-    def bool(self, name: str, default: bool) -> bool:
+    def bool(self, name: builtins.str, default: builtins.bool) -> builtins.bool:
         value = self._raw(name)
         if value is None:
             return default
@@ -68,13 +78,15 @@ class Env:
             return False
         raise EnvError(f"{name}={value!r} is not a boolean (use true/false, 1/0, yes/no, on/off)")
 
-    def list(self, name: str, default: tuple[str, ...] = ()) -> list[str]:
+    def list(self, name: builtins.str, default: tuple[builtins.str, ...] = ()) -> builtins.list[builtins.str]:
         value = self._raw(name)
         if value is None:
             return list(default)
         return [item.strip() for item in value.split(",") if item.strip()]
 
-    def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
+    def choice(
+        self, name: builtins.str, default: builtins.str, choices: tuple[builtins.str, ...]
+    ) -> builtins.str:
         value = self._raw(name)
         if value is None:
             return default
@@ -82,7 +94,7 @@ class Env:
             raise EnvError(f"{name}={value!r} is not one of: {', '.join(choices)}")
         return value
 
-    def url(self, name: str, *, schemes: tuple[str, ...]) -> str | None:
+    def url(self, name: builtins.str, *, schemes: tuple[builtins.str, ...]) -> builtins.str | None:
         value = self._raw(name)
         if value is None:
             return None

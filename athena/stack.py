@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -127,7 +128,7 @@ def _pg_data() -> Path:
     return var_dir() / "pg"
 
 
-def _as_pg_user() -> dict[str, object]:
+def _as_pg_user() -> dict[str, Any]:
     if os.geteuid() != 0:
         return {}
     return {"user": PG_SYSTEM_USER, "group": PG_SYSTEM_USER}
@@ -440,7 +441,7 @@ class Stack:
                     echo("postgres: external (DATABASE_URL)")
                     continue
                 state = pg_start(self.settings.PG_PORT)
-                pg_ensure_database(self.settings.DATABASES["default"]["NAME"], self.settings.PG_PORT)
+                pg_ensure_database(str(self.settings.DATABASES["default"]["NAME"]), self.settings.PG_PORT)
                 echo(f"postgres: {state} (socket {pg_socket_dir()})")
                 continue
             if name == "redis" and self.external_redis:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.db.models import Q, QuerySet
@@ -38,7 +38,7 @@ def audit_event_search(*, query: AuditQuery) -> QuerySet[AuditEvent]:
         qs = qs.filter(created_at__gte=_day_start(query.since))
     if query.until:
         # inclusive of the whole `until` day
-        qs = qs.filter(created_at__lt=_day_start(query.until) + timezone.timedelta(days=1))
+        qs = qs.filter(created_at__lt=_day_start(query.until) + timedelta(days=1))
     if query.document:
         qs = qs.filter(Q(documents__contains=[query.document]) | Q(documents__icontains=query.document))
     if query.verdict:

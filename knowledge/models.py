@@ -10,7 +10,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
-EMBEDDING_DIM: int = settings.ATHENA_EMBEDDER["DIMENSION"]
+EMBEDDING_DIM: int = settings.ATHENA_EMBEDDER["DIMENSION"]  # type: ignore[assignment]
 
 
 class AccessTier(models.TextChoices):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -86,13 +86,14 @@ class IngestSummary:
     failed: int = 0
     chunks: int = 0
     seconds: float = 0.0
-    stage_seconds: Counter[str] = field(default_factory=Counter)
+    stage_seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     errors: dict[str, str] = field(default_factory=dict)
 
     def add(self, other: IngestSummary) -> None:
         for name in ("new", "changed", "unchanged", "deleted", "failed", "chunks"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.stage_seconds.update(other.stage_seconds)
+        for stage, seconds in other.stage_seconds.items():
+            self.stage_seconds[stage] += seconds
         self.errors.update(other.errors)
 
     def as_dict(self) -> dict[str, Any]:
@@ -180,7 +181,7 @@ def document_stage(
     content_hash: str,
     options: IngestOptions,
     gazetteer: dict[str, tuple[str, str]],
-    timings: Counter[str],
+    timings: defaultdict[str, float],
 ) -> StagedDocument:
     """Parse, chunk, analyse one file. Raises knowledge.parsing.ParseError on bad input."""
     from django.conf import settings
@@ -266,7 +267,7 @@ def document_stage(
     )
 
 
-def staged_embed(staged: Sequence[StagedDocument], *, timings: Counter[str]) -> None:
+def staged_embed(staged: Sequence[StagedDocument], *, timings: defaultdict[str, float]) -> None:
     """Embed the chunks of many documents in one call: batching across documents is what makes it fast."""
     from retrieval.embedders import get_embedder
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ def ingest_files_task(
 def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[str, int]) -> dict:  # type: ignore[no-untyped-def]
     """Embed every chunk of the batch in one length-sorted call, then index each document atomically."""
     documents = [staged_from_json(item) for item in staged]
-    timings: Counter[str] = Counter()
+    timings: defaultdict[str, float] = defaultdict(float)
     services.staged_embed(documents, timings=timings)
     summary = services.IngestSummary(
         new=counts.get("new", 0), changed=counts.get("changed", 0), stage_seconds=timings

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from athena.env import database_from_url, env
 from athena.paths import BASE_DIR, pg_socket_dir, var_dir
 
@@ -59,6 +61,7 @@ TEMPLATES = [
 DATABASE_URL = env.url("DATABASE_URL", schemes=("postgres", "postgresql"))
 EMBEDDED_POSTGRES = DATABASE_URL is None
 PG_PORT = env.int("ATHENA_PG_PORT", 5433, minimum=1, maximum=65535)
+_default_db: dict[str, Any]
 if DATABASE_URL:
     _default_db = database_from_url(DATABASE_URL)
 else:

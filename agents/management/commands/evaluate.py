@@ -31,21 +31,23 @@ ABLATIONS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+_FOLD: dict[int, str] = {
+    ord(k): v
+    for k, v in {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u00a0": " ",
+    }.items()
+}
+
+
 def normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text or "")
-    text = text.translate(
-        str.maketrans(
-            {
-                "\u2018": "'",
-                "\u2019": "'",
-                "\u201c": '"',
-                "\u201d": '"',
-                "\u2013": "-",
-                "\u2014": "-",
-                "\u00a0": " ",
-            }
-        )
-    )
+    text = text.translate(_FOLD)
     return re.sub(r"\s+", " ", text.lower()).strip()
 
 
