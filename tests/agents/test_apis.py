@@ -196,6 +196,7 @@ def small_kb(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.slow
+@pytest.mark.django_db(transaction=True)  # retrieval threads use their own connections
 def test_ask_end_to_end_with_follow_up_and_history(small_kb) -> None:  # type: ignore[no-untyped-def]
     user = make_user("alice", "employees")
     client = client_for(user)
@@ -234,6 +235,7 @@ def test_ask_end_to_end_with_follow_up_and_history(small_kb) -> None:  # type: i
 
 
 @pytest.mark.slow
+@pytest.mark.django_db(transaction=True)  # retrieval threads use their own connections
 def test_an_admins_own_questions_are_acl_filtered(small_kb) -> None:  # type: ignore[no-untyped-def]
     admin = make_user("root", "employees", "kb-admins")
     admin.is_superuser = admin.is_staff = True
@@ -256,6 +258,7 @@ def test_an_admins_own_questions_are_acl_filtered(small_kb) -> None:  # type: ig
 
 
 @pytest.mark.slow
+@pytest.mark.django_db(transaction=True)  # retrieval threads use their own connections
 def test_guardrail_refusal_is_a_clear_4xx(small_kb) -> None:  # type: ignore[no-untyped-def]
     client = client_for(make_user("alice", "employees"))
     response = client.post(
@@ -268,6 +271,7 @@ def test_guardrail_refusal_is_a_clear_4xx(small_kb) -> None:  # type: ignore[no-
 
 
 @pytest.mark.slow
+@pytest.mark.django_db(transaction=True)  # retrieval threads use their own connections
 def test_ask_in_someone_elses_conversation_is_404(small_kb) -> None:  # type: ignore[no-untyped-def]
     owner = make_user("alice", "employees")
     conversation = Conversation.objects.create(user=owner)
