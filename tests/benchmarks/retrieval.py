@@ -211,7 +211,7 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
                 cur.execute("SET session_replication_role = replica")
                 _copy(
                     cur,
-                    "COPY knowledge_document (id, source, title, department, vendor, access_tier, doc_type, "
+                    "COPY knowledge_document (id, source, title, author, department, vendor, access_tier, doc_type, "
                     "content_hash, version, status, error, attempts, source_path, source_root, metadata, "
                     "injection_flags, chunk_count, created_at) FROM STDIN",
                     [
@@ -219,6 +219,7 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
                             d[0],
                             d[1],
                             d[2],
+                            "",
                             d[3],
                             d[4],
                             d[5],
