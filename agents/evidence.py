@@ -151,6 +151,7 @@ def compose_extractive(
     evidence: Sequence[Evidence],
     *,
     max_sentences: int = 3,
+    hop: str = "single_hop",
 ) -> Draft:
     """Build an answer from verbatim evidence sentences, shaped by the template."""
     if not ranked:
@@ -168,6 +169,11 @@ def compose_extractive(
             per_doc.setdefault(evidence[sentence.evidence_index].source, sentence)
         picks = list(per_doc.values())[:3]
         chosen = [(s.text, s.evidence_index) for s in picks]
+        if hop == "multi_hop":
+            # a chained question's answer often sits right after the bridging fact: keep the next sentence
+            following = _next_sentence(evidence[picks[0].evidence_index].text, picks[0].text)
+            if following and len(following.split()) <= 40:
+                chosen.insert(1, (following, picks[0].evidence_index))
         return Draft(template, chosen)
     # parameter lookups lead with the best sentence (the value); others add close runners-up
     limit = 3 if template == "parameter_lookup" else max_sentences + 1

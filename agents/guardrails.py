@@ -113,7 +113,10 @@ def _heuristic_hits(text: str) -> list[_Hit]:
         hits.append(_Hit("hidden.unicode_tag_chars", 1.0, 1.0, False))
     mixed = mixed_script_words(text)
     if mixed >= 2:
-        hits.append(_Hit("hidden.homoglyph_mixed_script", 1.0, 0.5, False))
+        # In mostly Cyrillic/Greek prose, mixed words are usually formatting debris or keyboard slips.
+        latin = sum(1 for ch in text if "a" <= ch.lower() <= "z")
+        native = sum(1 for ch in text if "\u0370" <= ch <= "\u04ff")
+        hits.append(_Hit("hidden.homoglyph_mixed_script", 1.0, 0.25 if native > latin else 0.5, False))
     elif mixed == 1:
         hits.append(_Hit("hidden.homoglyph_mixed_script", 0.5, 0.0, False))
     return hits

@@ -648,14 +648,16 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "hidden.html_comment_instruction",
         "hidden_text",
-        rf"<!--(?:(?!-->)[\s\S]){{0,600}}?(?:\b(?:{_AI})\b|system\s+prompt|\bignore\s+(?:all|previous|prior|the\s+above|your)\b|\bdisregard\b|do\s+not\s+(?:tell|reveal|mention)|you\s+are\s+now)(?:(?!-->)[\s\S]){{0,600}}?-->",
+        # Atomic group + possessive tail: commit to the first cue inside a comment, so a page full of
+        # "<!--" cannot make the engine retry every cue position against every end position.
+        rf"<!--(?>(?:(?!-->)[\s\S]){{0,600}}?(?:\b(?:{_AI})\b|system\s+prompt|\bignore\s+(?:all|previous|prior|the\s+above|your)\b|\bdisregard\b|do\s+not\s+(?:tell|reveal|mention)|you\s+are\s+now))(?:(?!-->)[\s\S]){{0,600}}+-->",
         1.0,
         1.0,
     ),
     _p(
         "hidden.html_comment_imperative",
         "hidden_text",
-        r"<!--(?:(?!-->)[\s\S]){0,600}?\b(?:you\s+(?:must|should|will)|always\s+(?:say|answer|respond)|respond\s+with|instructions?\s*:)(?:(?!-->)[\s\S]){0,600}?-->",
+        r"<!--(?>(?:(?!-->)[\s\S]){0,600}?\b(?:you\s+(?:must|should|will)|always\s+(?:say|answer|respond)|respond\s+with|instructions?\s*:))(?:(?!-->)[\s\S]){0,600}+-->",
         0.5,
         0.0,
     ),

@@ -290,7 +290,12 @@ def run_pipeline(
         lambda c: f"{c.template}/{c.hop} ({c.confidence:.2f})",
     )
     template = classification.template
-    if classification.hop == "ambiguous" and not history:
+    # a clarifying question only for short, unspecific questions: a long question or one naming an identifier
+    # is answerable or abstainable on its own, whatever the classifier thinks
+    from retrieval.analysis import identifiers as _identifiers
+
+    vague = len(question.split()) <= 8 and not _identifiers(question)
+    if classification.hop == "ambiguous" and vague and not history:
         clarifying = classify_mod.clarifying_question(question)
         trace.note("clarify", "asked a clarifying question")
         return _result(
@@ -458,7 +463,7 @@ def run_pipeline(
             ("merged_context", ranked),
             ("best_chunk", [s for s in ranked if s.evidence_index == ranked[0].evidence_index]),
         ):
-            candidate = compose_extractive(template, rewritten, subset, evidence)
+            candidate = compose_extractive(template, rewritten, subset, evidence, hop=classification.hop)
             check = verify(candidate, evidence)
             trace.note(
                 f"generate_extractive:{label}",

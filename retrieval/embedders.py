@@ -73,7 +73,9 @@ class SentenceTransformerEmbedder:
                         f"{self.dimension}; set ATHENA_EMBEDDING_DIM={produced}, migrate and run reembed"
                     )
                 if self.quantize:
-                    model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+                    model = torch.ao.quantization.quantize_dynamic(
+                        model, {torch.nn.Linear}, dtype=torch.qint8
+                    )
                     self.name = f"{self.name}+int8"
                 self._model = model
         return self._model
