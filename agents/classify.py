@@ -284,12 +284,10 @@ _STOPWORDS = frozenset(
         "pls",
         "please",
         "help",
-        "please?",
         "s",
         "t",
         "y",
         "u",
-        "?",
         "one",
         "ones",
         "thing",
@@ -298,7 +296,6 @@ _STOPWORDS = frozenset(
         "something",
         "anything",
         "everything",
-        "again",
         "still",
         "now",
         "today",
@@ -306,7 +303,6 @@ _STOPWORDS = frozenset(
         "last",
         "time",
         "like",
-        "same",
         "new",
         "old",
         "get",
@@ -335,7 +331,6 @@ _STOPWORDS = frozenset(
         "came",
         "via",
         "per",
-        "its",
     ]
 )
 # Words that say what kind of question it is but not *what* it is about.
@@ -432,7 +427,6 @@ _GENERIC = frozenset(
         "used",
         "recommended",
         "recommend",
-        "option",
         "why",
         "happening",
         "happen",
@@ -473,31 +467,12 @@ _GENERIC = frozenset(
         "it's",
         "one",
         "which",
-        "better?",
-        "fix?",
-        "steps?",
         "save",
         "saved",
         "check",
         "checked",
         "show",
         "see",
-        "port?",
-        "default?",
-        "limit?",
-        "setting?",
-        "timeout?",
-        "value?",
-        "ip?",
-        "max?",
-        "error?",
-        "server?",
-        "help?",
-        "it?",
-        "this?",
-        "that?",
-        "them?",
-        "them.",
         "sure",
         "okay",
         "ok",
@@ -630,7 +605,6 @@ def _classify_with(model: dict[str, Any] | None, question: str) -> Classificatio
     template_probs, hop_probs = _model_probs(model, text.lower())
     template_rules, fired_t = _rule_scores(_TEMPLATE_RULES, text)
     hop_rules, fired_h = _hop_rule_scores(text)
-    # Comparisons name two things; when the hop rules saw no pair, the model decides the hop.
     template, confidence = _combine(TEMPLATES, template_probs, template_rules)
     hop, hop_confidence = _combine(HOPS, hop_probs, hop_rules)
     return Classification(template, hop, confidence, tuple(fired_t + fired_h), hop_confidence)

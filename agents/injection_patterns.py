@@ -96,7 +96,9 @@ def _p(name: str, category: str, pattern: str, weight: float = 1.0, ingest: floa
 _IGNORE = r"(?:ignore|ignoring|disregard|disregarding|forget|forgetting|neglect|skip|abandon|discard|override|overwrite|bypass|drop|erase|delete|clear)"
 _DET = r"(?:(?:all|any|every|each|of|the|your|my|our|these|those|this|that|its|above|such)\s+){0,4}"
 _PREV = r"(?:previous|previously\s+given|prior|preceding|above|earlier|former|foregoing|original|initial|old|existing|system|developer|given|pre-?set|prior\s+set\s+of)"
-_INSTR = r"(?:instructions?|prompts?|directives?|directions|guidelines?|rules|orders|context|programming|constraints|guardrails?|restrictions|polic(?:y|ies)|messages|conversation|commands)"
+_INSTR = r"(?:instructions?|prompts?|directives?|guidelines?|programming|guardrails?)"
+# Nouns that also describe firewalls and shells ("does iptables ignore the previous rules?"): weaker.
+_INSTR_WEAK = r"(?:directions|rules|orders|context|constraints|restrictions|polic(?:y|ies)|messages|conversation|commands)"
 # Words for "the model". Bare "model" and "bot" are too common in documentation ("the permission model",
 # "as a model of ...") for ingest-time cues, so they only appear where an adjective already narrows them.
 _AI = r"(?:ai|a\.i\.|artificial\s+intelligence|assistant|ai\s+assistant|chat\s?bot|language\s+model|llm|large\s+language\s+model|gpt|chatgpt|ai\s+model)"
@@ -149,9 +151,16 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         rf"\b{_IGNORE}\s+{_DET}{_PREV}\s+(?:[a-z]+\s+)?{_INSTR}\b",
     ),
     _p(
+        "override.ignore_previous_rules",
+        "instruction_override",
+        rf"\b{_IGNORE}\s+{_DET}{_PREV}\s+(?:[a-z]+\s+)?{_INSTR_WEAK}\b",
+        0.5,
+        0.25,
+    ),
+    _p(
         "override.ignore_all_previous_instructions",
         "instruction_override",
-        rf"\b{_IGNORE}\s+(?:all|any|every)\s+(?:of\s+)?(?:the\s+|your\s+|my\s+)?(?:previous|prior|preceding|earlier|above)\s+(?:[a-z]+\s+)?(?:instructions?|prompts?|directives?|guidelines|rules)\b",
+        rf"\b{_IGNORE}\s+(?:all|any|every)\s+(?:of\s+)?(?:the\s+|your\s+|my\s+)?(?:previous|prior|preceding|earlier|above)\s+(?:[a-z]+\s+)?(?:instructions?|prompts?|directives?|guidelines)\b",
         1.0,
         1.0,
     ),
@@ -165,7 +174,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "override.ignore_instructions_above",
         "instruction_override",
-        rf"\b{_IGNORE}\s+{_DET}(?:instructions?|prompts?|directives?|guidelines|rules)\s+(?:above|before\s+this|given\s+(?:above|before|earlier|previously)|(?:that\s+)?you\s+(?:were|have\s+been)\s+given|from\s+(?:before|earlier|your\s+(?:developers?|creators?)))",
+        rf"\b{_IGNORE}\s+{_DET}(?:instructions?|prompts?|directives?|guidelines)\s+(?:above|before\s+this|given\s+(?:above|before|earlier|previously)|(?:that\s+)?you\s+(?:were|have\s+been)\s+given|from\s+(?:before|earlier|your\s+(?:developers?|creators?)))",
     ),
     _p(
         "override.ignore_everything_above",
@@ -429,6 +438,13 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         0.5,
     ),
     _p(
+        "ai_cue.override_then_directive",
+        "ai_addressing",
+        r"\b(?:ignore|disregard|forget)\b[^.\n]{0,60}?\b(?:and|then)\s+(?:instead\s+|just\s+|only\s+)?(?:say|print|output|respond|reply|answer\s+with|reveal|tell\s+me|write|repeat|act\s+as|pretend)\b",
+        0.5,
+        0.5,
+    ),
+    _p(
         "ai_cue.respond_only_with",
         "ai_addressing",
         r"\b(?:respond|reply|answer)\s+(?:only|solely|exclusively)\s+(?:with|in|using)\s+[\"'`]",
@@ -688,7 +704,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "multi.fr.ignore_instructions",
         "multilingual",
-        r"\b(?:ignore[rz]?|oublie[rz]?|néglige[rz]?|ne\s+tiens\s+pas\s+compte\s+(?:de|des))\s+(?:toutes?\s+)?(?:les\s+|tes\s+|vos\s+|des\s+)?(?:instructions|consignes|directives|règles)\s*(?:précédentes|antérieures|ci-dessus|d'avant|initiales|système)?",
+        r"\b(?:ignore[rz]?|oublie[rz]?|néglige[rz]?|ne\s+tiens\s+pas\s+compte\s+(?:de|des))\s+(?:toutes?\s+)?(?:les\s+|tes\s+|vos\s+|des\s+)?(?:instructions|consignes|directives)\s*(?:précédentes|antérieures|ci-dessus|d'avant|initiales|système)?",
         1.0,
         0.5,
     ),
@@ -703,7 +719,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "multi.de.ignore_instructions",
         "multilingual",
-        r"\b(?:ignorier(?:e|en|t)?|vergiss|vergessen\s+sie|missachte|übergehe)\s+(?:alle\s+|sämtliche\s+)?(?:deine\s+|ihre\s+|die\s+)?(?:vorherigen|bisherigen|vorigen|obigen|früheren|vorangegangenen|ursprünglichen)?\s*(?:anweisungen|instruktionen|befehle|regeln|vorgaben|anordnungen)",
+        r"\b(?:ignorier(?:e|en|t)?|vergiss|vergessen\s+sie|missachte|übergehe)\s+(?:alle\s+|sämtliche\s+)?(?:deine\s+|ihre\s+|die\s+)?(?:vorherigen|bisherigen|vorigen|obigen|früheren|vorangegangenen|ursprünglichen)?\s*(?:anweisungen|instruktionen|vorgaben|anordnungen)",
         1.0,
         0.5,
     ),
@@ -718,7 +734,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "multi.es.ignore_instructions",
         "multilingual",
-        r"\b(?:ignora|ignore|ignorar|ignoren|olvida|olvide|olvidar|olviden|descarta|haz\s+caso\s+omiso\s+de)\s+(?:todas\s+)?(?:las\s+|tus\s+|sus\s+)?(?:instrucciones|indicaciones|órdenes|reglas|directrices)\s*(?:anteriores|previas|de\s+arriba|iniciales|del\s+sistema)?",
+        r"\b(?:ignora|ignore|ignorar|ignoren|olvida|olvide|olvidar|olviden|descarta|haz\s+caso\s+omiso\s+de)\s+(?:todas\s+)?(?:las\s+|tus\s+|sus\s+)?(?:instrucciones|indicaciones|directrices)\s*(?:anteriores|previas|de\s+arriba|iniciales|del\s+sistema)?",
         1.0,
         0.5,
     ),
@@ -733,7 +749,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "multi.it.ignore_instructions",
         "multilingual",
-        r"\b(?:ignora|ignori|ignorare|dimentica|dimentichi|trascura|non\s+considerare)\s+(?:tutte\s+)?(?:le\s+|tue\s+|sue\s+)?(?:istruzioni|indicazioni|direttive|regole)\s*(?:precedenti|di\s+prima|sopra|iniziali|di\s+sistema)?",
+        r"\b(?:ignora|ignori|ignorare|dimentica|dimentichi|trascura|non\s+considerare)\s+(?:tutte\s+)?(?:le\s+|tue\s+|sue\s+)?(?:istruzioni|indicazioni|direttive)\s*(?:precedenti|di\s+prima|sopra|iniziali|di\s+sistema)?",
         1.0,
         0.5,
     ),
@@ -748,7 +764,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "multi.pt.ignore_instructions",
         "multilingual",
-        r"\b(?:ignore|ignora|ignorar|ignorem|esqueça|esqueca|esquece|esquecer|desconsidere|desconsidera)\s+(?:todas\s+)?(?:as\s+|suas\s+|tuas\s+)?(?:instruções|instrucoes|orientações|ordens|regras|diretrizes)\s*(?:anteriores|prévias|previas|acima|iniciais|do\s+sistema)?",
+        r"\b(?:ignore|ignora|ignorar|ignorem|esqueça|esqueca|esquece|esquecer|desconsidere|desconsidera)\s+(?:todas\s+)?(?:as\s+|suas\s+|tuas\s+)?(?:instruções|instrucoes|orientações|diretrizes)\s*(?:anteriores|prévias|previas|acima|iniciais|do\s+sistema)?",
         1.0,
         0.5,
     ),
@@ -763,7 +779,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "multi.nl.ignore_instructions",
         "multilingual",
-        r"\b(?:negeer|negeren|vergeet|vergeten|veronachtzaam)\s+(?:alle\s+)?(?:je\s+|jouw\s+|uw\s+|de\s+)?(?:vorige|eerdere|voorgaande|bovenstaande|oorspronkelijke)?\s*(?:instructies|opdrachten|aanwijzingen|regels|richtlijnen)",
+        r"\b(?:negeer|negeren|vergeet|vergeten|veronachtzaam)\s+(?:alle\s+)?(?:je\s+|jouw\s+|uw\s+|de\s+)?(?:vorige|eerdere|voorgaande|bovenstaande|oorspronkelijke)?\s*(?:instructies|aanwijzingen|richtlijnen)",
         1.0,
         0.5,
     ),
@@ -778,7 +794,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "multi.ru.ignore_instructions",
         "multilingual",
-        r"(?:игнорируй(?:те)?|проигнорируй(?:те)?|забудь(?:те)?|не\s+обращай(?:те)?\s+внимания\s+на|отбрось(?:те)?)\s+(?:все\s+)?(?:свои\s+|твои\s+|ваши\s+)?(?:предыдущие|прошлые|прежние|вышеуказанные|вышеизложенные|исходные|системные)?\s*(?:инструкции|указания|команды|правила|директивы)",
+        r"(?:игнорируй(?:те)?|проигнорируй(?:те)?|забудь(?:те)?|не\s+обращай(?:те)?\s+внимания\s+на|отбрось(?:те)?)\s+(?:все\s+)?(?:свои\s+|твои\s+|ваши\s+)?(?:предыдущие|прошлые|прежние|вышеуказанные|вышеизложенные|исходные|системные)?\s*(?:инструкции|указания|директивы)",
         1.0,
         0.5,
     ),
@@ -793,7 +809,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "multi.zh.ignore_instructions",
         "multilingual",
-        r"(?:忽略|忽视|無視|无视|忘记|忘記|不要理会|不要理會|丢弃|丟棄)\s*(?:你|您)?\s*(?:之前|以前|先前|上面|上述|前面|所有|全部|早先|原来|原來|原有)(?:的)?\s*(?:所有|全部)?(?:的)?\s*(?:指令|指示|说明|說明|提示|规则|規則|命令|要求)",
+        r"(?:忽略|忽视|無視|无视|忘记|忘記|不要理会|不要理會|丢弃|丟棄)\s*(?:你|您)?\s*(?:之前|以前|先前|上面|上述|前面|所有|全部|早先|原来|原來|原有)(?:的)?\s*(?:所有|全部)?(?:的)?\s*(?:指令|指示|说明|說明|提示)",
         1.0,
         0.5,
     ),
@@ -808,7 +824,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "multi.ja.ignore_instructions",
         "multilingual",
-        r"(?:以前|前|上記|これまで|先|最初|元|既存|全て|すべて)\s*の\s*(?:指示|命令|指令|ルール|プロンプト|制約)\s*(?:を|は)?\s*(?:すべて|全て|全部)?\s*(?:無視|忘れ|破棄)",
+        r"(?:以前|前|上記|これまで|先|最初|元|既存|全て|すべて)\s*の\s*(?:指示|命令|指令|プロンプト)\s*(?:を|は)?\s*(?:すべて|全て|全部)?\s*(?:無視|忘れ|破棄)",
         1.0,
         0.5,
     ),
@@ -823,14 +839,14 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "multi.ko.ignore_instructions",
         "multilingual",
-        r"(?:이전|앞의|위의|기존|모든)\s*(?:의\s*)?(?:지시|지침|명령|지시사항|규칙)(?:을|를|은|는)?\s*(?:모두\s*)?무시",
+        r"(?:이전|앞의|위의|기존|모든)\s*(?:의\s*)?(?:지시|지침|명령|지시사항)(?:을|를|은|는)?\s*(?:모두\s*)?무시",
         1.0,
         0.5,
     ),
     _p(
         "multi.pl.ignore_instructions",
         "multilingual",
-        r"\b(?:zignoruj|ignoruj|zapomnij)\s+(?:o\s+)?(?:wszystkie\s+|wszystkich\s+)?(?:poprzednie|wcześniejsze|powyższe|poprzednich|wcześniejszych)\s+(?:instrukcje|polecenia|instrukcjach|poleceniach|zasady)",
+        r"\b(?:zignoruj|ignoruj|zapomnij)\s+(?:o\s+)?(?:wszystkie\s+|wszystkich\s+)?(?:poprzednie|wcześniejsze|powyższe|poprzednich|wcześniejszych)\s+(?:instrukcje|polecenia|instrukcjach|poleceniach)",
         1.0,
         0.5,
     ),
@@ -866,9 +882,10 @@ _PROMPTISH = ("prompt", "instruction", "rule", "guideline", "directive", "progra
               "context")  # fmt: skip
 _TRIGGERS: dict[str, tuple[tuple[str, ...], ...]] = {
     "override.ignore_previous_instructions": (_IGN_WORDS, _INSTR_WORDS),
+    "override.ignore_previous_rules": (_IGN_WORDS, _INSTR_WORDS),
     "override.ignore_all_previous_instructions": (
         _IGN_WORDS,
-        ("instruction", "prompt", "directive", "guideline", "rule"),
+        ("instruction", "prompt", "directive", "guideline"),
     ),
     "override.ignore_your_instructions": (_IGN_WORDS, ("your",)),
     "override.ignore_instructions_above": (_IGN_WORDS, _INSTR_WORDS),
@@ -1035,6 +1052,23 @@ _TRIGGERS: dict[str, tuple[tuple[str, ...], ...]] = {
             "translate",
         ),
     ),  # fmt: skip
+    "ai_cue.override_then_directive": (
+        ("ignor", "disregard", "forget"),
+        (
+            "say",
+            "print",
+            "output",
+            "respond",
+            "reply",
+            "answer",
+            "reveal",
+            "tell",
+            "write",
+            "repeat",
+            "act",
+            "pretend",
+        ),
+    ),
     "ai_cue.respond_only_with": (("only", "solely", "exclusively"), ("respond", "reply", "answer")),
     "ai_cue.this_is_for_the_model": (_AI_WORDS, ("instruction", "message", "note", "directive", "command")),
     "ai_cue.summary_manipulation": (("when",), ("asked", "summari", "answering", "responding", "questioned")),
