@@ -96,7 +96,7 @@ def _p(name: str, category: str, pattern: str, weight: float = 1.0, ingest: floa
 _IGNORE = r"(?:ignore|ignoring|disregard|disregarding|forget|forgetting|neglect|skip|abandon|discard|override|overwrite|bypass|drop|erase|delete|clear)"
 _DET = r"(?:(?:all|any|every|each|of|the|your|my|our|these|those|this|that|its|above|such)\s+){0,4}"
 _PREV = r"(?:previous|previously\s+given|prior|preceding|above|earlier|former|foregoing|original|initial|old|existing|system|developer|given|pre-?set|prior\s+set\s+of)"
-_INSTR = r"(?:instructions?|prompts?|directives?|guidelines?|programming|guardrails?)"
+_INSTR = r"(?:instructions?|prompts?|directives?|guidelines?|guidance|programming|guardrails?)"
 # Nouns that also describe firewalls and shells ("does iptables ignore the previous rules?"): weaker.
 _INSTR_WEAK = r"(?:directions|rules|orders|context|constraints|restrictions|polic(?:y|ies)|messages|conversation|commands)"
 # Words for "the model". Bare "model" and "bot" are too common in documentation ("the permission model",
@@ -106,7 +106,8 @@ _AI_LOOSE = r"(?:ai|a\.i\.|artificial\s+intelligence|assistant|ai\s+assistant|ch
 _REVEAL = (
     r"(?:reveal|print|show|display|output|repeat|recite|echo|dump|leak|disclose|expose|tell(?:\s+me|\s+us)?|"
     r"give(?:\s+me|\s+us)?|share|write(?:\s+out|\s+down)?|spell\s+out|copy|paste|paraphrase|summari[sz]e|"
-    r"translate|return|send(?:\s+me)?|provide|list|what\s+(?:is|are|was|were|'s))"
+    r"translate|return|send(?:\s+me)?|provide|list|quote|cite|respond\s+(?:only\s+)?with|reply\s+(?:only\s+)?with|"
+    r"what\s+(?:is|are|was|were|'s))"
 )
 # Without "what is": "what is the system prompt in PS1?" is a shell question; "what is YOUR prompt" is not.
 _REVEAL_IMPERATIVE = _REVEAL.replace(r"|what\s+(?:is|are|was|were|'s))", ")")
@@ -182,6 +183,13 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         rf"\b{_IGNORE}\s+(?:everything|anything|all)\s+(?:(?:that\s+)?(?:was|you\s+were|i|we|you've\s+been|you\s+have\s+been)\s+(?:\w+\s+){{0,2}})?(?:above|before(?!\s+\w+ing)|prior|previously|so\s+far|until\s+now|earlier)\b",
     ),
     _p(
+        "override.forget_what_you_were_told",
+        "instruction_override",
+        r"\b(?:ignore|disregard|forget|discard)\s+(?:everything|anything|all|what(?:ever)?)\s+(?:that\s+)?(?:you\s+(?:were|have\s+been|'ve\s+been|got)\s+(?:told|given|instructed|taught|asked|programmed)|i\s+(?:said|told\s+you)|was\s+said|(?:your\s+)?(?:developers?|creators?|admins?)\s+(?:said|told\s+you))",
+        1.0,
+        0.5,
+    ),
+    _p(
         "override.ignore_the_above_and",
         "instruction_override",
         r"\b(?:ignore|disregard|forget)\s+(?:all\s+of\s+)?the\s+(?:above|previous|prior|preceding)\s*(?:,|and|\.|;)\s*(?:instead\s+)?(?:say|print|output|respond|reply|write|tell|reveal|repeat|answer|return|act|pretend|you)\b",
@@ -213,14 +221,21 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "override.from_now_on",
         "instruction_override",
-        r"\b(?:from\s+now\s+on|from\s+this\s+point(?:\s+on(?:wards?)?)?|henceforth|for\s+the\s+rest\s+of\s+(?:this|the)\s+(?:conversation|chat|session))\s*,?\s+(?:you|your|the\s+(?:assistant|ai|model|bot))\s+(?:will|must|are|shall|should|can|have\s+to|need\s+to|answer|respond|reply|act|only)\b",
+        r"\b(?:from\s+now\s+on|from\s+this\s+point(?:\s+on(?:wards?)?)?|henceforth|for\s+the\s+rest\s+of\s+(?:this|the)\s+(?:conversation|chat|session))\s*,?\s+(?:(?:you|your|the\s+(?:assistant|ai|model|bot))\s+(?:will|must|are|shall|should|can|have\s+to|need\s+to|answer|respond|reply|act|only)|(?:respond|answer|reply|act|behave|speak|ignore|do\s+not|don't|never|always)\b)\b",
     ),
     _p(
         "override.you_are_now",
         "persona_override",
-        rf"\byou\s+are\s+(?:now|no\s+longer|henceforth|from\s+now\s+on)\s+(?:an?\s+|the\s+|my\s+|in\s+|acting\s+as\s+)?(?:(?:new|different|unrestricted|unfiltered|uncensored|jailbroken|evil|free|rogue|independent|sentient|unbound|limitless|helpful)\s+)*(?:dan\b|{_AI_LOOSE}\b|(?:developer|god|dan|jailbreak|jailbroken|unrestricted|unfiltered|opposite|evil|chaos)\s+mode|(?:bound|restricted|limited|constrained)\s+by|free\s+(?:of|from)|able\s+to\s+(?:do\s+anything|ignore|bypass))",
+        rf"\byou(?:\s+are|'re)\s+(?:now|no\s+longer|henceforth|from\s+now\s+on)\s+(?:an?\s+|the\s+|my\s+|in\s+|acting\s+as\s+)?(?:(?:new|different|unrestricted|unfiltered|uncensored|jailbroken|evil|free|rogue|independent|sentient|unbound|limitless|helpful)\s+)*(?:dan\b|{_AI_LOOSE}\b|(?:developer|god|dan|jailbreak|jailbroken|unrestricted|unfiltered|opposite|evil|chaos)\s+mode|(?:bound|restricted|limited|constrained)\s+by|free\s+(?:of|from)|able\s+to\s+(?:do\s+anything|ignore|bypass))",
         1.0,
         1.0,
+    ),
+    _p(
+        "override.renamed_persona",
+        "persona_override",
+        r"\byou(?:\s+are|'re)\s+no\s+longer\s+(?-i:[A-Z][\w-]+)(?:\s*[.,;!]|\s+(?:but|and|from|anymore))|\byou(?:\s+are|'re)\s+(?:now\s+)?(?:called|named|renamed\s+to)\s+\w+|\byour\s+(?:new\s+)?name\s+is\s+(?:now\s+)?\w+",
+        1.0,
+        0.5,
     ),
     _p(
         "override.act_as_ai",
@@ -247,6 +262,13 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         "override.pretend",
         "persona_override",
         rf"\bpretend(?:ing)?\s+(?:that\s+)?(?:you\s+are|you're|youre|to\s+be|you\s+have|you\s+had|you\s+(?:do\s+not|don't)\s+have)\s+(?:an?\s+|the\s+|my\s+|no\s+)?(?:(?:unrestricted|unfiltered|uncensored|evil|different|real|human|jailbroken|rogue|new)\s+)*(?:{_AI_LOOSE}|human|person|dan|admin|administrator|root|developer|system|hacker|restrictions?|rules|filters?|guidelines|limits|limitations|feelings|opinions|grandm(?:a|other))\b",
+        1.0,
+        0.5,
+    ),
+    _p(
+        "override.pretend_no_rules",
+        "persona_override",
+        r"\b(?:pretend|act\s+as\s+if)\s+(?:that\s+)?(?:there\s+(?:are|is|were)\s+no\s+(?:content\s+|safety\s+|ethical\s+|usage\s+)?(?:rules|restrictions|filters|polic(?:y|ies)|guidelines|limits|access\s+controls?|guardrails)|the\s+(?:rules|restrictions|filters|polic(?:y|ies)|guidelines|access\s+controls?)\s+(?:don't|do\s+not|no\s+longer)\s+apply)\b",
         1.0,
         0.5,
     ),
@@ -305,7 +327,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "jailbreak.refusal_suppression",
         "jailbreak",
-        r"\b(?:never|do\s+not|don't|dont|must\s+not|cannot|can't|will\s+not|won't)\s+(?:refuse|decline|reject|deny)\s+(?:to\s+answer|any\s+(?:request|question|prompt)s?|my\s+(?:request|question)s?|to\s+(?:comply|respond|help))\b|\b(?:answer|respond|reply|write|output|speak|talk)\w*\s+(?:\w+\s+){0,4}?(?:without|with\s+no)\s+(?:any\s+)?(?:warnings?|disclaimers?|refusals?|caveats?|moraliz\w*|moralis\w*|ethical\s+\w+|filters?|censorship)\b|\b(?:no|skip\s+(?:the|any|all))\s+(?:disclaimers?|refusals?|moraliz\w*|moralis\w*)\b",
+        r"\b(?:never|do\s+not|don't|dont|must\s+not|cannot|can't|will\s+not|won't)\s+(?:refuse|decline|reject|deny)\s+(?:to\s+answer|any\s+(?:request|question|prompt)s?|my\s+(?:request|question)s?|to\s+(?:comply|respond|help))\b|\b(?:answer|respond|reply|write|output|speak|talk)\w*\s+(?:\w+\s+){0,4}?(?:without|with\s+no)\s+(?:any\s+)?(?:warnings?|disclaimers?|refusals?|caveats?|moraliz\w*|moralis\w*|ethical\s+\w+|filters?|censorship|restrictions|limits|limitations|rules)\b|\b(?:no|skip\s+(?:the|any|all))\s+(?:disclaimers?|refusals?|moraliz\w*|moralis\w*)\b",
         1.0,
         0.5,
     ),
@@ -327,7 +349,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "exfil.reveal_your_prompt",
         "prompt_exfiltration",
-        rf"\b{_REVEAL}\s+(?:me\s+|us\s+)?(?:all\s+(?:of\s+)?)?(?:your|yer|ur)\s+(?:\w+\s+){{0,2}}(?:{_SECRET_PROMPT}|prompts?|instructions|rules|guidelines|directives|programming|initial\s+message|configuration|context\s+window|pre-?prompt)\b",
+        rf"\b{_REVEAL}\s+(?:me\s+|us\s+)?(?:all\s+(?:of\s+)?)?(?:(?:the\s+)?(?:full\s+|entire\s+|complete\s+|exact\s+|raw\s+|whole\s+)?(?:text|contents?|wording|words)\s+of\s+)?(?:your|yer|ur)\s+(?:\w+\s+){{0,2}}(?:{_SECRET_PROMPT}|prompts?|instructions|rules|guidelines|directives|programming|initial\s+message|configuration|context\s+window|pre-?prompt)\b",
         1.0,
         1.0,
     ),
@@ -351,6 +373,20 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         r"\b(?:repeat|print|output|copy|echo|recite|write|type|reproduce)\s+(?:out\s+)?(?:back\s+)?(?:everything|all|the\s+(?:text|words|content|messages?|instructions|lines)|all\s+(?:the\s+)?(?:text|words|messages))\s+(?:above|before\s+(?:this|my)|preceding|prior\s+to\s+(?:this|my))\b(?:.{0,40}(?:verbatim|word\s+for\s+word|starting\s+with|beginning\s+with|in\s+(?:a\s+)?code\s*block|exactly))?",
         1.0,
         0.5,
+    ),
+    _p(
+        "exfil.instructions_you_received",
+        "prompt_exfiltration",
+        rf"\b{_REVEAL}\s+(?:me\s+|us\s+)?(?:the\s+|all\s+(?:the\s+)?|any\s+)?(?:\w+\s+)?(?:instructions|prompts?|rules|guidelines|directives|messages?)\s+(?:that\s+)?you\s+(?:received|were\s+given|got|have\s+been\s+given|were\s+told|are\s+following|follow|operate\s+under|were\s+trained\s+with)\b",
+        1.0,
+        0.5,
+    ),
+    _p(
+        "exfil.whats_in_your_prompt",
+        "prompt_exfiltration",
+        r"\bwhat(?:'s|\s+is|\s+does|\s+was)\s+(?:written\s+|said\s+|stated\s+|contained\s+)?(?:in|inside|within)\s+your\s+(?:\w+\s+)?(?:prompt|instructions|rules|guidelines|system\s+message|configuration|context|directives)\b",
+        1.0,
+        1.0,
     ),
     _p(
         "exfil.verbatim_instructions",
@@ -440,7 +476,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "ai_cue.override_then_directive",
         "ai_addressing",
-        r"\b(?:ignore|disregard|forget)\b[^.\n]{0,60}?\b(?:and|then)\s+(?:instead\s+|just\s+|only\s+)?(?:say|print|output|respond|reply|answer\s+with|reveal|tell\s+me|write|repeat|act\s+as|pretend)\b",
+        r"(?<!not\s)(?<!n\'t\s)\b(?:ignore|disregard|forget)\b[^.\n]{0,60}?\b(?:and|then)\s+(?:instead\s+|just\s+)?(?:say|print|output|respond|reply|answer\s+with|reveal|tell\s+me|write|repeat|act\s+as|pretend)\b",
         0.5,
         0.5,
     ),
@@ -502,6 +538,13 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         "role_injection",
         rf"(?:^|[\n.!?]\s*|\s)(?:system|developer|admin|root|sys)\s*(?:message|prompt|note|override|notice)?\s*:\s*(?:you\s+are|you're|ignore|disregard|forget|new\s+(?:instructions|rules|task)|from\s+now|override|the\s+(?:user|assistant|ai|model)|as\s+an?\s+{_AI}|respond|reply|always|never)\b",
         1.0,
+        0.5,  # commit-style prefixes ("admin: ignore all of gnulib-tests") are common in changelogs
+    ),
+    _p(
+        "role.fake_system_turn_ai",
+        "role_injection",
+        rf"(?:^|[\n.!?]\s*)(?:system|developer)\s*(?:message|prompt)?\s*:\s*(?:you\s+are|you're)\s+(?:now\s+)?(?:an?\s+|the\s+)?(?:\w+\s+){{0,2}}?{_AI}\b|\b(?:system|developer)\s+(?:message|prompt|override)\s*:",
+        1.0,
         1.0,
     ),
     _p(
@@ -535,9 +578,23 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "role.bracket_system",
         "role_injection",
-        r"[\[({](?:system|admin|developer|sys|root|operator)(?:\s+(?:message|note|override|prompt|instruction)s?)?[\])}]\s*:?\s*(?:you|ignore|disregard|forget|new|override|from\s+now|always|never|the\s+(?:assistant|ai|model|user))\b",
+        r"[\[({](?:system|admin|developer|sys|root|operator)(?:\s+(?:message|note|override|prompt|instruction)s?)?[\])}]\s*:?\s*(?:you|ignore|disregard|forget|new|override|bypass|from\s+now|always|never|show|give|list|reveal|print|grant|dump|the\s+(?:assistant|ai|model|user))\b",
         1.0,
         1.0,
+    ),
+    _p(
+        "role.override_prefix",
+        "role_injection",
+        r"(?:^|\n)\s*(?:override|sudo|admin\s+mode|debug\s+mode|god\s+mode|maintenance\s+mode)\s*:",
+        0.5,
+        0.0,
+    ),
+    _p(
+        "priv.config_assignment",
+        "privilege_claim",
+        r"\b(?:access[_\s-]?(?:tier|level)|clearance(?:[_\s-]?level)?|is[_\s-]?admin)\s*[=:]\s*[\"']?(?:confidential|restricted|admin(?:istrator)?|root|true|top[_\s-]?secret|superuser|all|unrestricted)\b",
+        0.5,
+        0.0,
     ),
     _p(
         "role.end_of_prompt",
@@ -550,7 +607,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "exfil_data.send_to_sink",
         "data_exfiltration",
-        rf"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|submit|beacon|report|copy|append|attach|encode|embed|email|mail|pass|smuggle)\s+(?:\w+\s+){{0,4}}?{_SECRET_DATA}\b[^.\n]{{0,60}}?\b(?:to|into|at|via|in|on|through)\s+{_SINK}",
+        rf"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|submit|beacon|report|copy|append|attach|encode|embed|email|mail|pass|smuggle)\s+(?:[\w']+\s+){{0,4}}?{_SECRET_DATA}\b[^.\n]{{0,60}}?\b(?:to|into|at|via|in|on|through)\s+{_SINK}",
         1.0,
         0.5,
     ),
@@ -614,15 +671,36 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "priv.claim_clearance",
         "privilege_claim",
-        r"\b(?:my\s+|i\s+have\s+)?(?:security\s+)?(?:clearance|access\s+level|access\s+tier|permission\s+level|privilege\s+level|role)\s*(?:is|=|:|of)\s*(?:top[\s-]?secret|secret|confidential|restricted|admin(?:istrator)?|root|superuser|level\s+\d+|maximum|full|elevated|unlimited)\b",
+        r"\bi\s+(?:have|hold|got)\s+(?:top[\s-]?secret|secret|root|admin(?:istrator)?|superuser|full|elevated|unrestricted|unlimited|confidential|level\s+\d+)\s+(?:clearance|access|privileges?|rights|permissions?)\b|\b(?:(?:my\s+|i\s+have\s+)(?:security\s+)?(?:clearance|access\s+level|access\s+tier|permission\s+level|privilege\s+level|role)|(?:security\s+)?(?:clearance|access\s+level|access\s+tier|permission\s+level|privilege\s+level))\s*(?:is|=|:|of)\s*(?:top[\s-]?secret|secret|confidential|restricted|admin(?:istrator)?|root|superuser|level\s+\d+|maximum|full|elevated|unlimited)\b",
         0.5,
         0.0,
     ),
     _p(
         "priv.request_restricted_docs",
         "privilege_claim",
-        rf"\b(?:show|give|grant|list|display|reveal|open|read|print|dump|return|send|fetch|provide|include|expose|let\s+me\s+(?:see|read|view|access)|i\s+(?:want|need)\s+(?:to\s+see\s+)?)\s+(?:me\s+|us\s+)?(?:all\s+|every\s+|any\s+)?(?:of\s+)?(?:the\s+)?(?:\w+\s+)?{_RESTRICTED}\s+(?:\w+\s+)?{_DOCS}\b",
+        rf"\b(?:show|give|grant|list|display|reveal|open|read|print|dump|return|send|fetch|provide|include|expose|tell\s+me|let\s+me\s+(?:see|read|view|access)|i\s+(?:want|need)\s+(?:to\s+see\s+)?)\s+(?:me\s+|us\s+)?(?:all\s+|every\s+|any\s+)?(?:of\s+)?(?:the\s+)?(?:\w+[\s-]+)?{_RESTRICTED}\s+(?:\w+\s+)?{_DOCS}\b",
         0.5,
+        0.0,
+    ),
+    _p(
+        "priv.from_restricted_docs",
+        "privilege_claim",
+        rf"\b(?:from|in|inside|out\s+of)\s+(?:the\s+|your\s+)?(?:\w+-)?{_RESTRICTED}\s+(?:\w+\s+)?{_DOCS}\b",
+        0.5,
+        0.0,
+    ),
+    _p(
+        "priv.regardless_of_access",
+        "privilege_claim",
+        r"\b(?:regardless\s+of|irrespective\s+of|ignoring|without\s+(?:checking|regard\s+to|applying))\s+(?:my\s+|the\s+|their\s+|any\s+|user\s+)*(?:access(?:\s+(?:tier|level|rights|control|restrictions?))?|permissions?|clearance|acls?|authori[sz]ation|security\s+(?:tier|level|classification)|(?:access\s+)?tiers?)\b",
+        0.5,
+        0.0,
+    ),
+    _p(
+        "priv.show_regardless_of_access",
+        "privilege_claim",
+        r"\b(?:show|give|list|display|reveal|print|dump|return|send|fetch|provide|tell|include|search)\b[^.?!\n]{0,60}?\b(?:regardless\s+of|irrespective\s+of|ignoring|bypassing)\s+(?:my\s+|the\s+|their\s+|any\s+|user\s+)*(?:access|permissions?|clearance|acls?|authori[sz]ation|security\s+(?:tier|level)|tiers?)\b",
+        1.0,
         0.0,
     ),
     _p(
@@ -635,7 +713,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "priv.bypass_access_control",
         "privilege_claim",
-        r"\b(?:bypass|circumvent|get\s+around|work\s+around|sidestep|evade|skip|ignore|disable|override|turn\s+off|switch\s+off|lift|suspend)\s+(?:the\s+|your\s+|my\s+|all\s+|any\s+|these\s+)*(?:document\s+|kb\s+)?(?:access[\s-]?control(?:s|\s+lists?)?|acls?|permissions?(?:\s+checks?)?|authori[sz]ation(?:\s+checks?)?|access\s+(?:restrictions?|checks?|rules|levels?|tiers?)|(?:security|clearance)\s+(?:checks?|filters?|restrictions?|levels?))\s+(?:and|to|so\s+(?:that\s+)?(?:i|you)\s+can|for\s+(?:me|this\s+(?:request|session|user|question)))\b",
+        r"\b(?:bypass|circumvent|get\s+around|work\s+around|sidestep|evade|skip|ignore|disable|override|turn\s+off|switch\s+off|lift|suspend)\s+(?:the\s+|your\s+|my\s+|all\s+|any\s+|these\s+)*(?:document\s+|kb\s+)?(?:access[\s-]?control(?:s|\s+lists?)?|acls?|permissions?(?:\s+checks?)?|authori[sz]ation(?:\s+checks?)?|access\s+(?:restrictions?|checks?|rules|levels?|tiers?)|(?:security|clearance)\s+(?:checks?|filters?|restrictions?|levels?))(?:\s+(?:filters?|checks?|rules?|lists?|restrictions?|layer))?\s+(?:and|to|so\s+(?:that\s+)?(?:i|you)\s+can|for\s+(?:me|this\s+(?:request|session|user|question)))\b",
         1.0,
         0.5,
     ),
@@ -809,7 +887,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "multi.zh.ignore_instructions",
         "multilingual",
-        r"(?:忽略|忽视|無視|无视|忘记|忘記|不要理会|不要理會|丢弃|丟棄)\s*(?:你|您)?\s*(?:之前|以前|先前|上面|上述|前面|所有|全部|早先|原来|原來|原有)(?:的)?\s*(?:所有|全部)?(?:的)?\s*(?:指令|指示|说明|說明|提示)",
+        r"(?:忽略|忽视|無視|无视|忘记|忘記|不要理会|不要理會|丢弃|丟棄)\s*(?:你|您)?\s*(?:之前|以前|先前|以上|之上|此前|上面|上述|前面|所有|全部|早先|原来|原來|原有)(?:的)?\s*(?:所有|全部)?(?:的)?\s*(?:指令|指示|说明|說明|提示)",
         1.0,
         0.5,
     ),
@@ -875,9 +953,9 @@ PATTERNS += (
 _AI_WORDS = ("ai", "a.i.", "artificial", "assistant", "chat", "bot", "language model", "llm", "gpt", "model")
 _IGN_WORDS = ("ignor", "disregard", "forget", "neglect", "skip", "abandon", "discard", "overrid", "overwrit",
               "bypass", "drop", "erase", "delete", "clear")  # fmt: skip
-_INSTR_WORDS = ("instruction", "prompt", "directive", "direction", "guideline", "rule", "order", "context",
-                "programming", "constraint", "guardrail", "restriction", "polic", "message", "conversation",
-                "command")  # fmt: skip
+_INSTR_WORDS = ("guidance", "instruction", "prompt", "directive", "direction", "guideline", "rule", "order",
+                "context", "programming", "constraint", "guardrail", "restriction", "polic", "message",
+                "conversation", "command")  # fmt: skip
 _PROMPTISH = ("prompt", "instruction", "rule", "guideline", "directive", "programming", "message", "configuration",
               "context")  # fmt: skip
 _TRIGGERS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -890,6 +968,52 @@ _TRIGGERS: dict[str, tuple[tuple[str, ...], ...]] = {
     "override.ignore_your_instructions": (_IGN_WORDS, ("your",)),
     "override.ignore_instructions_above": (_IGN_WORDS, _INSTR_WORDS),
     "override.ignore_everything_above": (_IGN_WORDS, ("everything", "anything", "all")),
+    "override.forget_what_you_were_told": (
+        ("ignor", "disregard", "forget", "discard"),
+        ("you", "i said", "i told", "was said"),
+    ),
+    "exfil.instructions_you_received": (
+        ("instruction", "prompt", "rule", "guideline", "directive", "message"),
+        ("you ",),
+    ),
+    "priv.from_restricted_docs": (
+        (
+            "restricted",
+            "confidential",
+            "classified",
+            "secret",
+            "internal",
+            "private",
+            "hidden",
+            "protected",
+            "sensitive",
+            "locked",
+            "privileged",
+            "other",
+        ),
+    ),  # fmt: skip
+    "override.pretend_no_rules": (
+        ("pretend", "imagine", "assume", "suppose", "as if"),
+        ("rule", "restriction", "filter", "polic", "guideline", "limit", "access control", "guardrail"),
+    ),  # fmt: skip
+    "priv.show_regardless_of_access": (
+        ("regardless", "irrespective", "ignoring", "bypassing"),
+        ("access", "permission", "clearance", "acl", "authori", "security", "tier"),
+    ),  # fmt: skip
+    "override.renamed_persona": (("you are", "you're", "your"), ("no longer", "called", "named", "name is")),
+    "exfil.whats_in_your_prompt": (("what",), ("your",)),
+    "role.override_prefix": (
+        (":",),
+        ("override", "sudo", "admin mode", "debug mode", "god mode", "maintenance mode"),
+    ),
+    "priv.config_assignment": (
+        ("=", ":"),
+        ("confidential", "restricted", "admin", "root", "true", "secret", "superuser", "all", "unrestricted"),
+    ),  # fmt: skip
+    "priv.regardless_of_access": (
+        ("regardless", "irrespective", "ignoring", "without"),
+        ("access", "permission", "clearance", "acl", "authori", "security", "tier"),
+    ),  # fmt: skip
     "override.ignore_the_above_and": (("ignor", "disregard", "forget"),),
     "override.do_not_follow_instructions": (("follow", "obey", "adhere", "comply", "respect"), _PROMPTISH),
     "override.new_instructions_header": (("instruction", "directive", "task", "orders", "rules"),),
@@ -915,7 +1039,7 @@ _TRIGGERS: dict[str, tuple[tuple[str, ...], ...]] = {
         ),
     ),  # fmt: skip
     "override.from_now_on": (("from now on", "from this point", "henceforth", "rest of th"),),
-    "override.you_are_now": (("you are",), ("now", "no longer", "henceforth")),
+    "override.you_are_now": (("you are", "you're"), ("now", "no longer", "henceforth")),
     "override.act_as_ai": (
         ("act", "behave", "respond", "answer", "operate", "function"),
         (
@@ -992,6 +1116,11 @@ _TRIGGERS: dict[str, tuple[tuple[str, ...], ...]] = {
             "moraliz",
             "moralis",
             "ethical",
+            "filter",
+            "censor",
+            "restriction",
+            "limit",
+            "rule",
         ),
     ),  # fmt: skip
     "jailbreak.grandma": (("grandm",),),
@@ -1080,6 +1209,7 @@ _TRIGGERS: dict[str, tuple[tuple[str, ...], ...]] = {
     "role.markdown_role_header": (("##",),),
     "role.fake_assistant_turn": ((":",), ("assistant", "chatbot", "gpt", "model", "bot")),
     "role.fake_system_turn": ((":",), ("system", "developer", "admin", "root", "sys")),
+    "role.fake_system_turn_ai": ((":",), ("system", "developer")),
     "role.turn_sequence": (("human", "user"), ("assistant", "ai", "bot")),
     "role.json_role": (("role",),),
     "role.prompt_xml_tag": (
@@ -1145,9 +1275,7 @@ _TRIGGERS: dict[str, tuple[tuple[str, ...], ...]] = {
     "priv.claim_authorized": (
         ("authori", "cleared", "permitted", "allowed", "entitled", "approved", "whitelisted", "granted"),
     ),  # fmt: skip
-    "priv.claim_clearance": (
-        ("clearance", "access level", "access tier", "permission level", "privilege level", "role"),
-    ),
+    "priv.claim_clearance": (("clearance", "access", "permission", "privilege", "right", "role"),),
     "priv.request_restricted_docs": (
         (
             "restricted",
