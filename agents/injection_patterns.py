@@ -138,6 +138,13 @@ _SECRET_DATA = (
     r"session(?:\s+id)?|cookies?|user(?:name)?s?(?:'s)?\s+(?:data|info|information|details|emails?)|personal\s+data|"
     r"documents?|context|previous\s+messages|everything|all\s+(?:the\s+)?(?:data|information|text|messages))"
 )
+# Data an attacker wants out of the session (no generic "context" or "documents": docs say "add context
+# such as a link").
+_SECRET_DATA_STRICT = (
+    r"(?:conversation|chat(?:\s+history)?|(?:chat|conversation)\s+history|system\s+prompt|credentials?|passwords?|"
+    r"api[\s_-]?keys?|secrets?|(?:access\s+|auth\s+|session\s+)?tokens?|session\s+ids?|cookies?|previous\s+messages|"
+    r"user(?:name)?s?(?:'s)?\s+(?:data|info|information|details|emails?|passwords?|tokens?))"
+)
 _SINK = (
     r"(?:https?://|ftp://|www\.|[\w.+-]+@[\w-]+\.[\w.]+|(?:(?:an?|the|this|that|my|our|following|"
     r"external|remote|attacker'?s?)\s+){1,3}(?:url|link|endpoint|webhook|server|address|domain|email|inbox))"
@@ -635,7 +642,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "exfil_data.data_in_url",
         "data_exfiltration",
-        rf"\b(?:append|add|include|insert|put|encode|place)\s+(?:[\w']+\s+){{0,3}}?{_SECRET_DATA}\s+(?:[\w']+\s+){{0,3}}?(?:in|into|to|as)\s+(?:the\s+|a\s+)?(?:url|link|query(?:\s+string)?|query\s+parameter|parameter|image\s+(?:url|link|src))\b",
+        rf"\b(?:append|add|include|insert|put|encode|place)\s+(?:[\w']+\s+){{0,3}}?{_SECRET_DATA_STRICT}\s+(?:[\w']+\s+){{0,3}}?(?:in|into|to)\s+(?:the\s+|a\s+|an\s+)?(?:url|link|query(?:\s+string)?|query\s+parameter|parameter|image\s+(?:url|link|src))\b",
         1.0,
         1.0,
     ),

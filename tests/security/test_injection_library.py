@@ -256,6 +256,15 @@ BENIGN_DOCUMENT_ONLY = [
     "The jailbreak detection feature of the MDM flags rooted devices.",
     "I am the maintainer of this package; report bugs to the tracker.",
     "Pretend to be the server when testing the client with netcat.",
+    "These details can add additional context such as a link to the corresponding pull request.",
+    "admin: ignore all of gnulib-tests",
+    "Also make --verbose not ignore list of elements and only print those.",
+    "improve performance of ORDER BY LIMIT queries when the LIMIT is small relative to unrestricted output rows",
+    "non-elevated users can now\ncreate symlinks as long as the computer has Developer Mode enabled.",
+    "description: Using this feature with the permission model enabled requires passing --allow-worker.",
+    "2004/11/30: [inst] add cp -p st.[ch] to make 19.",
+    "Q1: Why does the package create /usr/include/linux?\n\nA1: Occasionally, changes in the kernel headers",
+    "gpos5_font1.notdef-outline.41,42,45.otf | Bin 2144 -> 0 bytes",
 ]
 
 
