@@ -179,6 +179,12 @@ def compose_extractive(
     limit = 3 if template == "parameter_lookup" else max_sentences + 1
     floor = best.score * 0.7
     seen: set[str] = set()
+    # a definition list entry ("makestep threshold limit" then its description): the term line names the
+    # thing the question asks for, so it leads the answer
+    lead_in = _previous_sentence(evidence[best.evidence_index].text, best.text)
+    if lead_in and len(lead_in.split()) <= 6 and not lead_in.rstrip().endswith((".", ":", "?")):
+        chosen.append((lead_in, best.evidence_index))
+        seen.add(lead_in.lower())
     chosen.append((best.text, best.evidence_index))
     seen.add(best.text.lower())
     # a definition is often followed by its value ("... This option sets X. The default is 10."): keep the
@@ -192,6 +198,10 @@ def compose_extractive(
     if top_best is not None and top_best.text.lower() not in seen and top_best.score >= best.score * 0.6:
         chosen.append((top_best.text, 0))
         seen.add(top_best.text.lower())
+        top_following = _next_sentence(evidence[0].text, top_best.text)
+        if top_following and len(top_following.split()) <= 40 and top_following.lower() not in seen:
+            chosen.append((top_following, 0))
+            seen.add(top_following.lower())
     for sentence in ranked:
         key = sentence.text.lower()
         if key in seen or sentence.score < floor:
@@ -200,7 +210,16 @@ def compose_extractive(
         chosen.append((sentence.text, sentence.evidence_index))
         if len(chosen) >= limit:
             break
-    return Draft(template, chosen)
+    section = evidence[best.evidence_index].section or evidence[best.evidence_index].title
+    return Draft(template, chosen, preface=f"From {section}:" if section else "")
+
+
+def _previous_sentence(text: str, sentence: str) -> str | None:
+    parts = sentences(text)
+    for i, part in enumerate(parts[1:], start=1):
+        if part == sentence:
+            return parts[i - 1]
+    return None
 
 
 def _next_sentence(text: str, sentence: str) -> str | None:

@@ -258,7 +258,7 @@ def search(
     t0 = time.perf_counter()
     weights = {name: w for name, w in config.weight_map().items() if name in runs}
     fused = fuse(FusionMode.from_str(config.fusion), {k: v for k, v in runs.items() if v}, weights)
-    pool_size = max(config.rerank_k * 3, config.final_k * 2)
+    pool_size = max(config.rerank_pool, config.rerank_k, config.final_k)
     candidates = fused[:pool_size]
     rows = fetch_hits([c.id for c in candidates])
     if analysis.vendors:
