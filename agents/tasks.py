@@ -18,8 +18,11 @@ def answer_task(user_id: int, question: str, conversation_id: str, filters: dict
 
 
 @worker_process_init.connect
-def _limit_threads(**_: Any) -> None:
-    # torch threads x worker processes must stay <= cores; models load lazily on the first task
+def _limit_threads_and_warm_up(**_: Any) -> None:
+    """torch threads x worker processes must stay <= cores; load the models before the first question so
+    that nobody waits seconds for a cold start (set ATHENA_WORKER_WARM_UP=false to skip)."""
+    import logging
+
     from django.conf import settings
 
     try:
@@ -27,4 +30,17 @@ def _limit_threads(**_: Any) -> None:
 
         torch.set_num_threads(settings.ATHENA_TORCH_THREADS)
     except ImportError:
-        pass
+        return
+    if not settings.ATHENA_WORKER_WARM_UP:
+        return
+    try:
+        from agents import classify, guardrails
+        from retrieval.embedders import get_embedder
+        from retrieval.rerank import get_reranker
+
+        get_embedder().warm_up()
+        get_reranker().warm_up()
+        classify.classify("warm up")
+        guardrails.warm_up()
+    except Exception:  # a failed warm-up only means the first question pays the loading time
+        logging.getLogger(__name__).exception("model warm-up failed")

@@ -55,7 +55,8 @@ class OfflineReranker:
         self._model: Any = None
 
     def warm_up(self) -> None:
-        return None
+        if self.semantic:
+            self._sentence_model().warm_up()
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         """Scores in [0, 1] for each passage (higher is better).

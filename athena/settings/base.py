@@ -140,6 +140,7 @@ ATHENA_MEMORY_TURNS = env.int("ATHENA_MEMORY_TURNS", 6, minimum=1)
 ATHENA_MEMORY_TTL_SECONDS = env.int("ATHENA_MEMORY_TTL_SECONDS", 86_400, minimum=60)
 ATHENA_UPLOAD_TTL_HOURS = env.int("ATHENA_UPLOAD_TTL_HOURS", 24, minimum=1)
 ATHENA_REALTIME_VIA_CELERY = env.bool("ATHENA_REALTIME_VIA_CELERY", True)
+ATHENA_WORKER_WARM_UP = env.bool("ATHENA_WORKER_WARM_UP", True)
 
 # --- web ------------------------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
