@@ -11,6 +11,7 @@ External servers replace the embedded ones when DATABASE_URL / REDIS_URL are set
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -413,7 +414,8 @@ class Stack:
                 if self.external_db:
                     rows.append(ComponentStatus(name, "external", None, "DATABASE_URL"))
                 else:
-                    state = "running" if pg_running() else "stopped"
+                    pidfile_left = (_pg_data() / "postmaster.pid").exists()
+                    state = "running" if pg_running() else ("dead" if pidfile_left else "stopped")
                     rows.append(
                         ComponentStatus(
                             name, state, pg_pid() if state == "running" else None, f"socket {pg_socket_dir()}"
@@ -464,6 +466,13 @@ class Stack:
             echo(f"{name}: started (pid {new_pid})")
 
     def down(self, *, echo: Callable[[str], None] = print) -> None:
+        runner = _read_pid("runner")
+        if runner and runner != os.getpid() and _alive(runner):
+            # a foreground `stack run` owns the stack: ask it to stop so it does not restart what we stop
+            os.kill(runner, signal.SIGTERM)
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.TimeoutExpired):
+                psutil.Process(runner).wait(timeout=60)
+            echo("foreground runner stopped")
         for name in reversed(self.components):
             if name == "postgres":
                 if not self.external_db:
@@ -479,9 +488,11 @@ class Stack:
             _pidfile(name).unlink(missing_ok=True)
 
     def restart_dead(self, *, echo: Callable[[str], None] = print) -> list[str]:
+        """Restart components that died on their own. A component stopped on purpose (`stack down` removes its
+        pid file) is "stopped", not "dead", and is left alone."""
         restarted = []
         for row in self.status():
-            if row.state in {"dead", "stopped"}:
+            if row.state == "dead":
                 echo(f"{row.name}: {row.state} {row.detail} -- restarting")
                 Stack(components=[row.name], port=self.port).up(echo=echo)
                 restarted.append(row.name)

@@ -31,6 +31,7 @@ def stack_env(tmp_path):
             "ATHENA_VAR_DIR": str(var),
             "ATHENA_REDIS_PORT": str(_free_port()),
             "ATHENA_PG_PORT": str(_free_port()),
+            "ATHENA_WORKER_WARM_UP": "false",  # the launcher is under test, not the models
             "DJANGO_SETTINGS_MODULE": "athena.settings.test",
         }
     )
@@ -87,3 +88,39 @@ def test_up_is_idempotent_detects_a_dead_worker_and_down_leaves_nothing(stack_en
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     status = _stack(stack_env, "status", only)
     assert "postgres  stopped" in status.stdout and "redis     stopped" in status.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_foreground_run_restarts_a_crashed_component_and_stops_cleanly(stack_env):
+    only = "--only=redis,worker"
+    var = Path(stack_env["ATHENA_VAR_DIR"])
+    runner = subprocess.Popen(
+        [sys.executable, "manage.py", "stack", "run", only],
+        cwd=ROOT,
+        env=stack_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (var / "run" / "worker.pid").exists():
+        time.sleep(0.5)
+    time.sleep(2)
+    first = _pids(var)["worker"]
+    os.killpg(first, signal.SIGKILL)  # crash
+    while time.monotonic() < deadline:
+        pid = _pids(var).get("worker")
+        if pid and pid != first and psutil.pid_exists(pid):
+            break
+        time.sleep(0.5)
+    else:
+        pytest.fail("the crashed worker was not restarted")
+    started = _pids(var)
+    down = _stack(stack_env, "down", only)
+    assert down.returncode == 0, down.stderr
+    output, _ = runner.communicate(timeout=60)
+    assert runner.returncode == 0
+    assert "worker: dead" in output and "restarting" in output
+    for pid in started.values():
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from typing import Any
@@ -57,6 +58,9 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, _stop)
         signal.signal(signal.SIGTERM, _stop)
+        from athena.stack import _pidfile
+
+        _pidfile("runner").write_text(str(os.getpid()))
         stack.up(echo=self.stdout.write)
         self.stdout.write("stack running; Ctrl-C stops everything")
         try:
@@ -67,3 +71,4 @@ class Command(BaseCommand):
         finally:
             self.stdout.write("stopping ...")
             stack.down(echo=self.stdout.write)
+            _pidfile("runner").unlink(missing_ok=True)
