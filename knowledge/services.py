@@ -38,7 +38,7 @@ SKIPPED_NAMES = {"README.md"}  # never: documentation of the folder itself is in
 @dataclass(frozen=True)
 class IngestOptions:
     acl_groups: tuple[str, ...] = ()
-    access_tier: str = AccessTier.INTERNAL
+    access_tier: str = ""  # empty: new documents are internal, existing ones keep their tier
     department: str = ""
     doc_type: str = ""
     vendor: str = ""
@@ -47,7 +47,7 @@ class IngestOptions:
     expires_at: datetime | None = None
 
     def validate(self) -> None:
-        if self.access_tier not in AccessTier.values:
+        if self.access_tier and self.access_tier not in AccessTier.values:
             raise ValidationFailed(
                 f"unknown access tier {self.access_tier!r}; valid: {', '.join(AccessTier.values)}"
             )
@@ -286,12 +286,18 @@ def staged_embed(staged: Sequence[StagedDocument], *, timings: defaultdict[str, 
 # --- documents --------------------------------------------------------------------------------------------------
 
 
-def _apply_options(document: Document, options: IngestOptions, metadata: dict[str, Any]) -> None:
-    """Command-line options win over document metadata; metadata fills what options leave empty."""
-    document.access_tier = options.access_tier
+def _apply_options(
+    document: Document, options: IngestOptions, metadata: dict[str, Any], *, existing: bool
+) -> None:
+    """Command-line options win over document metadata; metadata fills what options leave empty. An option
+    left unset never loosens what an admin set on an existing document (its tier and groups are kept)."""
+    if options.access_tier:
+        document.access_tier = options.access_tier
+    elif not existing:
+        document.access_tier = AccessTier.INTERNAL
     tier = str(metadata.get("access_tier", "")).lower()
     if tier in AccessTier.values and AccessTier.values.index(tier) > AccessTier.values.index(
-        options.access_tier
+        document.access_tier
     ):
         document.access_tier = tier  # a document may ask to be more restricted than its folder, never less
     doc_type = options.doc_type or str(metadata.get("doc_type", "")).lower()
@@ -315,10 +321,12 @@ def _groups(names: Iterable[str]) -> list[Group]:
 def document_index_staged(*, staged: StagedDocument) -> Document:
     options = IngestOptions.from_dict(staged.options)
     with transaction.atomic():
-        document, _ = Document.objects.select_for_update().get_or_create(source=staged.source)
-        _apply_options(document, options, staged.metadata)
+        document, created = Document.objects.select_for_update().get_or_create(source=staged.source)
+        existing = not created and document.status != DocumentStatus.FAILED or document.version > 0
+        _apply_options(document, options, staged.metadata, existing=existing)
         document.save()
-        document.allowed_groups.set(_groups(options.acl_groups))
+        if options.acl_groups or not existing:
+            document.allowed_groups.set(_groups(options.acl_groups))
         return document_replace_chunks(staged=staged, document=document)
 
 
@@ -327,7 +335,8 @@ def document_record_failure(
 ) -> None:
     """Mark a document failed without touching a previously indexed version's chunks (they stay served)."""
     document, created = Document.objects.get_or_create(
-        source=source, defaults={"status": DocumentStatus.FAILED, "access_tier": options.access_tier}
+        source=source,
+        defaults={"status": DocumentStatus.FAILED, "access_tier": options.access_tier or AccessTier.INTERNAL},
     )
     Document.objects.filter(pk=document.pk).update(
         error=error[:2000],

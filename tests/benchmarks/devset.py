@@ -44,7 +44,7 @@ def ingest(corpus: Path) -> None:
     from knowledge.services import document_set_acl
 
     started = time.perf_counter()
-    call_command("ingest", str(corpus), "--inline", "--access-tier", "internal", "--batch-size", "32")
+    call_command("ingest", str(corpus), "--inline", "--batch-size", "32")
     print(f"ingest wall time: {time.perf_counter() - started:.1f}s")
     for source in RESTRICTED:
         document = Document.objects.get(source=source)

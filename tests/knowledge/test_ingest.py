@@ -265,3 +265,20 @@ def test_ingest_command_through_celery_worker(small_corpus, celery_worker_proces
     assert Counter(Chunk.objects.values_list("embedding_model", flat=True)) == {
         "all-MiniLM-L6-v2": Chunk.objects.count()
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reingest_without_acl_options_keeps_what_an_admin_set(small_corpus):
+    from knowledge.services import document_set_acl
+
+    ingest(small_corpus)
+    document = Document.objects.get(source="ntp.txt")
+    document_set_acl(document=document, access_tier="restricted", groups=["noc-admins"], actor=None)
+    (small_corpus / "ntp.txt").write_text(
+        "Title: NTP drift runbook\n\nRestart chronyd when drift exceeds 75 ms.\n"
+    )
+    assert ingest(small_corpus).changed == 1
+    document.refresh_from_db()
+    assert document.access_tier == "restricted"
+    assert list(document.allowed_groups.values_list("name", flat=True)) == ["noc-admins"]
+    assert all(not c.acl_open and c.acl_groups for c in document.chunks.all())

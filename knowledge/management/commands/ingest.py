@@ -27,7 +27,12 @@ class Command(BaseCommand):
             dest="acl_groups",
             help="group allowed to read these documents (repeatable)",
         )
-        parser.add_argument("--access-tier", default=AccessTier.INTERNAL, choices=AccessTier.values)
+        parser.add_argument(
+            "--access-tier",
+            default="",
+            choices=AccessTier.values,
+            help="default: internal for new documents; existing documents keep the tier an admin set",
+        )
         parser.add_argument("--department", default="")
         parser.add_argument("--doc-type", default="", choices=["", *DocType.values])
         parser.add_argument("--vendor", default="")
