@@ -103,6 +103,12 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
             [SYNTHETIC_PREFIX + "%"],
         )
         sources = cursor.fetchall()
+        # synthetic vectors are mixtures of the stored ones, so they carry the stored model's name
+        cursor.execute(
+            "SELECT embedding_model FROM knowledge_chunk WHERE active AND embedding_model <> '' LIMIT 1"
+        )
+        row = cursor.fetchone()
+        model_name = row[0] if row else "all-MiniLM-L6-v2"
         cursor.execute("SELECT chunk_id, entity_id, count FROM knowledge_mention")
         mentions: dict[int, list[tuple[int, int]]] = {}
         for chunk_id, entity_id, count in cursor.fetchall():
@@ -183,7 +189,7 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
                         doc_len,
                         hashlib.sha256(text.encode()).hexdigest(),
                         "[" + ",".join(f"{x:.6f}" for x in vector) + "]",
-                        "all-MiniLM-L6-v2",
+                        model_name,
                         False,
                         "[]",
                         True,

@@ -262,8 +262,11 @@ def test_ingest_command_through_celery_worker(small_corpus, celery_worker_proces
     assert all(list(d.allowed_groups.values_list("name", flat=True)) == ["noc-admins"] for d in docs)
     chunk = Chunk.objects.first()
     assert chunk.acl_groups and not chunk.acl_open and chunk.embedding is not None
+    from retrieval.embedders import get_embedder
+
+    get_embedder().warm_up()  # the name carries the variant (e.g. "+int8") once loaded
     assert Counter(Chunk.objects.values_list("embedding_model", flat=True)) == {
-        "all-MiniLM-L6-v2": Chunk.objects.count()
+        get_embedder().name: Chunk.objects.count()
     }
 
 
