@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import DataError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -63,6 +64,18 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         if exc.details is not None:
             body["details"] = exc.details
         return Response({"error": body}, status=exc.http_status)
+    if isinstance(exc, DataError) or (isinstance(exc, ValueError) and "NUL" in str(exc)):
+        # a value the database cannot represent (out-of-range number, NUL byte): the request is at fault
+        return Response(
+            {
+                "error": {
+                    "code": "invalid",
+                    "message": "a parameter has a value out of range or "
+                    "contains characters that are not allowed",
+                }
+            },
+            status=400,
+        )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

@@ -122,3 +122,17 @@ def test_openapi_schema_is_valid(tmp_path) -> None:
 
 def test_schema_is_served(client) -> None:  # type: ignore[no-untyped-def]
     assert client.get("/api/v1/schema").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/documents?offset=31692957330570790681182208",  # found by schemathesis: bigint overflow
+        "/api/v1/documents?offset=-5",
+        "/api/v1/documents?q=abc%00def",  # NUL byte: PostgreSQL refuses it
+    ],
+)
+def test_values_the_database_cannot_hold_are_a_400(client, url) -> None:  # type: ignore[no-untyped-def]
+    response = client.get(url)
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["message"]
