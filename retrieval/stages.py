@@ -100,8 +100,39 @@ def bm25_search(
         ORDER BY scored.score DESC, c.id LIMIT %s
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, [names, weights, max_df_ratio, k1, k1, b, b, *params, k])
+        selective = _selective_terms(cursor, names)
+        if selective is not None:
+            # Large corpus: candidates are the chunks holding at least one selective term; each candidate is
+            # then scored exactly over ALL query terms by primary-key probes. Chunks that match only common
+            # terms are not candidates: they could only reach the top-k with no selective term at all.
+            sql = sql.replace(
+                "FROM knowledge_posting p JOIN q ON p.term = q.term, s",
+                "FROM (SELECT DISTINCT chunk_id FROM knowledge_posting WHERE term = ANY(%s::varchar[])) cand "
+                "JOIN knowledge_posting p ON p.chunk_id = cand.chunk_id JOIN q ON p.term = q.term, s",
+            )
+            cursor.execute(sql, [names, weights, max_df_ratio, selective, k1, k1, b, b, *params, k])
+        else:
+            cursor.execute(sql, [names, weights, max_df_ratio, k1, k1, b, b, *params, k])
         return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
+
+
+LARGE_CORPUS = 50_000  # below this every posting of every query term is summed (a few ms)
+
+
+def _selective_terms(cursor, names: Sequence[str]) -> list[str] | None:  # type: ignore[no-untyped-def]
+    """On a large corpus, the query terms rare enough to generate candidates from (None: sum everything)."""
+    cursor.execute("SELECT n_chunks FROM knowledge_corpusstat WHERE id = 1")
+    row = cursor.fetchone()
+    n_chunks = int(row[0]) if row else 0
+    if n_chunks < LARGE_CORPUS:
+        return None
+    cursor.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [list(names)])
+    df = dict(cursor.fetchall())
+    cap = max(2_000, n_chunks // 100)
+    selective = [t for t, d in df.items() if d <= cap]
+    if not selective or len(selective) == len(df):
+        return None  # all common (no cheap candidates) or all selective (the plain sum is already cheap)
+    return selective
 
 
 def graph_search(
@@ -139,6 +170,7 @@ def graph_search(
         direct AS (
             SELECT m.chunk_id, sum(ent.w * (1 + ln(m.count)) / ln(2 + edf.df)) AS score
             FROM knowledge_mention m JOIN ent ON ent.id = m.entity_id JOIN edf ON edf.entity_id = m.entity_id
+            WHERE edf.df <= greatest(2000, (SELECT n_chunks FROM knowledge_corpusstat WHERE id = 1) / 50)
             GROUP BY m.chunk_id)
         SELECT c.id, direct.score, c.document_id FROM direct JOIN knowledge_chunk c ON c.id = direct.chunk_id
         WHERE {where}
