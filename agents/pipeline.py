@@ -8,6 +8,7 @@ Memory writes and the audit event are done by the caller (agents.services) after
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,14 @@ ABSTAIN_MESSAGE = "I don't have enough information in the knowledge base to answ
 MIN_COVERAGE = 0.20
 MIN_SENTENCE_SCORE = 0.36
 MAX_UNKNOWN_RARE_TERMS = 0  # a distinctive question term that occurs nowhere in the corpus => abstain
+EXPECTS_NUMBER = re.compile(
+    r"\bhow (?:many|much|long|often|big|large)\b|\bwhat (?:port|number|size|percentage|timeout|interval)\b",
+    re.IGNORECASE,
+)
+HAS_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|single|twice|once)\b",
+    re.IGNORECASE,
+)
 _sub_pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="subq")
 
 
@@ -395,6 +404,9 @@ def run_pipeline(
         best = ranked_[0]
         if best.coverage < MIN_COVERAGE or best.score < MIN_SENTENCE_SCORE:
             return False, f"best evidence too weak (coverage {best.coverage:.2f}, score {best.score:.2f})"
+        if EXPECTS_NUMBER.search(question) and not any(HAS_NUMBER.search(s.text) for s in ranked_[:4]):
+            # answer-type check: "how many / what port / how long" needs a quantity in the evidence
+            return False, "the question asks for a quantity and no close evidence sentence states one"
         return True, f"sufficient (coverage {ranked_[0].coverage:.2f}, score {ranked_[0].score:.2f})"
 
     ok, why = adequate(ranked)
