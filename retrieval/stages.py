@@ -110,13 +110,14 @@ def bm25_search(
                 "FROM (SELECT DISTINCT chunk_id FROM knowledge_posting WHERE term = ANY(%s::varchar[])) cand "
                 "JOIN knowledge_posting p ON p.chunk_id = cand.chunk_id JOIN q ON p.term = q.term, s",
             )
-            cursor.execute(sql, [names, weights, max_df_ratio, selective, k1, k1, b, b, *params, k])
+            cursor.execute(sql, [names, weights, max_df_ratio, k1, k1, b, b, selective, *params, k])
         else:
             cursor.execute(sql, [names, weights, max_df_ratio, k1, k1, b, b, *params, k])
         return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
 
 
 LARGE_CORPUS = 50_000  # below this every posting of every query term is summed (a few ms)
+SELECTIVE_MIN_DF = 2_000  # a term in at most max(this, 1% of chunks) generates candidates
 
 
 def _selective_terms(cursor, names: Sequence[str]) -> list[str] | None:  # type: ignore[no-untyped-def]
@@ -128,7 +129,7 @@ def _selective_terms(cursor, names: Sequence[str]) -> list[str] | None:  # type:
         return None
     cursor.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [list(names)])
     df = dict(cursor.fetchall())
-    cap = max(2_000, n_chunks // 100)
+    cap = max(SELECTIVE_MIN_DF, n_chunks // 100)
     selective = [t for t, d in df.items() if d <= cap]
     if not selective or len(selective) == len(df):
         return None  # all common (no cheap candidates) or all selective (the plain sum is already cheap)
