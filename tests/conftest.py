@@ -20,8 +20,18 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
-    """The stock fixture creates test_athena with all migrations (pgvector extension, triggers included)."""
+    """The stock fixture creates test_athena with all migrations (pgvector extension, triggers included).
+    Retrieval's pool threads keep persistent connections; they are closed before the test database is
+    dropped (DROP DATABASE refuses while other sessions are connected)."""
     yield
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    connection.close()
 
 
 @pytest.fixture()
