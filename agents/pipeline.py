@@ -431,9 +431,8 @@ def run_pipeline(
                 hits, evidence, ranked, ok = hits2, evidence2, ranked2, True
 
     retrieved = list(dict.fromkeys(h.source for h in hits))
-    if not ok:
-        searched = ", ".join(t.lstrip("=") for t in search_terms[:8])
-        answer = f"{ABSTAIN_MESSAGE} I searched the documents you can access for: {searched}."
+
+    def abstain(answer: str) -> PipelineResult:
         return _result(
             answer=answer,
             abstained=True,
@@ -446,6 +445,10 @@ def run_pipeline(
             hits=hits,
             retrieved=retrieved,
         )
+
+    if not ok:
+        searched = ", ".join(t.lstrip("=") for t in search_terms[:8])
+        return abstain(f"{ABSTAIN_MESSAGE} I searched the documents you can access for: {searched}.")
 
     ranked, disagreement = _disagreement_note(ranked, evidence, hits)
     llm = get_llm()
@@ -470,7 +473,7 @@ def run_pipeline(
             trace.note("generate_llm", f"failed: {exc}")
             draft = None
     if draft is None or attribution is None or not attribution.passed:
-        # extractive fallback, also the default without an LLM: best chunk first, then merged context
+        # extractive fallback, also the default without an LLM: merged context first, then the best chunk alone
         for label, subset in (
             ("merged_context", ranked),
             ("best_chunk", [s for s in ranked if s.evidence_index == ranked[0].evidence_index]),
@@ -485,19 +488,7 @@ def run_pipeline(
                 draft, attribution = candidate, check
                 break
     if draft is None or attribution is None or not attribution.passed:
-        answer = f"{ABSTAIN_MESSAGE} No answer could be verified against the documents."
-        return _result(
-            answer=answer,
-            abstained=True,
-            template=template,
-            hop=classification.hop,
-            verdict="abstained",
-            trace=trace,
-            started=started,
-            rewritten=rewritten,
-            hits=hits,
-            retrieved=retrieved,
-        )
+        return abstain(f"{ABSTAIN_MESSAGE} No answer could be verified against the documents.")
 
     # compose: number citations in order of first use
     refs: dict[int, int] = {}
@@ -523,18 +514,7 @@ def run_pipeline(
 
     if guardrails.leaks_system_prompt(answer, SYSTEM_PROMPT):
         trace.note("guard_output", "system prompt leak blocked")
-        return _result(
-            answer=ABSTAIN_MESSAGE,
-            abstained=True,
-            template=template,
-            hop=classification.hop,
-            verdict="abstained",
-            trace=trace,
-            started=started,
-            rewritten=rewritten,
-            hits=hits,
-            retrieved=retrieved,
-        )
+        return abstain(ABSTAIN_MESSAGE)
     trace.note("guard_output", "confidential marking removed" if marked else "ok")
 
     citations = []
