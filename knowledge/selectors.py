@@ -101,3 +101,14 @@ def chunk_get_visible(*, principal: Principal, chunk_id: int) -> Chunk:
     if chunk is None:
         raise NotFound("no such passage")
     return chunk
+
+
+def vendor_gazetteer() -> dict[str, tuple[str, str]]:
+    """The admin-curated gazetteer: lower-case alias -> (kind, canonical name), for the entity recognisers."""
+    from knowledge.models import Vendor
+
+    mapping: dict[str, tuple[str, str]] = {}
+    for vendor in Vendor.objects.all():
+        for alias in [vendor.name, *vendor.aliases]:
+            mapping[alias.lower()] = (vendor.kind, vendor.name)
+    return mapping

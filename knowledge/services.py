@@ -27,7 +27,8 @@ from knowledge.indexing import (
     document_sync_chunk_acl,
     embedding_text,
 )
-from knowledge.models import AccessTier, DocType, Document, DocumentStatus, IngestRun, Vendor
+from knowledge.models import AccessTier, DocType, Document, DocumentStatus, IngestRun
+from knowledge.selectors import vendor_gazetteer
 
 logger = logging.getLogger(__name__)
 
@@ -151,14 +152,6 @@ def file_hash(path: Path) -> str:
 
 
 # --- staging (CPU: parse, chunk, analyse, recognise) ---------------------------------------------------------
-
-
-def _gazetteer() -> dict[str, tuple[str, str]]:
-    mapping: dict[str, tuple[str, str]] = {}
-    for vendor in Vendor.objects.all():
-        for alias in [vendor.name, *vendor.aliases]:
-            mapping[alias.lower()] = (vendor.kind, vendor.name)
-    return mapping
 
 
 _token_counter: Callable[[str], int] | None = None
@@ -410,14 +403,13 @@ def document_reingest(*, document: Document) -> None:
 # --- batches and runs ------------------------------------------------------------------------------------------
 
 
-def files_ingest(
+def files_stage(
     *, root: str, files: Sequence[tuple[str, str]], options: IngestOptions, force: bool = False
-) -> IngestSummary:
-    """Ingest a batch of files: stage each (errors recorded per file), embed all at once, index each
-    document in its own transaction. Unchanged files cost one hash and one query."""
+) -> tuple[IngestSummary, list[StagedDocument]]:
+    """Stage a batch of files (hash, parse, chunk, analyse), recording per-file errors without stopping.
+    Unchanged files cost one hash and one query. Returns the summary so far and the documents to embed."""
     summary = IngestSummary()
-    started = time.perf_counter()
-    gazetteer = _gazetteer()
+    gazetteer = vendor_gazetteer()
     staged: list[StagedDocument] = []
     known = {d.source: d for d in Document.objects.filter(source__in=[s for s, _ in files])}
     for source, path_text in files:
@@ -432,12 +424,8 @@ def files_ingest(
             )
             continue
         existing = known.get(source)
-        if (
-            not force
-            and existing is not None
-            and existing.content_hash == content_hash
-            and existing.status == DocumentStatus.INDEXED
-        ):
+        indexed = existing is not None and existing.status == DocumentStatus.INDEXED
+        if not force and indexed and existing is not None and existing.content_hash == content_hash:
             summary.unchanged += 1
             continue
         try:
@@ -461,11 +449,16 @@ def files_ingest(
             summary.errors[source] = message
             document_record_failure(source=source, path=path, root=root, error=message, options=options)
             continue
-        if existing is not None and existing.status == DocumentStatus.INDEXED:
+        if indexed:
             summary.changed += 1
         else:
             summary.new += 1
         staged.append(document)
+    return summary, staged
+
+
+def staged_index(staged: Sequence[StagedDocument], summary: IngestSummary) -> None:
+    """Embed all staged documents in one call, then index each in its own transaction."""
     if staged:
         staged_embed(staged, timings=summary.stage_seconds)
     for document in staged:
@@ -473,6 +466,15 @@ def files_ingest(
         document_index_staged(staged=document)
         summary.stage_seconds["index"] += time.perf_counter() - t0
         summary.chunks += len(document.chunks)
+
+
+def files_ingest(
+    *, root: str, files: Sequence[tuple[str, str]], options: IngestOptions, force: bool = False
+) -> IngestSummary:
+    """Ingest a batch of files in this process: stage, embed all at once, index each document atomically."""
+    started = time.perf_counter()
+    summary, staged = files_stage(root=root, files=files, options=options, force=force)
+    staged_index(staged, summary)
     summary.seconds = time.perf_counter() - started
     return summary
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ from knowledge.indexing import staged_from_json, staged_to_json
 
 @shared_task(
     bind=True,
-    queue="ingest",
     autoretry_for=(OperationalError,),
     retry_backoff=True,
     max_retries=5,
@@ -25,45 +23,10 @@ def ingest_files_task(
     self, run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any]
 ) -> dict:  # type: ignore[no-untyped-def]
     """Stage a batch of files (CPU work) and hand the staged documents to the embed queue."""
-    opts = services.IngestOptions.from_dict(options)
-    summary = services.IngestSummary()
-    gazetteer = services._gazetteer()
-    known = {d.source: d for d in services.Document.objects.filter(source__in=[s for s, _ in files])}
-    staged = []
-    for source, path_text in files:
-        path = Path(path_text)
-        try:
-            content_hash = services.file_hash(path)
-            existing = known.get(source)
-            if (
-                existing is not None
-                and existing.content_hash == content_hash
-                and existing.status == services.DocumentStatus.INDEXED
-            ):
-                summary.unchanged += 1
-                continue
-            document = services.document_stage(
-                source=source,
-                path=path,
-                root=root,
-                content_hash=content_hash,
-                options=opts,
-                gazetteer=gazetteer,
-                timings=summary.stage_seconds,
-            )
-        except Exception as exc:
-            code = getattr(exc, "code", "error")
-            summary.failed += 1
-            summary.errors[source] = f"{code}: {exc}"
-            services.document_record_failure(
-                source=source, path=path, root=root, error=summary.errors[source], options=opts
-            )
-            continue
-        if existing is not None and existing.status == services.DocumentStatus.INDEXED:
-            summary.changed += 1
-        else:
-            summary.new += 1
-        staged.append(staged_to_json(document))
+    summary, documents = services.files_stage(
+        root=root, files=[(s, p) for s, p in files], options=services.IngestOptions.from_dict(options)
+    )
+    staged = [staged_to_json(document) for document in documents]
     if staged:
         embed_index_task.delay(run_id, staged, {"new": summary.new, "changed": summary.changed})
         # new/changed are counted when the embed task has indexed them, so --wait ends when all is visible
@@ -75,7 +38,6 @@ def ingest_files_task(
 
 @shared_task(
     bind=True,
-    queue="embed",
     autoretry_for=(OperationalError,),
     retry_backoff=True,
     max_retries=5,
@@ -84,14 +46,8 @@ def ingest_files_task(
 def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[str, int]) -> dict:  # type: ignore[no-untyped-def]
     """Embed every chunk of the batch in one length-sorted call, then index each document atomically."""
     documents = [staged_from_json(item) for item in staged]
-    timings: defaultdict[str, float] = defaultdict(float)
-    services.staged_embed(documents, timings=timings)
-    summary = services.IngestSummary(
-        new=counts.get("new", 0), changed=counts.get("changed", 0), stage_seconds=timings
-    )
-    for document in documents:
-        services.document_index_staged(staged=document)
-        summary.chunks += len(document.chunks)
+    summary = services.IngestSummary(new=counts.get("new", 0), changed=counts.get("changed", 0))
+    services.staged_index(documents, summary)
     if run_id is not None:
         services.ingest_run_add(run_id=run_id, summary=summary)
     return summary.as_dict()

@@ -102,14 +102,10 @@ def _synonyms() -> list[tuple[str, list[str]]]:
 
 
 def _gazetteer() -> dict[str, tuple[str, str]]:
-    from knowledge.models import Vendor
+    from knowledge.selectors import vendor_gazetteer
 
     if time.monotonic() - _gazetteer_cache["at"] > 30:
-        mapping = {}
-        for vendor in Vendor.objects.all():
-            for alias in [vendor.name, *vendor.aliases]:
-                mapping[alias.lower()] = (vendor.kind, vendor.name)
-        _gazetteer_cache["map"] = mapping
+        _gazetteer_cache["map"] = vendor_gazetteer()
         _gazetteer_cache["at"] = time.monotonic()
     return _gazetteer_cache["map"]
 
