@@ -68,10 +68,23 @@ def _chunk_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _acl_columns(document: Document) -> tuple[bool, list[int]]:
+def _acl_fields(document: Document) -> dict[str, object]:
+    """The chunk columns copied from the document so that every retrieval source filters inside its scan."""
     groups = sorted(document.allowed_groups.values_list("id", flat=True))
-    is_open = not groups and document.access_tier in OPEN_TIERS and document.owner_id is None
-    return is_open, groups
+    return {
+        "acl_open": not groups and document.access_tier in OPEN_TIERS and document.owner_id is None,
+        "acl_groups": groups,
+        "access_tier": document.access_tier,
+        "doc_type": document.doc_type,
+        "department": document.department,
+        "vendor": document.vendor,
+        "owner_id_acl": document.owner_id,
+    }
+
+
+def _remove_document_chunks(cursor, document: Document) -> None:  # type: ignore[no-untyped-def]
+    cursor.execute("SELECT id FROM knowledge_chunk WHERE document_id = %s", [document.pk])
+    _remove_chunks(cursor, [row[0] for row in cursor.fetchall()])
 
 
 def _remove_chunks(cursor, chunk_ids: Sequence[int]) -> None:  # type: ignore[no-untyped-def]
@@ -179,12 +192,11 @@ def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Do
             "`manage.py reembed` before ingesting with a new embedder"
         )
     _checked_models.add(staged.embedding_model)
-    is_open, groups = _acl_columns(document)
+    acl = _acl_fields(document)
     now = timezone.now()
     updated_at = staged.updated_at or document.source_updated_at
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id FROM knowledge_chunk WHERE document_id = %s", [document.pk])
-        _remove_chunks(cursor, [row[0] for row in cursor.fetchall()])
+        _remove_document_chunks(cursor, document)
 
         objects = []
         for i, chunk in enumerate(staged.chunks):
@@ -204,14 +216,8 @@ def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Do
                     injection_flag=bool(chunk.injection_matches),
                     injection_matches=chunk.injection_matches,
                     active=True,
-                    acl_open=is_open,
-                    acl_groups=groups,
-                    access_tier=document.access_tier,
-                    doc_type=document.doc_type,
-                    department=document.department,
-                    vendor=document.vendor,
-                    owner_id_acl=document.owner_id,
                     updated_at=updated_at,
+                    **acl,
                 )
             )
         created = Chunk.objects.bulk_create(objects, batch_size=500)
@@ -340,22 +346,13 @@ def _resolve_links(cursor, document: Document) -> None:  # type: ignore[no-untyp
 @transaction.atomic
 def document_remove_chunks(*, document: Document) -> None:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id FROM knowledge_chunk WHERE document_id = %s", [document.pk])
-        _remove_chunks(cursor, [row[0] for row in cursor.fetchall()])
+        _remove_document_chunks(cursor, document)
 
 
 def document_sync_chunk_acl(*, document: Document) -> int:
     """Copy the document's ACL and filter fields onto its chunks (after an admin edit)."""
-    is_open, groups = _acl_columns(document)
     return Chunk.objects.filter(document=document).update(
-        acl_open=is_open,
-        acl_groups=groups,
-        access_tier=document.access_tier,
-        doc_type=document.doc_type,
-        department=document.department,
-        vendor=document.vendor,
-        owner_id_acl=document.owner_id,
-        active=document.status == DocumentStatus.INDEXED,
+        active=document.status == DocumentStatus.INDEXED, **_acl_fields(document)
     )
 
 
