@@ -109,13 +109,11 @@ class OfflineReranker:
                 0.4 * coverage + 0.15 * bigram + 0.15 * min(1.0, proximity) + 0.1 * ident + 0.2 * heading
             )
         if self.semantic:
-            semantic = self._sentence_similarity(query, passages, analysed, q_terms)
+            semantic = self._sentence_similarity(query, passages, q_terms)
             scores = [0.5 * lexical + 0.5 * sim for lexical, sim in zip(scores, semantic, strict=True)]
         return scores
 
-    def _sentence_similarity(
-        self, query: str, passages: Sequence[str], analysed: list[list[str]], q_terms: list[str]
-    ) -> list[float]:
+    def _sentence_similarity(self, query: str, passages: Sequence[str], q_terms: list[str]) -> list[float]:
         """Cosine between the question and the passage's most question-like sentence (the one sharing most
         terms with it), with the passage's own embedding model: a local, passage-internal semantic signal."""
         from retrieval.analysis import sentences
@@ -128,14 +126,29 @@ class OfflineReranker:
             picked.append(" ".join(best.split()[:48]))
         model = self._sentence_model()
         vectors = model.embed_passages(picked, batch_size=32)
-        return [float(x) for x in vectors @ model.embed_query(query)]
+        if model is self._main_embedder():
+            from retrieval.search import embed_query
+
+            query_vec = embed_query(query)  # already computed (and memoised) by the dense stage
+        else:
+            query_vec = model.embed_query(query)
+        return [float(x) for x in vectors @ query_vec]
+
+    @staticmethod
+    def _main_embedder() -> Any:
+        from retrieval.embedders import get_embedder
+
+        return get_embedder()
 
     def _sentence_model(self) -> Any:
-        """A private int8-quantised MiniLM: ~2.5x faster, and only relative similarities matter here."""
+        """An int8-quantised MiniLM (~2.5x faster; only relative similarities matter here): the configured
+        embedder when it already is one, otherwise a private instance."""
         if self._model is None:
             from retrieval.embedders import MiniLMEmbedder
 
-            self._model = MiniLMEmbedder(quantize=True)
+            main = self._main_embedder()
+            is_int8_minilm = isinstance(main, MiniLMEmbedder) and main.quantize
+            self._model = main if is_int8_minilm else MiniLMEmbedder(quantize=True)
         return self._model
 
 
