@@ -3,6 +3,7 @@ the top-k cut. They take a cursor-producing connection so they can run concurren
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import datetime, time
 from typing import Any
@@ -72,68 +73,146 @@ def bm25_search(
     k1: float = 1.2,
     b: float = 0.75,
     max_df_ratio: float = 0.25,
+    prune_from: int | None = None,
+    first_depth: int = 256,
 ) -> list[Scored]:
-    """Exact Okapi BM25 from the postings table. `terms` carry a query weight (1 for the question's own
+    """Exact Okapi BM25 top-k from the postings table. `terms` carry a query weight (1 for the question's own
     terms, less for synonym expansions). Terms in more than `max_df_ratio` of chunks are dropped: their idf
-    is near zero, yet their postings dominate the cost."""
+    is near zero, yet their postings dominate the cost.
+
+    Below `prune_from` chunks (default LARGE_CORPUS) every posting of every term is summed in one statement.
+    Above it, :func:`_bm25_threshold` reads each term's postings best-first and stops as soon as no unread
+    chunk can reach the top-k; both return the same ranking (tested)."""
     if not terms:
         return []
     where, params = visibility_sql(principal, filters)
-    names = [t for t, _ in terms]
-    weights = [w for _, w in terms]
-    sql = f"""
-        WITH s AS (SELECT greatest(n_chunks, 1)::float8 AS n,
-                          greatest(total_len::float8 / greatest(n_chunks, 1), 1) AS avgdl
-                   FROM knowledge_corpusstat WHERE id = 1),
-        q AS (SELECT t.term, max(x.w) * ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf
-              FROM unnest(%s::varchar[], %s::float8[]) AS x(term, w)
-              JOIN knowledge_termstat t ON t.term = x.term, s
-              WHERE t.df <= greatest(%s * s.n, 50)
-              GROUP BY t.term, t.df, s.n),
-        scored AS (
-              SELECT p.chunk_id, sum(q.idf * p.tf * (%s + 1)
-                                     / (p.tf + %s * (1 - %s + %s * p.doc_len / s.avgdl))) AS score
-              FROM knowledge_posting p JOIN q ON p.term = q.term, s
-              GROUP BY p.chunk_id)
-        SELECT c.id, scored.score FROM scored JOIN knowledge_chunk c ON c.id = scored.chunk_id
-        WHERE {where}
-        ORDER BY scored.score DESC, c.id LIMIT %s
-    """
+    weights: dict[str, float] = {}
+    for term, weight in terms:
+        weights[term] = max(weight, weights.get(term, 0.0))
     with connection.cursor() as cursor:
-        selective = _selective_terms(cursor, names)
-        if selective is not None:
-            # Large corpus: candidates are the chunks holding at least one selective term; each candidate is
-            # then scored exactly over ALL query terms by primary-key probes. Chunks that match only common
-            # terms are not candidates: they could only reach the top-k with no selective term at all.
-            sql = sql.replace(
-                "FROM knowledge_posting p JOIN q ON p.term = q.term, s",
-                "FROM (SELECT DISTINCT chunk_id FROM knowledge_posting WHERE term = ANY(%s::varchar[])) cand "
-                "JOIN knowledge_posting p ON p.chunk_id = cand.chunk_id JOIN q ON p.term = q.term, s",
-            )
-            cursor.execute(sql, [names, weights, max_df_ratio, k1, k1, b, b, selective, *params, k])
-        else:
-            cursor.execute(sql, [names, weights, max_df_ratio, k1, k1, b, b, *params, k])
+        cursor.execute("SELECT n_chunks, total_len FROM knowledge_corpusstat WHERE id = 1")
+        row = cursor.fetchone()
+        n_chunks, total_len = (int(row[0]), int(row[1])) if row else (0, 0)
+        threshold = LARGE_CORPUS if prune_from is None else prune_from
+        if n_chunks >= threshold and (k1, b) == (IMPACT_K1, IMPACT_B):
+            n = max(n_chunks, 1)
+            avgdl = max(total_len / n, 1.0)
+            cursor.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [list(weights)])
+            cap = max(max_df_ratio * n, 50)
+            query = {
+                term: weights[term] * math.log(1 + (n - df + 0.5) / (df + 0.5))
+                for term, df in cursor.fetchall()
+                if 0 < df <= cap
+            }
+            ranked = _bm25_threshold(cursor, query, avgdl, where, params, k=k, first_depth=first_depth)
+            if ranked is not None:
+                return ranked
+        cursor.execute(
+            BM25_SQL.format(where=where),
+            [list(weights), list(weights.values()), max_df_ratio, k1, k1, b, b, *params, k],
+        )
         return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
 
 
-LARGE_CORPUS = 50_000  # below this every posting of every query term is summed (a few ms)
-SELECTIVE_MIN_DF = 2_000  # a term in at most max(this, 1% of chunks) generates candidates
+BM25_SQL = """
+    WITH s AS (SELECT greatest(n_chunks, 1)::float8 AS n,
+                      greatest(total_len::float8 / greatest(n_chunks, 1), 1) AS avgdl
+               FROM knowledge_corpusstat WHERE id = 1),
+    q AS (SELECT t.term, max(x.w) * ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf
+          FROM unnest(%s::varchar[], %s::float8[]) AS x(term, w)
+          JOIN knowledge_termstat t ON t.term = x.term, s
+          WHERE t.df <= greatest(%s * s.n, 50)
+          GROUP BY t.term, t.df, s.n),
+    scored AS (
+          SELECT p.chunk_id, sum(q.idf * p.tf * (%s + 1)
+                                 / (p.tf + %s * (1 - %s + %s * p.doc_len / s.avgdl))) AS score
+          FROM knowledge_posting p JOIN q ON p.term = q.term, s
+          GROUP BY p.chunk_id)
+    SELECT c.id, scored.score FROM scored JOIN knowledge_chunk c ON c.id = scored.chunk_id
+    WHERE {where}
+    ORDER BY scored.score DESC, c.id LIMIT %s
+"""
+
+GRAPH_MAX_DF = 2_000
+LARGE_CORPUS = 50_000  # below this, summing every posting of every query term takes a few ms
+MAX_DEPTH = 16_384  # postings read per term before the threshold walk gives up and sums everything
+# Postings are indexed by their BM25 term-frequency component computed with these constants (migration
+# 0004, index knowledge_posting_impact); the query below must use the identical expression.
+IMPACT_K1, IMPACT_B, IMPACT_AVGDL = 1.2, 0.75, 64.0
+IMPACT_EXPR = (
+    "(p.tf * 2.2::float8 / (p.tf + 1.2::float8 * (0.25::float8 + 0.75::float8 * p.doc_len / 64.0::float8)))"
+)
 
 
-def _selective_terms(cursor, names: Sequence[str]) -> list[str] | None:  # type: ignore[no-untyped-def]
-    """On a large corpus, the query terms rare enough to generate candidates from (None: sum everything)."""
-    cursor.execute("SELECT n_chunks FROM knowledge_corpusstat WHERE id = 1")
-    row = cursor.fetchone()
-    n_chunks = int(row[0]) if row else 0
-    if n_chunks < LARGE_CORPUS:
-        return None
-    cursor.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [list(names)])
-    df = dict(cursor.fetchall())
-    cap = max(SELECTIVE_MIN_DF, n_chunks // 100)
-    selective = [t for t, d in df.items() if d <= cap]
-    if not selective or len(selective) == len(df):
-        return None  # all common (no cheap candidates) or all selective (the plain sum is already cheap)
-    return selective
+def _tf_part(tf: int, doc_len: int, avgdl: float) -> float:
+    return tf * (IMPACT_K1 + 1) / (tf + IMPACT_K1 * (1 - IMPACT_B + IMPACT_B * doc_len / avgdl))
+
+
+def _bm25_threshold(
+    cursor: Any,
+    query: dict[str, float],
+    avgdl: float,
+    where: str,
+    params: list[Any],
+    *,
+    k: int,
+    first_depth: int,
+) -> list[Scored] | None:
+    """Exact top-k by a threshold walk over impact-ordered postings (Fagin's threshold algorithm).
+
+    `query` maps each term to its weighted idf. Each round reads the best `depth` postings of every term
+    (index knowledge_posting_impact), keeps the chunks the principal may read, completes the scores of those
+    that could still reach the top-k by primary-key probes, and stops when the k-th exact score beats the
+    best score any unread chunk could have: the sum over terms of idf x the term's last impact read.
+    Impacts were computed with avgdl = IMPACT_AVGDL; with the corpus's real avgdl a term-frequency component
+    can be at most max(1, avgdl / IMPACT_AVGDL) times larger, so that factor keeps the bound safe.
+    Returns None when `MAX_DEPTH` postings per term were not enough (the caller then sums everything)."""
+    if not query:
+        return []
+    terms = list(query)
+    slack = max(1.0, avgdl / IMPACT_AVGDL)
+    depth = first_depth
+    while True:
+        cursor.execute(
+            f"SELECT x.term, p.chunk_id, p.tf, p.doc_len, p.impact FROM unnest(%s::varchar[]) AS x(term) "
+            f"CROSS JOIN LATERAL (SELECT p.chunk_id, p.tf, p.doc_len, {IMPACT_EXPR} AS impact "
+            f"FROM knowledge_posting p WHERE p.term = x.term ORDER BY {IMPACT_EXPR} DESC LIMIT %s) p",
+            [terms, depth],
+        )
+        seen: dict[int, dict[str, float]] = {}
+        read: dict[str, int] = dict.fromkeys(terms, 0)
+        last: dict[str, float] = dict.fromkeys(terms, 0.0)
+        for term, chunk_id, tf, doc_len, impact in cursor.fetchall():
+            seen.setdefault(chunk_id, {})[term] = query[term] * _tf_part(tf, doc_len, avgdl)
+            read[term] += 1
+            last[term] = impact
+        # terms whose postings were not all read; an unread posting of t is worth at most ceiling[t]
+        ceiling = {t: query[t] * last[t] * slack for t in terms if read[t] == depth}
+        unread_bound = sum(ceiling.values())
+        cursor.execute(
+            f"SELECT c.id FROM knowledge_chunk c WHERE c.id = ANY(%s) AND {where}", [list(seen), *params]
+        )
+        visible = [row[0] for row in cursor.fetchall()]
+        score = {c: sum(seen[c].values()) for c in visible}
+        upper = {c: score[c] + sum(v for t, v in ceiling.items() if t not in seen[c]) for c in visible}
+        by_lower = sorted(score.values(), reverse=True)
+        kth_lower = by_lower[k - 1] if len(by_lower) >= k else 0.0
+        probe = [c for c in visible if upper[c] > score[c] and upper[c] >= kth_lower]
+        if probe and ceiling:
+            cursor.execute(
+                "SELECT chunk_id, term, tf, doc_len FROM knowledge_posting "
+                "WHERE term = ANY(%s::varchar[]) AND chunk_id = ANY(%s)",
+                [list(ceiling), probe],
+            )
+            for chunk_id, term, tf, doc_len in cursor.fetchall():
+                if term not in seen[chunk_id]:
+                    score[chunk_id] += query[term] * _tf_part(tf, doc_len, avgdl)
+        top = sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        if not ceiling or (len(top) == k and top[-1][1] > unread_bound):
+            return [Scored(int(c), float(s)) for c, s in top]
+        if depth >= MAX_DEPTH:
+            return None
+        depth *= 4
 
 
 def graph_search(
@@ -143,9 +222,15 @@ def graph_search(
     *,
     k: int = 15,
     neighbours: int = 5,
+    mentions_per_entity: int = 400,
 ) -> list[Scored]:
     """Chunks reached from the question's entities: direct mentions (weighted by entity rarity), mentions
-    of strongly co-occurring entities, and chunks of documents linked to/from the best documents."""
+    of strongly co-occurring entities, and chunks of documents linked to/from the best documents.
+
+    Each entity contributes its `mentions_per_entity` strongest mentions among the chunks the principal may
+    read (index knowledge_mention_strength, ACL checked while walking it, so a narrow principal or filter
+    still gets a full list); entities mentioned in more than max(GRAPH_MAX_DF, N/50) chunks carry no
+    signal and are skipped. The cost is bounded whatever the corpus size."""
     if not entity_keys:
         return []
     where, params = visibility_sql(principal, filters)
@@ -166,19 +251,28 @@ def graph_search(
                   WHERE e.weight > 0) nb
             WHERE nb.r <= %s AND nb.other NOT IN (SELECT id FROM seed)),
         ent AS (SELECT id, max(w) AS w FROM near GROUP BY id),
-        edf AS (SELECT m.entity_id, count(*) AS df FROM knowledge_mention m JOIN ent ON ent.id = m.entity_id
-                GROUP BY m.entity_id),
+        edf AS (SELECT ent.id, ent.w,
+                       (SELECT count(*) FROM (SELECT 1 FROM knowledge_mention m WHERE m.entity_id = ent.id
+                                              LIMIT %s) x) AS df
+                FROM ent),
         direct AS (
-            SELECT m.chunk_id, sum(ent.w * (1 + ln(m.count)) / ln(2 + edf.df)) AS score
-            FROM knowledge_mention m JOIN ent ON ent.id = m.entity_id JOIN edf ON edf.entity_id = m.entity_id
-            WHERE edf.df <= greatest(2000, (SELECT n_chunks FROM knowledge_corpusstat WHERE id = 1) / 50)
-            GROUP BY m.chunk_id)
-        SELECT c.id, direct.score, c.document_id FROM direct JOIN knowledge_chunk c ON c.id = direct.chunk_id
-        WHERE {where}
-        ORDER BY direct.score DESC, c.id LIMIT %s
+            SELECT m.chunk_id, m.document_id, sum(edf.w * (1 + ln(m.count)) / ln(2 + edf.df)) AS score
+            FROM edf CROSS JOIN LATERAL (
+                SELECT m.chunk_id, m.count, c.document_id FROM knowledge_mention m
+                JOIN knowledge_chunk c ON c.id = m.chunk_id
+                WHERE m.entity_id = edf.id AND {where}
+                ORDER BY m.count DESC, m.chunk_id LIMIT %s) m
+            WHERE edf.df <= %s
+            GROUP BY m.chunk_id, m.document_id)
+        SELECT chunk_id, score, document_id FROM direct ORDER BY score DESC, chunk_id LIMIT %s
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, [kinds, names, neighbours, *params, k])
+        cursor.execute("SELECT n_chunks FROM knowledge_corpusstat WHERE id = 1")
+        row = cursor.fetchone()
+        too_common = max(GRAPH_MAX_DF, (int(row[0]) if row else 0) // 50)
+        cursor.execute(
+            sql, [kinds, names, neighbours, too_common + 1, *params, mentions_per_entity, too_common, k]
+        )
         rows = cursor.fetchall()
         run = [Scored(int(i), float(s)) for i, s, _ in rows]
         if not rows:

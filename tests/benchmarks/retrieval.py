@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import os
 import random
@@ -47,6 +48,8 @@ POSTING_INDEXES = (
     "ALTER TABLE knowledge_posting ADD CONSTRAINT knowledge_posting_pkey PRIMARY KEY (term, chunk_id) "
     "INCLUDE (tf, doc_len)",
     "CREATE INDEX knowledge_posting_chunk ON knowledge_posting (chunk_id)",
+    # the impact-ordered index exactly as migration 0004 creates it
+    "CREATE INDEX knowledge_posting_impact ON knowledge_posting (term, {impact} DESC) INCLUDE (chunk_id, tf, doc_len)",
 )
 
 
@@ -130,6 +133,7 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
         cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
         cursor.execute("ALTER TABLE knowledge_posting DROP CONSTRAINT IF EXISTS knowledge_posting_pkey")
         cursor.execute("DROP INDEX IF EXISTS knowledge_posting_chunk")
+        cursor.execute("DROP INDEX IF EXISTS knowledge_posting_impact")
         cursor.execute("SELECT coalesce(max(id), 0) FROM knowledge_document")
         next_doc = cursor.fetchone()[0] + 1
         cursor.execute("SELECT coalesce(max(id), 0) FROM knowledge_chunk")
@@ -270,8 +274,9 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
         timings["copy_s"] = round(copy_s, 1)
         with connection.cursor() as cursor:
             t0 = time.perf_counter()
+            impact = importlib.import_module("knowledge.migrations.0004_impact_ordered_postings").IMPACT
             for sql in POSTING_INDEXES:
-                cursor.execute(sql)
+                cursor.execute(sql.format(impact=impact))
             timings["posting_index_s"] = round(time.perf_counter() - t0, 1)
             t0 = time.perf_counter()
             _stats_recompute(cursor)

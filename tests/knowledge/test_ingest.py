@@ -285,22 +285,3 @@ def test_reingest_without_acl_options_keeps_what_an_admin_set(small_corpus):
     assert document.access_tier == "restricted"
     assert list(document.allowed_groups.values_list("name", flat=True)) == ["noc-admins"]
     assert all(not c.acl_open and c.acl_groups for c in document.chunks.all())
-
-
-@pytest.mark.django_db(transaction=True)
-def test_large_corpus_candidate_path_scores_candidates_exactly(small_corpus, monkeypatch):
-    from retrieval import stages
-
-    ingest(small_corpus)
-    terms = [(t, 1.0) for t in query_terms("chronyd drift seconds")]
-    exact = {
-        s.id: s.score for s in bm25_search(terms, Principal(None, "x"), Filters(), k=100, max_df_ratio=1.0)
-    }
-    monkeypatch.setattr(stages, "LARGE_CORPUS", 0)
-    monkeypatch.setattr(stages, "SELECTIVE_MIN_DF", 1)  # "chronyd" (one chunk) is selective, "second" is not
-    pruned = {
-        s.id: s.score for s in bm25_search(terms, Principal(None, "x"), Filters(), k=100, max_df_ratio=1.0)
-    }
-    assert pruned and set(pruned) < set(exact)
-    for chunk_id, score in pruned.items():
-        assert score == pytest.approx(exact[chunk_id], rel=1e-9)
