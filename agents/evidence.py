@@ -38,6 +38,7 @@ class ScoredSentence:
     coverage: float
     dense: float
     position: int
+    support: float = 0.0  # the score before the answer-shape adjustments: how well the evidence matches
 
 
 @dataclass
@@ -103,8 +104,9 @@ def score_sentences(
     total = sum(weights.values()) or 1.0
     q_ids = {i.lower() for i in identifiers(question)}
     candidates: list[tuple[str, int, int, str]] = []
+    parts_of: dict[int, list[str]] = {}
     for index, item in enumerate(evidence):
-        parts = sentences(item.text)
+        parts = parts_of[index] = sentences(item.text)
         for position, sentence in enumerate(parts):
             if 3 <= len(sentence.split()) <= 90:
                 # context: the chunk's heading trail and the previous sentence. An answer sentence often leaves
@@ -121,20 +123,27 @@ def score_sentences(
         coverage = 0.6 * own + 0.4 * in_context
         ident = (sum(1 for i in q_ids if i in sentence.lower()) / len(q_ids)) if q_ids else 0.0
         rank_prior = 1.0 / (1.0 + 0.15 * index)
-        scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0])
+        previous = parts_of[index][position - 1] if position else ""
+        window = f"{previous} {sentence}" if previous and len(previous.split()) <= 40 else sentence
+        scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0, window])
     scored.sort(key=lambda row: -(row[3] + 0.3 * row[4]) * row[5])
     scored = scored[:max_sentences]
     if embed is not None and query_vec is not None and scored:
         # only the lexically best sentences are embedded (the cost of this step), each cut to 48 words
         head = scored[:embed_top]
-        vectors = embed([" ".join(str(row[0]).split()[:48]) for row in head])
+        vectors = embed([" ".join(str(row[7]).split()[-64:]) for row in head])
         sims = vectors @ query_vec
         for row, sim in zip(head, sims, strict=True):
             row[6] = float(sim)
+    q_tokens = _critical_tokens(question)
     results = []
-    for sentence, index, position, coverage, ident, prior, dense in scored:
-        score = (0.55 * coverage + 0.35 * max(0.0, dense) + 0.10 * ident) * (0.7 + 0.3 * prior)
-        results.append(ScoredSentence(sentence, index, score, coverage, dense, position))
+    for sentence, index, position, coverage, ident, prior, dense, _window in scored:
+        support = score = (0.55 * coverage + 0.35 * max(0.0, dense) + 0.10 * ident) * (0.7 + 0.3 * prior)
+        if sentence.rstrip().endswith("?"):
+            score *= 0.75  # a FAQ heading restates the question; its answer comes after it
+        elif _critical_tokens(sentence) - q_tokens:
+            score += 0.03  # states a value, identifier or command the question does not already contain
+        results.append(ScoredSentence(sentence, index, score, coverage, dense, position, support))
     results.sort(key=lambda s: (-s.score, s.evidence_index, s.position))
     return results
 
@@ -160,7 +169,12 @@ def compose_extractive(
     chosen: list[tuple[str, int]] = []
     if template == "procedure_sop":
         steps = _steps(evidence[best.evidence_index].text)
-        if len(steps) >= 2:
+        # the passage's list is the answer only when the best sentence is one of its steps or introduces it
+        introduces = (
+            best.text.rstrip().endswith(":")
+            and _next_sentence(evidence[best.evidence_index].text, best.text) in steps
+        )
+        if len(steps) >= 2 and (best.text in steps or introduces):
             chosen = [(step, best.evidence_index) for step in steps[:10]]
             return Draft(template, chosen, preface="Steps:")
     if template == "comparison_decision":
@@ -175,41 +189,53 @@ def compose_extractive(
             if following and len(following.split()) <= 40:
                 chosen.insert(1, (following, picks[0].evidence_index))
         return Draft(template, chosen)
-    # parameter lookups lead with the best sentence (the value); others add close runners-up
-    limit = 3 if template == "parameter_lookup" else max_sentences + 1
+    # Answer units: a chosen sentence plus what follows it in its passage. The value or the reason is often
+    # in the sentence AFTER the one that matches the question best ("ntsport port: This directive specifies
+    # the TCP port ... The default port is 4460."), and a line ending in ':' or '?' introduces its answer.
+    limit = 5 if template == "parameter_lookup" else max_sentences + 4
     floor = best.score * 0.7
     seen: set[str] = set()
-    # a definition list entry ("makestep threshold limit" then its description): the term line names the
-    # thing the question asks for, so it leads the answer
-    lead_in = _previous_sentence(evidence[best.evidence_index].text, best.text)
-    if lead_in and len(lead_in.split()) <= 6 and not lead_in.rstrip().endswith((".", ":", "?")):
-        chosen.append((lead_in, best.evidence_index))
-        seen.add(lead_in.lower())
-    chosen.append((best.text, best.evidence_index))
-    seen.add(best.text.lower())
-    # a definition is often followed by its value ("... This option sets X. The default is 10."): keep the
-    # sentence after the best one when it is short and from the same passage
-    following = _next_sentence(evidence[best.evidence_index].text, best.text)
-    if following and len(following.split()) <= 40:
-        chosen.append((following, best.evidence_index))
-        seen.add(following.lower())
-    # the top-ranked passage's own best sentence: retrieval rank is the strongest single signal we have
+
+    def add_unit(pick: ScoredSentence, allow_lead_in: bool) -> None:
+        text = evidence[pick.evidence_index].text
+        if allow_lead_in:
+            # a definition list entry ("makestep threshold limit" then its description): the term line names
+            # the thing the question asks for, so it leads the answer
+            lead_in = _previous_sentence(text, pick.text)
+            term_line = (
+                lead_in and len(lead_in.split()) <= 6 and not lead_in.rstrip().endswith((".", ":", "?"))
+            )
+            if lead_in and term_line and lead_in.lower() not in seen:
+                chosen.append((lead_in, pick.evidence_index))
+                seen.add(lead_in.lower())
+        if pick.text.lower() not in seen:
+            chosen.append((pick.text, pick.evidence_index))
+            seen.add(pick.text.lower())
+        current = pick.text
+        for _ in range(3):
+            following = _next_sentence(text, current)
+            if not following or len(following.split()) > 40 or following.lower() in seen:
+                break
+            chosen.append((following, pick.evidence_index))
+            seen.add(following.lower())
+            # keep going after a lead-in ("... with these commands (as root):") or a short sentence
+            if not (current.rstrip().endswith((":", "?")) or len(following.split()) <= 12):
+                break
+            current = following
+
+    add_unit(best, allow_lead_in=True)
+    # the next best sentences, then the top-ranked passage's own best sentence (retrieval rank is the
+    # strongest single signal we have), then close runners-up while there is room
     top_best = next((s for s in ranked if s.evidence_index == 0), None)
-    if top_best is not None and top_best.text.lower() not in seen and top_best.score >= best.score * 0.6:
-        chosen.append((top_best.text, 0))
-        seen.add(top_best.text.lower())
-        top_following = _next_sentence(evidence[0].text, top_best.text)
-        if top_following and len(top_following.split()) <= 40 and top_following.lower() not in seen:
-            chosen.append((top_following, 0))
-            seen.add(top_following.lower())
-    for sentence in ranked:
-        key = sentence.text.lower()
-        if key in seen or sentence.score < floor:
-            continue
-        seen.add(key)
-        chosen.append((sentence.text, sentence.evidence_index))
+    runners = [s for s in ranked[1:3] if s.score >= best.score * 0.6]
+    if top_best is not None and top_best.score >= best.score * 0.6:
+        runners.append(top_best)
+    runners += [s for s in ranked[3:] if s.score >= floor]
+    for sentence in runners:
         if len(chosen) >= limit:
             break
+        if sentence.text.lower() not in seen:
+            add_unit(sentence, allow_lead_in=False)
     section = evidence[best.evidence_index].section or evidence[best.evidence_index].title
     return Draft(template, chosen, preface=f"From {section}:" if section else "")
 

@@ -401,13 +401,13 @@ def run_pipeline(
             )
         if not ranked_:
             return False, "no evidence"
-        best = ranked_[0]
-        if best.coverage < MIN_COVERAGE or best.score < MIN_SENTENCE_SCORE:
-            return False, f"best evidence too weak (coverage {best.coverage:.2f}, score {best.score:.2f})"
+        best = max(ranked_, key=lambda s: s.support)  # the closest match, before answer-shape adjustments
+        if best.coverage < MIN_COVERAGE or best.support < MIN_SENTENCE_SCORE:
+            return False, f"best evidence too weak (coverage {best.coverage:.2f}, score {best.support:.2f})"
         if EXPECTS_NUMBER.search(question) and not any(HAS_NUMBER.search(s.text) for s in ranked_[:4]):
             # answer-type check: "how many / what port / how long" needs a quantity in the evidence
             return False, "the question asks for a quantity and no close evidence sentence states one"
-        return True, f"sufficient (coverage {ranked_[0].coverage:.2f}, score {ranked_[0].score:.2f})"
+        return True, f"sufficient (coverage {best.coverage:.2f}, score {best.support:.2f})"
 
     ok, why = adequate(ranked)
     trace.note("adequacy", why)

@@ -81,14 +81,15 @@ def bm25_search(
     is near zero, yet their postings dominate the cost.
 
     Below `prune_from` chunks (default LARGE_CORPUS) every posting of every term is summed in one statement.
-    Above it, :func:`_bm25_threshold` reads each term's postings best-first and stops as soon as no unread
-    chunk can reach the top-k; both return the same ranking (tested)."""
+    Above it, :func:`_bm25_threshold` reads each term's best postings first and skips chunks that provably
+    cannot reach the top-k; both return the same ranking (tested)."""
     if not terms:
         return []
     where, params = visibility_sql(principal, filters)
     weights: dict[str, float] = {}
     for term, weight in terms:
         weights[term] = max(weight, weights.get(term, 0.0))
+    sql_args = [list(weights), list(weights.values()), max_df_ratio, k1, k1, b, b, *params, k]
     with connection.cursor() as cursor:
         cursor.execute("SELECT n_chunks, total_len FROM knowledge_corpusstat WHERE id = 1")
         row = cursor.fetchone()
@@ -104,13 +105,10 @@ def bm25_search(
                 for term, df in cursor.fetchall()
                 if 0 < df <= cap
             }
-            ranked = _bm25_threshold(cursor, query, avgdl, where, params, k=k, first_depth=first_depth)
-            if ranked is not None:
-                return ranked
-        cursor.execute(
-            BM25_SQL.format(where=where),
-            [list(weights), list(weights.values()), max_df_ratio, k1, k1, b, b, *params, k],
-        )
+            return _bm25_threshold(
+                cursor, query, avgdl, where, params, k=k, first_depth=first_depth, sql_args=sql_args
+            )
+        cursor.execute(BM25_SQL.format(where=where), sql_args)
         return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
 
 
@@ -135,7 +133,12 @@ BM25_SQL = """
 
 GRAPH_MAX_DF = 2_000
 LARGE_CORPUS = 50_000  # below this, summing every posting of every query term takes a few ms
-MAX_DEPTH = 16_384  # postings read per term before the threshold walk gives up and sums everything
+ALL_POSTINGS = "FROM knowledge_posting p JOIN q ON p.term = q.term, s"
+# MaxScore candidates: chunks holding at least one essential term, each then scored over all query terms
+CANDIDATE_POSTINGS = (
+    "FROM (SELECT DISTINCT chunk_id FROM knowledge_posting WHERE term = ANY(%s::varchar[])) cand "
+    "JOIN knowledge_posting p ON p.chunk_id = cand.chunk_id JOIN q ON p.term = q.term, s"
+)
 # Postings are indexed by their BM25 term-frequency component computed with these constants (migration
 # 0004, index knowledge_posting_impact); the query below must use the identical expression.
 IMPACT_K1, IMPACT_B, IMPACT_AVGDL = 1.2, 0.75, 64.0
@@ -157,62 +160,77 @@ def _bm25_threshold(
     *,
     k: int,
     first_depth: int,
-) -> list[Scored] | None:
-    """Exact top-k by a threshold walk over impact-ordered postings (Fagin's threshold algorithm).
+    sql_args: list[Any],
+) -> list[Scored]:
+    """Exact top-k in two steps over impact-ordered postings.
 
-    `query` maps each term to its weighted idf. Each round reads the best `depth` postings of every term
-    (index knowledge_posting_impact), keeps the chunks the principal may read, completes the scores of those
-    that could still reach the top-k by primary-key probes, and stops when the k-th exact score beats the
-    best score any unread chunk could have: the sum over terms of idf x the term's last impact read.
-    Impacts were computed with avgdl = IMPACT_AVGDL; with the corpus's real avgdl a term-frequency component
-    can be at most max(1, avgdl / IMPACT_AVGDL) times larger, so that factor keeps the bound safe.
-    Returns None when `MAX_DEPTH` postings per term were not enough (the caller then sums everything)."""
+    1. Threshold round (Fagin's TA): read the best `first_depth` postings of every term (index
+       knowledge_posting_impact), keep the chunks the principal may read, complete the scores of those that
+       could reach the top-k by primary-key probes. If the k-th exact score beats the best score an unread
+       chunk could have (sum over terms of idf x the term's last impact read), that is the answer.
+    2. Otherwise MaxScore: the k-th score found is a floor for the final k-th score. Terms whose combined
+       maximum contributions stay below it are "non-essential": a chunk containing only those can never
+       reach the top-k. Candidates are therefore the chunks holding an essential term, scored exactly over
+       all terms in SQL.
+
+    `query` maps each term to its weighted idf. Impacts were computed with avgdl = IMPACT_AVGDL; with the
+    corpus's real avgdl a term-frequency component can be at most max(1, avgdl / IMPACT_AVGDL) times larger,
+    so that factor keeps both bounds safe. `sql_args` are BM25_SQL's arguments for step 2."""
     if not query:
         return []
     terms = list(query)
     slack = max(1.0, avgdl / IMPACT_AVGDL)
-    depth = first_depth
-    while True:
+    cursor.execute(
+        f"SELECT x.term, p.chunk_id, p.tf, p.doc_len, p.impact FROM unnest(%s::varchar[]) AS x(term) "
+        f"CROSS JOIN LATERAL (SELECT p.chunk_id, p.tf, p.doc_len, {IMPACT_EXPR} AS impact "
+        f"FROM knowledge_posting p WHERE p.term = x.term ORDER BY {IMPACT_EXPR} DESC LIMIT %s) p",
+        [terms, first_depth],
+    )
+    seen: dict[int, dict[str, float]] = {}
+    read: dict[str, int] = dict.fromkeys(terms, 0)
+    first: dict[str, float] = {}
+    last: dict[str, float] = dict.fromkeys(terms, 0.0)
+    for term, chunk_id, tf, doc_len, impact in cursor.fetchall():
+        seen.setdefault(chunk_id, {})[term] = query[term] * _tf_part(tf, doc_len, avgdl)
+        read[term] += 1
+        first.setdefault(term, impact)
+        last[term] = impact
+    # terms whose postings were not all read; an unread posting of t is worth at most ceiling[t]
+    ceiling = {t: query[t] * last[t] * slack for t in terms if read[t] == first_depth}
+    cursor.execute(
+        f"SELECT c.id FROM knowledge_chunk c WHERE c.id = ANY(%s) AND {where}", [list(seen), *params]
+    )
+    visible = [row[0] for row in cursor.fetchall()]
+    score = {c: sum(seen[c].values()) for c in visible}
+    upper = {c: score[c] + sum(v for t, v in ceiling.items() if t not in seen[c]) for c in visible}
+    by_lower = sorted(score.values(), reverse=True)
+    kth_lower = by_lower[k - 1] if len(by_lower) >= k else 0.0
+    probe = [c for c in visible if upper[c] > score[c] and upper[c] >= kth_lower]
+    if probe and ceiling:
         cursor.execute(
-            f"SELECT x.term, p.chunk_id, p.tf, p.doc_len, p.impact FROM unnest(%s::varchar[]) AS x(term) "
-            f"CROSS JOIN LATERAL (SELECT p.chunk_id, p.tf, p.doc_len, {IMPACT_EXPR} AS impact "
-            f"FROM knowledge_posting p WHERE p.term = x.term ORDER BY {IMPACT_EXPR} DESC LIMIT %s) p",
-            [terms, depth],
+            "SELECT chunk_id, term, tf, doc_len FROM knowledge_posting "
+            "WHERE term = ANY(%s::varchar[]) AND chunk_id = ANY(%s)",
+            [list(ceiling), probe],
         )
-        seen: dict[int, dict[str, float]] = {}
-        read: dict[str, int] = dict.fromkeys(terms, 0)
-        last: dict[str, float] = dict.fromkeys(terms, 0.0)
-        for term, chunk_id, tf, doc_len, impact in cursor.fetchall():
-            seen.setdefault(chunk_id, {})[term] = query[term] * _tf_part(tf, doc_len, avgdl)
-            read[term] += 1
-            last[term] = impact
-        # terms whose postings were not all read; an unread posting of t is worth at most ceiling[t]
-        ceiling = {t: query[t] * last[t] * slack for t in terms if read[t] == depth}
-        unread_bound = sum(ceiling.values())
-        cursor.execute(
-            f"SELECT c.id FROM knowledge_chunk c WHERE c.id = ANY(%s) AND {where}", [list(seen), *params]
-        )
-        visible = [row[0] for row in cursor.fetchall()]
-        score = {c: sum(seen[c].values()) for c in visible}
-        upper = {c: score[c] + sum(v for t, v in ceiling.items() if t not in seen[c]) for c in visible}
-        by_lower = sorted(score.values(), reverse=True)
-        kth_lower = by_lower[k - 1] if len(by_lower) >= k else 0.0
-        probe = [c for c in visible if upper[c] > score[c] and upper[c] >= kth_lower]
-        if probe and ceiling:
-            cursor.execute(
-                "SELECT chunk_id, term, tf, doc_len FROM knowledge_posting "
-                "WHERE term = ANY(%s::varchar[]) AND chunk_id = ANY(%s)",
-                [list(ceiling), probe],
-            )
-            for chunk_id, term, tf, doc_len in cursor.fetchall():
-                if term not in seen[chunk_id]:
-                    score[chunk_id] += query[term] * _tf_part(tf, doc_len, avgdl)
-        top = sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-        if not ceiling or (len(top) == k and top[-1][1] > unread_bound):
-            return [Scored(int(c), float(s)) for c, s in top]
-        if depth >= MAX_DEPTH:
-            return None
-        depth *= 4
+        for chunk_id, term, tf, doc_len in cursor.fetchall():
+            if term not in seen[chunk_id]:
+                score[chunk_id] += query[term] * _tf_part(tf, doc_len, avgdl)
+    top = sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    if not ceiling or (len(top) == k and top[-1][1] > sum(ceiling.values())):
+        return [Scored(int(c), float(s)) for c, s in top]
+    floor = top[-1][1] if len(top) == k else 0.0
+    best_possible = sorted((query[t] * first.get(t, 0.0) * slack, t) for t in terms)
+    non_essential = 0.0
+    essential = []
+    for bound, term in best_possible:
+        if non_essential + bound < floor:
+            non_essential += bound
+        else:
+            essential.append(term)
+    # the candidate list's placeholder sits after the scoring expression's four (k1, k1, b, b)
+    args = [*sql_args[:7], essential, *sql_args[7:]]
+    cursor.execute(BM25_SQL.format(where=where).replace(ALL_POSTINGS, CANDIDATE_POSTINGS), args)
+    return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
 
 
 def graph_search(

@@ -151,15 +151,6 @@ def test_threshold_walk_respects_acl_filters_and_term_weights(corpus):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_threshold_walk_falls_back_to_the_full_sum_past_its_depth_limit(corpus, monkeypatch):
-    monkeypatch.setattr(stages, "MAX_DEPTH", 1)
-    terms = [(t, 1.0) for t in query_terms("session queue server config")]
-    _assert_same(
-        _walked(terms, corpus["insider"], Filters(), 10, 1), _full(terms, corpus["insider"], Filters(), 10)
-    )
-
-
-@pytest.mark.django_db(transaction=True)
 def test_postings_are_read_best_first_through_the_impact_index(corpus):
     with connection.cursor() as cursor:
         cursor.execute(
