@@ -286,6 +286,25 @@ def _build_analyzer() -> AnalyzerEngine:
         nlp_configuration={
             "nlp_engine_name": "spacy",
             "models": [{"lang_code": "en", "model_name": SPACY_MODEL}],
+            # spaCy's numeric and other labels feed none of the recognisers above; ignoring them also stops
+            # a "not mapped to a Presidio entity" warning on every question
+            "ner_model_configuration": {
+                "labels_to_ignore": [
+                    "CARDINAL",
+                    "ORDINAL",
+                    "QUANTITY",
+                    "PERCENT",
+                    "MONEY",
+                    "DATE",
+                    "TIME",
+                    "WORK_OF_ART",
+                    "LAW",
+                    "LANGUAGE",
+                    "EVENT",
+                    "PRODUCT",
+                    "FAC",
+                ]
+            },
         }
     )
     registry = RecognizerRegistry(supported_languages=["en"])
@@ -335,7 +354,8 @@ _PHONE_BLOCKLIST_BEFORE_RE = re.compile(
     re.I,
 )
 _NHS_CONTEXT_RE = re.compile(r"\b(?:nhs|national\s+health|health\s+service|patient|chi\s+number)\b", re.I)
-_IPV4_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+# an IPv4 address, a prefix (192.168.1.0/24) or an address with a port (10.0.0.1:514): configuration, not PII
+_IPV4_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2}|:\d{1,5})?$")
 _DOTTED_VERSION_RE = re.compile(r"^\d+(?:\.\d+){1,3}$")
 
 

@@ -160,6 +160,9 @@ def test_pii_entities_exclude_ip_addresses() -> None:
     assert "IP_ADDRESS" not in PII_ENTITIES
     assert {"US_SSN", "CREDIT_CARD", "IBAN_CODE", "US_PASSPORT"} <= REFUSED_PII_ENTITIES
     assert _entities("bgp neighbor 192.168.100.200 remote-as 65001; ping 10.0.0.1 and 2001:db8::1") == []
+    # prefixes and address:port pairs in configuration lines are not phone numbers either
+    assert _entities("requests. allow 192.168.1.0/24 An allow directive with no specified subnet") == []
+    assert _entities("target 10.20.30.40:514 over tcp") == []
 
 
 @pytest.mark.slow
