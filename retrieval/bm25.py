@@ -22,7 +22,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-__all__ = ["Bm25Params", "ReferenceBm25", "idf", "term_score"]
+__all__ = ["Bm25Params", "ReferenceBm25", "idf", "term_score", "tf_component"]
 
 DocId = TypeVar("DocId", bound=Hashable)
 
@@ -88,9 +88,19 @@ def term_score(
         raise ValueError(f"tf and doc_len must be >= 0, got tf={tf}, doc_len={doc_len}")
     if tf == 0:
         return 0.0
+    return idf(df, n_docs) * tf_component(tf, doc_len, avg_len, params)
+
+
+def tf_component(
+    tf: int,
+    doc_len: int,
+    avg_len: float,
+    params: Bm25Params = Bm25Params(),  # noqa: B008 - frozen, immutable default
+) -> float:
+    """The term-frequency part of :func:`term_score`: ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg))``.
+    An ``avg_len`` of 0 skips length normalisation."""
     ratio = doc_len / avg_len if avg_len > 0 else 1.0
-    norm = params.k1 * (1.0 - params.b + params.b * ratio)
-    return idf(df, n_docs) * tf * (params.k1 + 1.0) / (tf + norm)
+    return tf * (params.k1 + 1.0) / (tf + params.k1 * (1.0 - params.b + params.b * ratio))
 
 
 class ReferenceBm25(Generic[DocId]):

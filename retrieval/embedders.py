@@ -50,8 +50,9 @@ class SentenceTransformerEmbedder:
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self.threads = threads
-        # int8 dynamic quantisation of the Linear layers: ~2.5x faster on CPU, vectors shift slightly
-        # (mean cosine to fp32 ~0.93), so it is opt-in and its retrieval quality is measured separately
+        # int8 dynamic quantisation of the Linear layers: ~2.2x faster on CPU, vectors shift slightly (mean
+        # cosine to fp32 ~0.93); the default (ATHENA_EMBEDDER_QUANTIZE), its retrieval quality measured by
+        # tests/benchmarks/ingest.py --quality
         self.quantize = quantize
         self._model: Any = None
         self._lock = threading.Lock()

@@ -3,7 +3,6 @@ the top-k cut. They take a cursor-producing connection so they can run concurren
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from datetime import datetime, time
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
+from retrieval.bm25 import Bm25Params, idf, tf_component
 from retrieval.fusion import Scored
 from retrieval.types import Filters, Principal
 
@@ -89,32 +89,35 @@ def bm25_search(
     weights: dict[str, float] = {}
     for term, weight in terms:
         weights[term] = max(weight, weights.get(term, 0.0))
-    sql_args = [list(weights), list(weights.values()), max_df_ratio, k1, k1, b, b, *params, k]
+    head: list[Any] = [
+        k1,
+        b,
+        list(weights),
+        list(weights.values()),
+        max_df_ratio,
+    ]  # BM25_SQL leads with these
     with connection.cursor() as cursor:
         cursor.execute("SELECT n_chunks, total_len FROM knowledge_corpusstat WHERE id = 1")
         row = cursor.fetchone()
         n_chunks, total_len = (int(row[0]), int(row[1])) if row else (0, 0)
         threshold = LARGE_CORPUS if prune_from is None else prune_from
-        if n_chunks >= threshold and (k1, b) == (IMPACT_K1, IMPACT_B):
+        if n_chunks >= threshold and Bm25Params(k1, b) == IMPACT_PARAMS:
             n = max(n_chunks, 1)
             avgdl = max(total_len / n, 1.0)
             cursor.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [list(weights)])
             cap = max(max_df_ratio * n, 50)
-            query = {
-                term: weights[term] * math.log(1 + (n - df + 0.5) / (df + 0.5))
-                for term, df in cursor.fetchall()
-                if 0 < df <= cap
-            }
+            query = {term: weights[term] * idf(df, n) for term, df in cursor.fetchall() if 0 < df <= cap}
             return _bm25_threshold(
-                cursor, query, avgdl, where, params, k=k, first_depth=first_depth, sql_args=sql_args
+                cursor, query, avgdl, where, params, k=k, first_depth=first_depth, head=head
             )
-        cursor.execute(BM25_SQL.format(where=where), sql_args)
+        cursor.execute(BM25_SQL.format(where=where, postings=ALL_POSTINGS), [*head, *params, k])
         return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
 
 
 BM25_SQL = """
     WITH s AS (SELECT greatest(n_chunks, 1)::float8 AS n,
-                      greatest(total_len::float8 / greatest(n_chunks, 1), 1) AS avgdl
+                      greatest(total_len::float8 / greatest(n_chunks, 1), 1) AS avgdl,
+                      %s::float8 AS k1, %s::float8 AS b
                FROM knowledge_corpusstat WHERE id = 1),
     q AS (SELECT t.term, max(x.w) * ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf
           FROM unnest(%s::varchar[], %s::float8[]) AS x(term, w)
@@ -122,33 +125,29 @@ BM25_SQL = """
           WHERE t.df <= greatest(%s * s.n, 50)
           GROUP BY t.term, t.df, s.n),
     scored AS (
-          SELECT p.chunk_id, sum(q.idf * p.tf * (%s + 1)
-                                 / (p.tf + %s * (1 - %s + %s * p.doc_len / s.avgdl))) AS score
-          FROM knowledge_posting p JOIN q ON p.term = q.term, s
+          SELECT p.chunk_id, sum(q.idf * p.tf * (s.k1 + 1)
+                                 / (p.tf + s.k1 * (1 - s.b + s.b * p.doc_len / s.avgdl))) AS score
+          {postings}
           GROUP BY p.chunk_id)
     SELECT c.id, scored.score FROM scored JOIN knowledge_chunk c ON c.id = scored.chunk_id
     WHERE {where}
     ORDER BY scored.score DESC, c.id LIMIT %s
 """
-
-GRAPH_MAX_DF = 2_000
-LARGE_CORPUS = 50_000  # below this, summing every posting of every query term takes a few ms
+# every posting of the query terms, or (MaxScore) only those of chunks holding an essential term
 ALL_POSTINGS = "FROM knowledge_posting p JOIN q ON p.term = q.term, s"
-# MaxScore candidates: chunks holding at least one essential term, each then scored over all query terms
 CANDIDATE_POSTINGS = (
     "FROM (SELECT DISTINCT chunk_id FROM knowledge_posting WHERE term = ANY(%s::varchar[])) cand "
     "JOIN knowledge_posting p ON p.chunk_id = cand.chunk_id JOIN q ON p.term = q.term, s"
 )
+
+GRAPH_MAX_DF = 2_000
+LARGE_CORPUS = 50_000  # below this, summing every posting of every query term takes a few ms
 # Postings are indexed by their BM25 term-frequency component computed with these constants (migration
 # 0004, index knowledge_posting_impact); the query below must use the identical expression.
-IMPACT_K1, IMPACT_B, IMPACT_AVGDL = 1.2, 0.75, 64.0
+IMPACT_PARAMS, IMPACT_AVGDL = Bm25Params(k1=1.2, b=0.75), 64.0
 IMPACT_EXPR = (
     "(p.tf * 2.2::float8 / (p.tf + 1.2::float8 * (0.25::float8 + 0.75::float8 * p.doc_len / 64.0::float8)))"
 )
-
-
-def _tf_part(tf: int, doc_len: int, avgdl: float) -> float:
-    return tf * (IMPACT_K1 + 1) / (tf + IMPACT_K1 * (1 - IMPACT_B + IMPACT_B * doc_len / avgdl))
 
 
 def _bm25_threshold(
@@ -160,7 +159,7 @@ def _bm25_threshold(
     *,
     k: int,
     first_depth: int,
-    sql_args: list[Any],
+    head: list[Any],
 ) -> list[Scored]:
     """Exact top-k in two steps over impact-ordered postings.
 
@@ -175,7 +174,7 @@ def _bm25_threshold(
 
     `query` maps each term to its weighted idf. Impacts were computed with avgdl = IMPACT_AVGDL; with the
     corpus's real avgdl a term-frequency component can be at most max(1, avgdl / IMPACT_AVGDL) times larger,
-    so that factor keeps both bounds safe. `sql_args` are BM25_SQL's arguments for step 2."""
+    so that factor keeps both bounds safe. `head` are BM25_SQL's leading arguments, for step 2."""
     if not query:
         return []
     terms = list(query)
@@ -191,7 +190,7 @@ def _bm25_threshold(
     first: dict[str, float] = {}
     last: dict[str, float] = dict.fromkeys(terms, 0.0)
     for term, chunk_id, tf, doc_len, impact in cursor.fetchall():
-        seen.setdefault(chunk_id, {})[term] = query[term] * _tf_part(tf, doc_len, avgdl)
+        seen.setdefault(chunk_id, {})[term] = query[term] * tf_component(tf, doc_len, avgdl, IMPACT_PARAMS)
         read[term] += 1
         first.setdefault(term, impact)
         last[term] = impact
@@ -214,7 +213,7 @@ def _bm25_threshold(
         )
         for chunk_id, term, tf, doc_len in cursor.fetchall():
             if term not in seen[chunk_id]:
-                score[chunk_id] += query[term] * _tf_part(tf, doc_len, avgdl)
+                score[chunk_id] += query[term] * tf_component(tf, doc_len, avgdl, IMPACT_PARAMS)
     top = sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
     if not ceiling or (len(top) == k and top[-1][1] > sum(ceiling.values())):
         return [Scored(int(c), float(s)) for c, s in top]
@@ -227,9 +226,7 @@ def _bm25_threshold(
             non_essential += bound
         else:
             essential.append(term)
-    # the candidate list's placeholder sits after the scoring expression's four (k1, k1, b, b)
-    args = [*sql_args[:7], essential, *sql_args[7:]]
-    cursor.execute(BM25_SQL.format(where=where).replace(ALL_POSTINGS, CANDIDATE_POSTINGS), args)
+    cursor.execute(BM25_SQL.format(where=where, postings=CANDIDATE_POSTINGS), [*head, essential, *params, k])
     return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
 
 
