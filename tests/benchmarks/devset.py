@@ -9,28 +9,18 @@
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-DEVSET = Path(os.environ.get("ATHENA_DEVSET", ROOT.parent / "shared" / "devset"))
+from common import DEVSET, ROOT, setup_django
+
 RESTRICTED = [
     "openvpn/management-notes.txt",
     "chrony/FAQ.txt",
     "rsyslog-doc/html/troubleshooting/file_not_written.html",
 ]
-
-
-def setup_django() -> None:
-    sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "athena.settings.local")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import django
-
-    django.setup()
 
 
 def ingest(corpus: Path) -> None:

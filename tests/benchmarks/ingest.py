@@ -27,8 +27,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-DEVSET = Path(os.environ.get("ATHENA_DEVSET", ROOT.parent / "shared" / "devset"))
+from common import DEVSET, compare, setup_django
+
 KNOWLEDGE_TABLES = (
     "knowledge_documentlink",
     "knowledge_edge",
@@ -49,15 +49,6 @@ SIZED = (
     "knowledge_edge",
 )
 STAGES = ("parse", "chunk", "index_prep", "embed", "index", "graph")
-
-
-def setup_django() -> None:
-    sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "athena.settings.local")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import django
-
-    django.setup()
 
 
 def peak_rss_mb() -> float:
@@ -266,24 +257,6 @@ def quality(threads: int) -> dict[str, Any]:
         base = results["fp32"][key]
         results[f"int8_relative_{key}"] = round(results["int8"][key] / base, 4) if base else None
     return results
-
-
-def flatten(data: Any, prefix: str = "") -> dict[str, float]:
-    out: dict[str, float] = {}
-    if isinstance(data, dict):
-        for key, value in data.items():
-            out.update(flatten(value, f"{prefix}{key}."))
-    elif isinstance(data, int | float) and not isinstance(data, bool):
-        out[prefix.rstrip(".")] = float(data)
-    return out
-
-
-def compare(new: dict[str, Any], old_path: Path) -> None:
-    old = flatten(json.loads(old_path.read_text()))
-    print(f"\n== compare with {old_path} (new/old) ==")
-    for key, value in flatten(new).items():
-        if key in old and old[key]:
-            print(f"  {key:55s} {old[key]:>12.2f} -> {value:>12.2f}   x{value / old[key]:.2f}")
 
 
 def print_report(results: dict[str, Any]) -> None:

@@ -34,8 +34,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-DEVSET = Path(os.environ.get("ATHENA_DEVSET", ROOT.parent / "shared" / "devset"))
+from common import DEVSET, compare, setup_django
+
 SYNTHETIC_PREFIX = "synthetic/"
 DEPARTMENTS = ("network", "systems", "security", "database", "support", "platform")
 VENDORS = ("cisco", "juniper", "arista", "postgresql", "redhat", "debian", "fortinet", "")
@@ -51,15 +51,6 @@ POSTING_INDEXES = (
     # the impact-ordered index exactly as migration 0004 creates it
     "CREATE INDEX knowledge_posting_impact ON knowledge_posting (term, {impact} DESC) INCLUDE (chunk_id, tf, doc_len)",
 )
-
-
-def setup_django() -> None:
-    sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "athena.settings.local")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import django
-
-    django.setup()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -462,16 +453,6 @@ def db_facts() -> dict[str, Any]:
     return {"chunks": chunks, "documents": documents, "postings": postings, "size_mb": sizes}
 
 
-def flatten(data: Any, prefix: str = "") -> dict[str, float]:
-    out: dict[str, float] = {}
-    if isinstance(data, dict):
-        for key, value in data.items():
-            out.update(flatten(value, f"{prefix}{key}."))
-    elif isinstance(data, int | float) and not isinstance(data, bool):
-        out[prefix.rstrip(".")] = float(data)
-    return out
-
-
 def print_report(results: dict[str, Any]) -> None:
     facts = results["db"]
     print(
@@ -523,11 +504,7 @@ def main() -> None:
     if args.save:
         args.save.write_text(json.dumps(results, indent=2))
     if args.compare:
-        old = flatten(json.loads(args.compare.read_text()))
-        print(f"\n== compare with {args.compare} (old -> new) ==")
-        for key, value in flatten(results).items():
-            if key in old and old[key]:
-                print(f"  {key:55s} {old[key]:>10.1f} -> {value:>10.1f}   x{value / old[key]:.2f}")
+        compare(results, args.compare)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,42 @@
+"""What the benchmark scripts share: paths, Django set-up, flattening saved results and comparing two runs.
+The scripts import it as a sibling module (`python tests/benchmarks/NAME.py` puts this folder on sys.path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+DEVSET = Path(os.environ.get("ATHENA_DEVSET", ROOT.parent / "shared" / "devset"))
+
+
+def setup_django() -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "athena.settings.local")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import django
+
+    django.setup()
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, float]:
+    """Nested results -> {"a.b.c": number}, numbers only."""
+    out: dict[str, float] = {}
+    if isinstance(data, dict):
+        for key, value in data.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+    elif isinstance(data, int | float) and not isinstance(data, bool):
+        out[prefix.rstrip(".")] = float(data)
+    return out
+
+
+def compare(new: dict[str, Any], old_path: Path) -> None:
+    """Print every figure present in both runs as old -> new and their ratio."""
+    old = flatten(json.loads(old_path.read_text()))
+    print(f"\n== compare with {old_path} (old -> new) ==")
+    for key, value in flatten(new).items():
+        if key in old and old[key]:
+            print(f"  {key:55s} {old[key]:>12.2f} -> {value:>12.2f}   x{value / old[key]:.2f}")
