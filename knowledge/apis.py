@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,11 @@ from athena.permissions import IsKbAdmin, body_limit
 from athena.throttling import document_probe_record, ensure_not_blocked
 from knowledge.models import AccessTier, DocType, Document
 from knowledge.selectors import (
+    NOT_FOUND_MESSAGE,
     chunk_get_visible,
     document_get_visible,
     document_list_visible,
+    document_metadata,
     get_document_metadata,
 )
 from retrieval.types import Principal
@@ -40,7 +43,11 @@ def reject_unknown_fields(request: Request, serializer_class: type[serializers.S
     body_limit(request, MAX_JSON_BODY)
     if not isinstance(request.data, dict):
         raise ValidationFailed("the request body must be a JSON object")
-    unknown = sorted(set(request.data) - set(serializer_class().fields))
+    _refuse_unknown(request.data, serializer_class().fields)
+
+
+def _refuse_unknown(given: Iterable[str], allowed: Iterable[str]) -> None:
+    unknown = sorted(set(given) - set(allowed))
     if unknown:
         raise ValidationFailed(f"unknown field(s): {', '.join(unknown)}", details={"unknown": unknown})
 
@@ -147,8 +154,7 @@ class DocumentMetadataApi(APIView):
 
     @extend_schema(responses=DocumentMetadataOutputSerializer)
     def get(self, request: Request, document_id: int) -> Response:
-        _visible_or_probe(request, document_id)
-        meta = get_document_metadata(principal=Principal.from_user(request.user), document_id=document_id)
+        meta = document_metadata(_visible_or_probe(request, document_id))
         return Response(DocumentMetadataOutputSerializer(meta).data)
 
 
@@ -239,9 +245,7 @@ class DocumentUploadApi(APIView):
         from audit.services import audit_record
         from knowledge.services import IngestOptions, files_ingest
 
-        unknown = sorted(set(request.data) - {"file"})
-        if unknown:
-            raise ValidationFailed(f"unknown field(s): {', '.join(unknown)}", details={"unknown": unknown})
+        _refuse_unknown(request.data, {"file"})
         serializer = self.DocumentUploadInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         user = request.user
@@ -281,6 +285,14 @@ class DocumentUploadApi(APIView):
         return Response(DocumentOutputSerializer(document).data, status=status.HTTP_201_CREATED)
 
 
+def _document_or_404(document_id: int) -> Document:
+    """Any document by id, visible or not (admin endpoints)."""
+    document = Document.objects.filter(pk=document_id).first()
+    if document is None:
+        raise NotFound(NOT_FOUND_MESSAGE)
+    return document
+
+
 class DocumentAclApi(APIView):
     """Admins: set a document's access tier and allowed groups (recorded in the audit log)."""
 
@@ -297,9 +309,7 @@ class DocumentAclApi(APIView):
         reject_unknown_fields(request, self.DocumentAclInputSerializer)
         serializer = self.DocumentAclInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        document = Document.objects.filter(pk=document_id).first()
-        if document is None:
-            raise NotFound("no such document")
+        document = _document_or_404(document_id)
         groups = serializer.validated_data["groups"]
         missing = sorted(
             set(groups) - set(Group.objects.filter(name__in=groups).values_list("name", flat=True))
@@ -326,9 +336,7 @@ class DocumentReingestApi(APIView):
         from audit.services import audit_record
         from knowledge.services import document_reingest
 
-        document = Document.objects.filter(pk=document_id).first()
-        if document is None:
-            raise NotFound("no such document")
+        document = _document_or_404(document_id)
         if not document.source_path:
             raise ValidationFailed("this document has no source file to re-ingest")
         document_reingest(document=document)

@@ -331,6 +331,10 @@ class _Packer:
     def close(self) -> None:
         if self.units:
             self.chunks.append((self.units, self.texts))
+        self.discard()
+
+    def discard(self) -> None:
+        """Drop the open chunk (without emitting it)."""
         self.units, self.texts, self.tokens, self.anchor_level = [], [], 0, None
 
     def add(self, unit: _Unit, prefix: Sequence[tuple[str, int]] = ()) -> None:
@@ -397,7 +401,7 @@ class _Packer:
             self.close()
         elif all(u.text in unit.section_path for u in self.units):
             # headings that do not fit beside a full-size unit: its section trail already names them
-            self.units, self.texts, self.tokens, self.anchor_level = [], [], 0, None
+            self.discard()
         else:
             self.close()
         carry_tokens = self.count(carry) if carry else 0

@@ -19,10 +19,10 @@ from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus
 # One advisory lock serialises the statistics updates of concurrent ingests (df, N, total length), keeping
 # them exact without hot per-row triggers; it is held only for the final part of each transaction.
 BM25_STATS_LOCK = 7_413_001
+# co-occurrence pairs grow quadratically; keep the most frequent entities per chunk
 MAX_EDGE_ENTITIES = 12
-_checked_models: set[str] = (
-    set()
-)  # models verified not to mix with stored vectors (once per process)  # co-occurrence pairs grow quadratically; keep the most frequent entities per chunk
+# models verified not to mix with stored vectors (once per process)
+_checked_models: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -128,16 +128,15 @@ def _stats_apply(cursor, df_delta: Sequence[tuple[str, int]], n_delta: int, len_
         added = [(t, d) for t, d in df_delta if d > 0]
         removed = [(t, d) for t, d in df_delta if d < 0]
         if removed:
+            removed_terms = [t for t, _ in removed]
             cursor.execute(
                 """
                 UPDATE knowledge_termstat s SET df = s.df + x.d
                 FROM unnest(%s::varchar[], %s::int[]) AS x(t, d) WHERE s.term = x.t
                 """,
-                [[t for t, _ in removed], [d for _, d in removed]],
+                [removed_terms, [d for _, d in removed]],
             )
-            cursor.execute(
-                "DELETE FROM knowledge_termstat WHERE term = ANY(%s) AND df <= 0", [[t for t, _ in removed]]
-            )
+            cursor.execute("DELETE FROM knowledge_termstat WHERE term = ANY(%s) AND df <= 0", [removed_terms])
         if added:
             cursor.execute(
                 """
@@ -160,18 +159,20 @@ def _upsert_entities(cursor, entities: set[tuple[str, str, str]]) -> dict[tuple[
     if not entities:
         return {}
     ordered = sorted(entities)
+    kinds = [e[0] for e in ordered]
+    names = [e[1][:300] for e in ordered]
     cursor.execute(
         """
         INSERT INTO knowledge_entity (kind, name, display, aliases)
         SELECT k, n, d, '[]'::jsonb FROM unnest(%s::varchar[], %s::varchar[], %s::varchar[]) AS x(k, n, d)
         ON CONFLICT (kind, name) DO NOTHING
         """,
-        [[e[0] for e in ordered], [e[1][:300] for e in ordered], [e[2][:300] for e in ordered]],
+        [kinds, names, [e[2][:300] for e in ordered]],
     )
     cursor.execute(
         "SELECT id, kind, name FROM knowledge_entity WHERE (kind, name) IN "
         "(SELECT * FROM unnest(%s::varchar[], %s::varchar[]))",
-        [[e[0] for e in ordered], [e[1][:300] for e in ordered]],
+        [kinds, names],
     )
     return {(kind, name): pk for pk, kind, name in cursor.fetchall()}
 

@@ -142,14 +142,10 @@ def parse_file(path: Path, *, max_bytes: int = 50_000_000) -> ParsedDocument:
     if not doc.blocks:
         raise ParseError("empty", f"{path.name} contains no text")
     if doc.updated_at is None:
-        doc = _replace(doc, updated_at=mtime)
+        doc = dataclasses.replace(doc, updated_at=mtime)
     if not doc.title:
-        doc = _replace(doc, title=_title_from_name(path))
+        doc = dataclasses.replace(doc, title=_title_from_name(path))
     return doc
-
-
-def _replace(doc: ParsedDocument, **changes: Any) -> ParsedDocument:
-    return dataclasses.replace(doc, **changes)
 
 
 def _title_from_name(path: Path) -> str:
@@ -760,7 +756,7 @@ def _parse_markdown(text: str, path: Path) -> ParsedDocument:
     if not meta.get("title"):
         # Markdown has no <title>: the first H1 names the document.
         h1 = next((b.text for b in doc.blocks if b.kind == "title" and b.level == 1), "")
-        doc = _replace(doc, title=h1 or doc.title)
+        doc = dataclasses.replace(doc, title=h1 or doc.title)
     return doc
 
 

@@ -408,21 +408,7 @@ def _daemon_spans(text: str, add: _Add) -> None:
 @functools.lru_cache(maxsize=1)
 def _daemon_stems() -> frozenset[str]:
     stems = {a.lower() for table in (_PRODUCTS, _PROTOCOLS) for aliases in table.values() for a in aliases}
-    stems |= {
-        "ssh",
-        "snmp",
-        "ntp",
-        "dhcp",
-        "http",
-        "ldap",
-        "radius",
-        "lldp",
-        "bgp",
-        "ospf",
-        "pim",
-        "rip",
-        "vrrp",
-    }
+    stems |= _words("ssh snmp ntp dhcp http ldap radius lldp bgp ospf pim rip vrrp")
     return frozenset(s for s in stems if s.isalnum() and len(s) >= 3)
 
 
@@ -450,7 +436,7 @@ def _command_spans(text: str, add: _Add) -> None:
                 continue
             words.append(rest[0])
             rest, extra = rest[1:], 1
-        elif verb in _RUN_ONLY_VERBS and not (_PROMPTED_AT(text, match.start()) or rest[0].startswith("-")):
+        elif verb in _RUN_ONLY_VERBS and not (_prompted_at(text, match.start()) or rest[0].startswith("-")):
             continue
         for word in rest[:extra]:
             if word.lower() in _FUNCTION_WORDS or not re.fullmatch(r"[a-z][a-z0-9_-]*", word):
@@ -466,7 +452,7 @@ def _command_spans(text: str, add: _Add) -> None:
         add(match.start(), end, "command", " ".join(words).lower(), 0)
 
 
-def _PROMPTED_AT(text: str, position: int) -> bool:  # noqa: N802 - reads like the condition it tests
+def _prompted_at(text: str, position: int) -> bool:
     line_start = text.rfind("\n", 0, position) + 1
     prefix = text[line_start:position]
     return bool(re.fullmatch(r"[ \t]*(?:(?:\$|#|\w[\w.-]*@[\w.-]+:\S*[$#])[ \t]+)?(?:sudo[ \t]+)?", prefix))

@@ -69,15 +69,22 @@ def get_document_metadata(
     *, principal: Principal, document_id: int | None = None, source: str | None = None
 ) -> dict[str, Any]:
     """Title, section list (reading order), last update and tier of a visible document."""
-    document = document_get_visible(principal=principal, document_id=document_id, source=source)
-    sections: list[str] = []
-    for section in (
-        Chunk.objects.filter(document=document, active=True)
-        .order_by("ordinal")
-        .values_list("section_path", flat=True)
-    ):
-        if section and section not in sections:
-            sections.append(section)
+    return document_metadata(
+        document_get_visible(principal=principal, document_id=document_id, source=source)
+    )
+
+
+def document_metadata(document: Document) -> dict[str, Any]:
+    """The metadata of :func:`get_document_metadata` for a document the caller already found visible."""
+    sections = list(
+        dict.fromkeys(
+            section
+            for section in Chunk.objects.filter(document=document, active=True)
+            .order_by("ordinal")
+            .values_list("section_path", flat=True)
+            if section
+        )
+    )
     return {
         "id": document.pk,
         "source": document.source,

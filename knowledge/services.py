@@ -3,6 +3,8 @@ batches, and index each document atomically. Used by the `ingest` command, Celer
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import logging
 import time
@@ -48,10 +50,8 @@ class IngestOptions:
     expires_at: datetime | None = None
 
     def validate(self) -> None:
-        if self.access_tier and self.access_tier not in AccessTier.values:
-            raise ValidationFailed(
-                f"unknown access tier {self.access_tier!r}; valid: {', '.join(AccessTier.values)}"
-            )
+        if self.access_tier:
+            _check_access_tier(self.access_tier)
         if self.doc_type and self.doc_type not in DocType.values:
             raise ValidationFailed(f"unknown doc type {self.doc_type!r}; valid: {', '.join(DocType.values)}")
         if self.prefix and (self.prefix.startswith("/") or ".." in PurePosixPath(self.prefix).parts):
@@ -76,6 +76,11 @@ class IngestOptions:
         if data.get("expires_at"):
             data["expires_at"] = datetime.fromisoformat(data["expires_at"])
         return cls(**data)
+
+
+def _check_access_tier(tier: str) -> None:
+    if tier not in AccessTier.values:
+        raise ValidationFailed(f"unknown access tier {tier!r}; valid: {', '.join(AccessTier.values)}")
 
 
 @dataclass
@@ -154,16 +159,11 @@ def file_hash(path: Path) -> str:
 # --- staging (CPU: parse, chunk, analyse, recognise) ---------------------------------------------------------
 
 
-_token_counter: Callable[[str], int] | None = None
-
-
+@functools.cache
 def _count_tokens() -> Callable[[str], int]:
-    global _token_counter
-    if _token_counter is None:
-        from knowledge.chunking import make_token_counter
+    from knowledge.chunking import make_token_counter
 
-        _token_counter = make_token_counter()
-    return _token_counter
+    return make_token_counter()
 
 
 def document_stage(
@@ -223,8 +223,6 @@ def document_stage(
     staged_chunks = []
     for chunk in chunks:
         hits = recognise(chunk.text, gazetteer=gazetteer)
-        if metadata_vendor:
-            hits = [*hits]
         entity_counts: Counter[tuple[str, str]] = Counter((h.kind, h.name) for h in hits)
         displays = {(h.kind, h.name): h.surface for h in hits}
         if metadata_vendor:
@@ -232,12 +230,10 @@ def document_stage(
             entity_counts[key] += 1
             displays[key] = metadata_vendor
         staged_chunks.append(
-            StagedChunk(
-                **{
-                    **chunk.__dict__,
-                    "entities": [(k, n, displays[(k, n)]) for k, n in entity_counts],
-                    "entity_counts": dict(entity_counts),
-                }
+            dataclasses.replace(
+                chunk,
+                entities=[(k, n, displays[(k, n)]) for k, n in entity_counts],
+                entity_counts=dict(entity_counts),
             )
         )
     links = [(link, "hyperlink") for link in parsed.links]
@@ -369,8 +365,7 @@ def document_acl_sync(*, document: Document, actor: Any = None) -> int:
 
 
 def document_set_acl(*, document: Document, access_tier: str, groups: Sequence[str], actor: Any) -> Document:
-    if access_tier not in AccessTier.values:
-        raise ValidationFailed(f"unknown access tier {access_tier!r}; valid: {', '.join(AccessTier.values)}")
+    _check_access_tier(access_tier)
     with transaction.atomic():
         document.access_tier = access_tier
         document.save(update_fields=["access_tier"])
@@ -519,12 +514,16 @@ def ingest_run_add(*, run_id: int, summary: IngestSummary) -> None:
                 counts.setdefault("errors", {}).update(value)
             elif key != "seconds":
                 counts[key] = counts.get(key, 0) + value
-        done = sum(counts.get(k, 0) for k in ("new", "changed", "unchanged", "failed"))
-        if done >= run.total and run.status == "running":
+        if ingest_run_done(counts) >= run.total and run.status == "running":
             run.status = "finished"
             run.finished_at = timezone.now()
         run.counts = counts
         run.save(update_fields=["counts", "status", "finished_at"])
+
+
+def ingest_run_done(counts: dict[str, Any]) -> int:
+    """Files of a run accounted for so far (indexed, unchanged or failed), from its merged counts."""
+    return sum(counts.get(k, 0) for k in ("new", "changed", "unchanged", "failed"))
 
 
 def ingest_run_finish_if_done(run: IngestRun) -> None:

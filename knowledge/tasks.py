@@ -11,14 +11,17 @@ from django.db import OperationalError
 from knowledge import services
 from knowledge.indexing import staged_from_json, staged_to_json
 
+# database hiccups are retried with backoff; a task is acknowledged only once it has run
+_RETRYING: dict[str, Any] = {
+    "bind": True,
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": True,
+    "max_retries": 5,
+    "acks_late": True,
+}
 
-@shared_task(
-    bind=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
-    acks_late=True,
-)
+
+@shared_task(**_RETRYING)
 def ingest_files_task(
     self, run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any]
 ) -> dict:  # type: ignore[no-untyped-def]
@@ -36,13 +39,7 @@ def ingest_files_task(
     return summary.as_dict()
 
 
-@shared_task(
-    bind=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
-    acks_late=True,
-)
+@shared_task(**_RETRYING)
 def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[str, int]) -> dict:  # type: ignore[no-untyped-def]
     """Embed every chunk of the batch in one length-sorted call, then index each document atomically."""
     documents = [staged_from_json(item) for item in staged]

@@ -104,7 +104,7 @@ class Command(BaseCommand):
             done = 0
             while True:
                 run.refresh_from_db()
-                now = sum(run.counts.get(k, 0) for k in ("new", "changed", "unchanged", "failed"))
+                now = services.ingest_run_done(run.counts)
                 bar.update(now - done)
                 done = now
                 if run.status == "finished" or done >= run.total:
