@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import unquote, urlparse
+
+N = TypeVar("N", int, float)
 
 
 class EnvError(ValueError):
@@ -32,6 +35,28 @@ class Env:
         value = self._raw(name)
         return default if value is None else value
 
+    def _number(
+        self,
+        name: builtins.str,
+        default: N,
+        parse: Callable[[builtins.str], N],
+        kind: builtins.str,
+        minimum: N | None,
+        maximum: N | None,
+    ) -> N:
+        value = self._raw(name)
+        if value is None:
+            return default
+        try:
+            parsed = parse(value)
+        except ValueError:
+            raise EnvError(f"{name}={value!r} is not {kind}") from None
+        if minimum is not None and parsed < minimum:
+            raise EnvError(f"{name}={parsed} is below the minimum {minimum}")
+        if maximum is not None and parsed > maximum:
+            raise EnvError(f"{name}={parsed} is above the maximum {maximum}")
+        return parsed
+
     def int(
         self,
         name: builtins.str,
@@ -40,32 +65,12 @@ class Env:
         minimum: builtins.int | None = None,
         maximum: builtins.int | None = None,
     ) -> builtins.int:
-        value = self._raw(name)
-        if value is None:
-            return default
-        try:
-            parsed = int(value)
-        except ValueError:
-            raise EnvError(f"{name}={value!r} is not an integer") from None
-        if minimum is not None and parsed < minimum:
-            raise EnvError(f"{name}={parsed} is below the minimum {minimum}")
-        if maximum is not None and parsed > maximum:
-            raise EnvError(f"{name}={parsed} is above the maximum {maximum}")
-        return parsed
+        return self._number(name, default, builtins.int, "an integer", minimum, maximum)
 
     def float(
         self, name: builtins.str, default: builtins.float, *, minimum: builtins.float | None = None
     ) -> builtins.float:
-        value = self._raw(name)
-        if value is None:
-            return default
-        try:
-            parsed = float(value)
-        except ValueError:
-            raise EnvError(f"{name}={value!r} is not a number") from None
-        if minimum is not None and parsed < minimum:
-            raise EnvError(f"{name}={parsed} is below the minimum {minimum}")
-        return parsed
+        return self._number(name, default, builtins.float, "a number", minimum, None)
 
     def bool(self, name: builtins.str, default: builtins.bool) -> builtins.bool:
         value = self._raw(name)

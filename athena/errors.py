@@ -59,23 +59,16 @@ def _flatten(detail: Any) -> str:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, DataError) or (isinstance(exc, ValueError) and "NUL" in str(exc)):
+        # a value the database cannot represent (out-of-range number, NUL byte): the request is at fault
+        exc = ValidationFailed(
+            "a parameter has a value out of range or contains characters that are not allowed"
+        )
     if isinstance(exc, ApplicationError):
         body: dict[str, Any] = {"code": exc.code, "message": exc.message}
         if exc.details is not None:
             body["details"] = exc.details
         return Response({"error": body}, status=exc.http_status)
-    if isinstance(exc, DataError) or (isinstance(exc, ValueError) and "NUL" in str(exc)):
-        # a value the database cannot represent (out-of-range number, NUL byte): the request is at fault
-        return Response(
-            {
-                "error": {
-                    "code": "invalid",
-                    "message": "a parameter has a value out of range or "
-                    "contains characters that are not allowed",
-                }
-            },
-            status=400,
-        )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

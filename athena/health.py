@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from django.conf import settings
 from django.db import connection
+
+from athena.throttling import redis_client
 
 
 @dataclass(frozen=True)
@@ -17,7 +19,7 @@ class Check:
     ms: float
 
 
-def _timed(name: str, probe) -> Check:  # type: ignore[no-untyped-def]
+def _timed(name: str, probe: Callable[[], str]) -> Check:
     started = time.perf_counter()
     try:
         detail = probe()
@@ -44,14 +46,9 @@ def _pgvector() -> str:
 
 
 def _redis() -> str:
-    import redis
-
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1)
-    try:
-        client.ping()
-        return f"redis {client.info('server').get('redis_version', '?')}"
-    finally:
-        client.close()
+    client = redis_client()
+    client.ping()
+    return f"redis {client.info('server').get('redis_version', '?')}"
 
 
 def _workers() -> str:

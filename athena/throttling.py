@@ -143,50 +143,47 @@ def _enumeration_alert(user: Any, *, pattern: str, evidence: dict[str, Any]) -> 
     return True
 
 
-def _distinct_in_window(key: str, member: str, window: int) -> int:
+def _distinct_in_window(user: Any, kind: str, member: str, window: int, *, what: str) -> int | None:
+    """Add `member` to the user's `kind` window; how many distinct members it holds (None: Redis is down)."""
+    key = _user_key(kind, user)
     now = time.time()
-    client = redis_client()
-    with client.pipeline() as pipe:
-        pipe.zadd(key, {member: now})
-        pipe.zremrangebyscore(key, 0, now - window)
-        pipe.zcard(key)
-        pipe.expire(key, window + 60)
-        return int(pipe.execute()[2])
+    try:
+        with redis_client().pipeline() as pipe:
+            pipe.zadd(key, {member: now})
+            pipe.zremrangebyscore(key, 0, now - window)
+            pipe.zcard(key)
+            pipe.expire(key, window + 60)
+            return int(pipe.execute()[2])
+    except Exception:
+        logger.warning("throttle: redis unavailable, %s not recorded", what, exc_info=True)
+        return None
 
 
 def empty_result_record(user: Any, question: str) -> bool:
     """Note a question that retrieved nothing; True when it tipped the user into an enumeration alert."""
     digest = hashlib.sha256(" ".join(question.lower().split()).encode()).hexdigest()[:16]
-    try:
-        distinct = _distinct_in_window(_user_key("empty", user), digest, EMPTY_WINDOW_SECONDS)
-    except Exception:
-        logger.warning("throttle: redis unavailable, empty result not recorded", exc_info=True)
+    distinct = _distinct_in_window(user, "empty", digest, EMPTY_WINDOW_SECONDS, what="empty result")
+    if distinct is None or distinct <= EMPTY_DISTINCT_LIMIT:
         return False
-    if distinct > EMPTY_DISTINCT_LIMIT:
-        return _enumeration_alert(
-            user,
-            pattern=f"more than {EMPTY_DISTINCT_LIMIT} distinct questions "
-            f"retrieving nothing within {EMPTY_WINDOW_SECONDS} s",
-            evidence={"distinct_empty_questions": distinct},
-        )
-    return False
+    return _enumeration_alert(
+        user,
+        pattern=f"more than {EMPTY_DISTINCT_LIMIT} distinct questions "
+        f"retrieving nothing within {EMPTY_WINDOW_SECONDS} s",
+        evidence={"distinct_empty_questions": distinct},
+    )
 
 
 def document_probe_record(user: Any, document_id: int) -> bool:
     """Note a request for a document id the user cannot see (or that does not exist)."""
-    try:
-        distinct = _distinct_in_window(_user_key("probe", user), str(document_id), PROBE_WINDOW_SECONDS)
-    except Exception:
-        logger.warning("throttle: redis unavailable, probe not recorded", exc_info=True)
+    distinct = _distinct_in_window(user, "probe", str(document_id), PROBE_WINDOW_SECONDS, what="probe")
+    if distinct is None or distinct <= PROBE_DISTINCT_LIMIT:
         return False
-    if distinct > PROBE_DISTINCT_LIMIT:
-        return _enumeration_alert(
-            user,
-            pattern=f"more than {PROBE_DISTINCT_LIMIT} unknown document ids "
-            f"requested within {PROBE_WINDOW_SECONDS} s",
-            evidence={"distinct_missing_ids": distinct, "last_id": document_id},
-        )
-    return False
+    return _enumeration_alert(
+        user,
+        pattern=f"more than {PROBE_DISTINCT_LIMIT} unknown document ids "
+        f"requested within {PROBE_WINDOW_SECONDS} s",
+        evidence={"distinct_missing_ids": distinct, "last_id": document_id},
+    )
 
 
 def user_counters_clear(user: Any) -> None:

@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from audit.models import AuditEvent
+from audit.selectors import EXPORT_COLUMNS
 
 
 @admin.register(AuditEvent)
@@ -16,17 +17,7 @@ class AuditEventAdmin(admin.ModelAdmin):
     list_filter = ("kind", "verdict")
     search_fields = ("actor", "kind", "verdict")
     date_hierarchy = "created_at"
-    readonly_fields = (
-        "created_at",
-        "kind",
-        "actor",
-        "actor_id",
-        "verdict",
-        "documents",
-        "payload",
-        "prev_hash",
-        "hash",
-    )
+    readonly_fields = tuple(column for column in EXPORT_COLUMNS if column != "id")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

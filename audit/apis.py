@@ -19,20 +19,14 @@ from rest_framework.views import APIView
 
 from athena.permissions import IsCompliance
 from audit.models import AuditEvent
-from audit.selectors import AuditQuery, audit_event_as_dict, audit_event_get, audit_event_search
-
-EXPORT_COLUMNS = [
-    "id",
-    "created_at",
-    "kind",
-    "actor",
-    "actor_id",
-    "verdict",
-    "documents",
-    "payload",
-    "prev_hash",
-    "hash",
-]
+from audit.selectors import (
+    EXPORT_COLUMNS,
+    AuditQuery,
+    audit_event_as_dict,
+    audit_event_get,
+    audit_event_search,
+)
+from audit.services import audit_record, audit_verify
 
 
 class AuditQuerySerializer(serializers.Serializer):
@@ -127,8 +121,6 @@ class AuditExportApi(APIView):
 
     @extend_schema(parameters=[AuditQuerySerializer], responses={200: OpenApiTypes.BINARY})
     def get(self, request: Request, fmt: str) -> StreamingHttpResponse:
-        from audit.services import audit_record
-
         query = audit_query_from(request.query_params)
         events = audit_event_search(query=query).order_by("id")
         audit_record(
@@ -156,7 +148,5 @@ class AuditChainApi(APIView):
 
     @extend_schema(responses=ChainStatusSerializer)
     def get(self, request: Request) -> Response:
-        from audit.services import audit_verify
-
         report = audit_verify()
         return Response(ChainStatusSerializer(asdict(report)).data)

@@ -12,6 +12,20 @@ from django.utils import timezone
 from athena.errors import NotFound
 from audit.models import AuditEvent
 
+# Every stored column, in table order: the export's columns and the API's fields.
+EXPORT_COLUMNS = [
+    "id",
+    "created_at",
+    "kind",
+    "actor",
+    "actor_id",
+    "verdict",
+    "documents",
+    "payload",
+    "prev_hash",
+    "hash",
+]
+
 
 @dataclass(frozen=True)
 class AuditQuery:
@@ -58,15 +72,6 @@ def audit_event_get(*, event_id: int) -> AuditEvent:
 
 
 def audit_event_as_dict(event: AuditEvent) -> dict[str, Any]:
-    return {
-        "id": event.pk,
-        "created_at": event.created_at.isoformat(),
-        "kind": event.kind,
-        "actor": event.actor,
-        "actor_id": event.actor_id,
-        "verdict": event.verdict,
-        "documents": event.documents,
-        "payload": event.payload,
-        "prev_hash": event.prev_hash,
-        "hash": event.hash,
-    }
+    row = {column: getattr(event, column) for column in EXPORT_COLUMNS}
+    row["created_at"] = event.created_at.isoformat()
+    return row

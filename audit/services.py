@@ -14,6 +14,8 @@ from audit.models import AuditEvent
 
 AUDIT_CHAIN_LOCK = 7_413_002  # serialises appends so each row links to the true previous one
 GENESIS = "0" * 64
+# What each event's hash covers (besides prev_hash): the keyword arguments of event_digest.
+CONTENT_FIELDS = ("created_at", "kind", "actor", "actor_id", "verdict", "documents", "payload")
 
 
 def canonical_json(value: Any) -> str:
@@ -64,28 +66,17 @@ def audit_record(
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [AUDIT_CHAIN_LOCK])
         last = AuditEvent.objects.order_by("-id").values_list("hash", flat=True).first()
         prev_hash = last or GENESIS
-        created_at = datetime.now(UTC)
-        digest = event_digest(
-            prev_hash=prev_hash,
-            created_at=created_at,
-            kind=kind,
-            actor=actor_name,
-            actor_id=actor_id,
-            verdict=verdict,
-            documents=documents,
-            payload=payload,
-        )
-        return AuditEvent.objects.create(
-            created_at=created_at,
-            kind=kind,
-            actor=actor_name,
-            actor_id=actor_id,
-            verdict=verdict,
-            documents=documents,
-            payload=payload,
-            prev_hash=prev_hash,
-            hash=digest,
-        )
+        content: dict[str, Any] = {
+            "created_at": datetime.now(UTC),
+            "kind": kind,
+            "actor": actor_name,
+            "actor_id": actor_id,
+            "verdict": verdict,
+            "documents": documents,
+            "payload": payload,
+        }
+        digest = event_digest(prev_hash=prev_hash, **content)
+        return AuditEvent.objects.create(**content, prev_hash=prev_hash, hash=digest)
 
 
 @dataclass(frozen=True)
@@ -109,14 +100,7 @@ def audit_verify() -> ChainReport:
                 "prev_hash does not match the previous event's hash (an event was removed or reordered)",
             )
         expected = event_digest(
-            prev_hash=event.prev_hash,
-            created_at=event.created_at,
-            kind=event.kind,
-            actor=event.actor,
-            actor_id=event.actor_id,
-            verdict=event.verdict,
-            documents=event.documents,
-            payload=event.payload,
+            prev_hash=event.prev_hash, **{field: getattr(event, field) for field in CONTENT_FIELDS}
         )
         if expected != event.hash:
             return ChainReport(

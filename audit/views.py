@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, fields
+from functools import wraps
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -17,32 +19,27 @@ from athena.errors import NotFound
 from athena.permissions import is_compliance
 from audit.apis import audit_query_from
 from audit.selectors import AuditQuery, audit_event_get, audit_event_search
+from audit.services import audit_verify
 
 PAGE_SIZE = 50
+QUERY_PARAMS = frozenset(field.name for field in fields(AuditQuery))
 
 
 def compliance_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     @login_required
+    @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not is_compliance(request.user):
             raise PermissionDenied("compliance staff only")
         return view(request, *args, **kwargs)
 
-    wrapped.__name__ = view.__name__
-    wrapped.__doc__ = view.__doc__
     return wrapped
 
 
 @compliance_required
 def audit_search_page(request: HttpRequest) -> HttpResponse:
-    from audit.services import audit_verify
-
     errors: list[str] = []
-    params = {
-        k: v
-        for k, v in request.GET.items()
-        if k in {"user", "since", "until", "document", "verdict", "kind", "text"} and v
-    }
+    params = {k: v for k, v in request.GET.items() if k in QUERY_PARAMS and v}
     try:
         query = audit_query_from(params)
     except ValidationError as exc:
@@ -58,9 +55,6 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
     qs = audit_event_search(query=query)
     total = qs.count()
     events = list(qs[offset : offset + PAGE_SIZE])
-    from urllib.parse import urlencode
-
-    querystring = urlencode(params)
     return render(
         request,
         "audit/search.html",
@@ -72,7 +66,7 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
             "offset": offset,
             "next_offset": offset + PAGE_SIZE if offset + PAGE_SIZE < total else None,
             "prev_offset": max(offset - PAGE_SIZE, 0) if offset else None,
-            "querystring": querystring,
+            "querystring": urlencode(params),
             "chain": asdict(audit_verify()),
             "is_compliance": True,
         },

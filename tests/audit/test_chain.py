@@ -62,40 +62,31 @@ def test_audit_verify_reports_an_intact_chain(capsys) -> None:  # type: ignore[n
     assert f"chain intact ({AuditEvent.objects.count()} events)" in capsys.readouterr().out
 
 
-def test_altering_a_stored_event_is_detected() -> None:
+def test_altering_a_stored_event_is_detected(tamper) -> None:  # type: ignore[no-untyped-def]
     events = _three_events()
     victim = events[1]
-    with connection.cursor() as cursor:
-        # as the database owner (tests run as the superuser): switch off the guard, tamper, switch it back on
-        cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_no_update")
-        cursor.execute(
-            "UPDATE audit_auditevent SET payload = jsonb_set(payload, '{question}', '\"harmless\"') WHERE id = %s",
-            [victim.pk],
-        )
-        cursor.execute("ALTER TABLE audit_auditevent ENABLE TRIGGER audit_no_update")
+    tamper(
+        "audit_no_update",
+        "UPDATE audit_auditevent SET payload = jsonb_set(payload, '{question}', '\"harmless\"') WHERE id = %s",
+        [victim.pk],
+    )
     with pytest.raises(CommandError, match=rf"chain broken at event {victim.pk}: content does not match"):
         call_command("audit_verify")
 
 
-def test_removing_an_event_is_detected() -> None:
+def test_removing_an_event_is_detected(tamper) -> None:  # type: ignore[no-untyped-def]
     events = _three_events()
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_no_delete")
-        cursor.execute("DELETE FROM audit_auditevent WHERE id = %s", [events[1].pk])
-        cursor.execute("ALTER TABLE audit_auditevent ENABLE TRIGGER audit_no_delete")
+    tamper("audit_no_delete", "DELETE FROM audit_auditevent WHERE id = %s", [events[1].pk])
     with pytest.raises(CommandError, match=rf"chain broken at event {events[2].pk}: prev_hash"):
         call_command("audit_verify")
 
 
-def test_audit_verify_exits_non_zero_from_the_shell() -> None:
+def test_audit_verify_exits_non_zero_from_the_shell(tamper) -> None:  # type: ignore[no-untyped-def]
     """CommandError makes manage.py exit with status 1 (checked through the real entry point)."""
     from django.core.management import ManagementUtility
 
     events = _three_events()
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_no_update")
-        cursor.execute("UPDATE audit_auditevent SET actor = 'x' WHERE id = %s", [events[0].pk])
-        cursor.execute("ALTER TABLE audit_auditevent ENABLE TRIGGER audit_no_update")
+    tamper("audit_no_update", "UPDATE audit_auditevent SET actor = 'x' WHERE id = %s", [events[0].pk])
     with pytest.raises(SystemExit) as exit_info:
         ManagementUtility(["manage.py", "audit_verify"]).execute()
     assert exit_info.value.code == 1

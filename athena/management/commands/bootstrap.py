@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from athena.paths import BASE_DIR
 from athena.services import ROLE_ADMIN, ROLE_COMPLIANCE, ROLE_EMPLOYEE, user_create_or_update
 from athena.stack import Stack
 
-SAMPLE_KB = Path(settings.BASE_DIR if hasattr(settings, "BASE_DIR") else ".") / "knowledge" / "sample_kb"
+SAMPLE_KB = BASE_DIR / "knowledge" / "sample_kb"
 
 DEMO_USERS = [
     # (name, password, groups, staff, superuser)
@@ -42,15 +42,20 @@ class Command(BaseCommand):
             if superuser and not user.is_superuser:
                 user.is_superuser = True
                 user.save(update_fields=["is_superuser"])
-        sample = Path(__file__).resolve().parents[3] / "knowledge" / "sample_kb"
-        if not options["no_sample"] and (sample / "public").is_dir():
+        if not options["no_sample"] and (SAMPLE_KB / "public").is_dir():
             call_command(
-                "ingest", str(sample / "public"), "--prefix", "public/", "--access-tier", "internal", "--wait"
+                "ingest",
+                str(SAMPLE_KB / "public"),
+                "--prefix",
+                "public/",
+                "--access-tier",
+                "internal",
+                "--wait",
             )
-            if (sample / "restricted").is_dir():
+            if (SAMPLE_KB / "restricted").is_dir():
                 call_command(
                     "ingest",
-                    str(sample / "restricted"),
+                    str(SAMPLE_KB / "restricted"),
                     "--prefix",
                     "restricted/",
                     "--access-tier",

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from athena.stack import Stack, StackError
+from athena.stack import Stack, StackError, _pidfile
 
 
 class Command(BaseCommand):
@@ -58,8 +58,6 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, _stop)
         signal.signal(signal.SIGTERM, _stop)
-        from athena.stack import _pidfile
-
         _pidfile("runner").write_text(str(os.getpid()))
         stack.up(echo=self.stdout.write)
         self.stdout.write("stack running; Ctrl-C stops everything")
