@@ -520,7 +520,7 @@ _COORDINATION_RE = re.compile(r"\s+and\s+(?!then\b)", re.IGNORECASE)
 def _hop_rule_scores(text: str) -> tuple[dict[str, float], list[str]]:
     scores, fired = _rule_scores(_HOP_RULES, text)
     terms = _specific_terms(text)
-    words = [w for w in _WORD_RE.findall(text)]
+    words = _WORD_RE.findall(text)
     if "hop.second_question" in fired:
         # "what is vacuum and why is it needed" asks twice about one thing: only a second clause that
         # brings in something new ("... and why do we run it with ospf") needs a second retrieval.

@@ -3,10 +3,10 @@ Pure functions over small dataclasses; the only model used (optionally) is the s
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -75,8 +75,10 @@ def _words(text: str) -> list[str]:
     return [t for t in analyze(text) if not t.startswith("=")]
 
 
-def content_terms(question: str) -> list[str]:
-    return [t for t in query_terms(question)]
+@lru_cache(maxsize=512)
+def _split(text: str) -> tuple[str, ...]:
+    """The sentences of one passage, split once per answer: scoring, composing and verifying all read them."""
+    return tuple(sentences(text))
 
 
 def score_sentences(
@@ -99,31 +101,29 @@ def score_sentences(
     Returns:
         sentences sorted best first.
     """
-    q_terms = content_terms(question)
+    q_terms = query_terms(question)
     weights = {t: (idf or {}).get(t, 1.0) for t in q_terms}
     total = sum(weights.values()) or 1.0
     q_ids = {i.lower() for i in identifiers(question)}
+    # (sentence, evidence index, position in its passage, the sentence before it)
     candidates: list[tuple[str, int, int, str]] = []
-    parts_of: dict[int, list[str]] = {}
     for index, item in enumerate(evidence):
-        parts = parts_of[index] = sentences(item.text)
+        parts = _split(item.text)
         for position, sentence in enumerate(parts):
             if 3 <= len(sentence.split()) <= 90:
-                # context: the chunk's heading trail and the previous sentence. An answer sentence often leaves
-                # the subject implicit ("The default is 10.") because the sentence before names it.
-                context = f"{item.section} {parts[position - 1] if position else ''}"
-                candidates.append((sentence, index, position, context))
+                candidates.append((sentence, index, position, parts[position - 1] if position else ""))
     candidates = candidates[: max_sentences * 3]
     scored: list[list[Any]] = []
-    for sentence, index, position, context in candidates:
+    for sentence, index, position, previous in candidates:
         terms = set(analyze(sentence))
         own = sum(w for t, w in weights.items() if t in terms) / total
-        around = terms | set(analyze(context))
+        # context: the chunk's heading trail and the previous sentence. An answer sentence often leaves
+        # the subject implicit ("The default is 10.") because the sentence before names it.
+        around = terms | set(analyze(f"{evidence[index].section} {previous}"))
         in_context = sum(w for t, w in weights.items() if t in around) / total
         coverage = 0.6 * own + 0.4 * in_context
         ident = (sum(1 for i in q_ids if i in sentence.lower()) / len(q_ids)) if q_ids else 0.0
         rank_prior = 1.0 / (1.0 + 0.15 * index)
-        previous = parts_of[index][position - 1] if position else ""
         window = f"{previous} {sentence}" if previous and len(previous.split()) <= 40 else sentence
         scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0, window])
     scored.sort(key=lambda row: -(row[3] + 0.3 * row[4]) * row[5])
@@ -241,7 +241,7 @@ def compose_extractive(
 
 
 def _previous_sentence(text: str, sentence: str) -> str | None:
-    parts = sentences(text)
+    parts = _split(text)
     for i, part in enumerate(parts[1:], start=1):
         if part == sentence:
             return parts[i - 1]
@@ -249,7 +249,7 @@ def _previous_sentence(text: str, sentence: str) -> str | None:
 
 
 def _next_sentence(text: str, sentence: str) -> str | None:
-    parts = sentences(text)
+    parts = _split(text)
     for i, part in enumerate(parts[:-1]):
         if part == sentence:
             return parts[i + 1]
@@ -259,14 +259,14 @@ def _next_sentence(text: str, sentence: str) -> str | None:
 def _critical_tokens(sentence: str) -> set[str]:
     """Numbers, identifiers, commands and paths: each must appear verbatim in the supporting span."""
     tokens = {m.group(0) for m in NUMBER.finditer(sentence)}
-    tokens |= {i for i in identifiers(sentence)}
+    tokens |= set(identifiers(sentence))
     tokens |= {m.group(1) for m in re.finditer(r"`([^`]{1,80})`", sentence)}
     return {t.lower() for t in tokens if t.strip()}
 
 
 def verify_sentence(sentence: str, span_source: str) -> SentenceCheck:
     """Find the best supporting span in `span_source` for `sentence` and label it supported or not."""
-    spans = sentences(span_source) or [span_source]
+    spans = _split(span_source) or (span_source,)
     words = set(_words(sentence))
     best_span = ""
     best_overlap = 0.0
@@ -295,7 +295,3 @@ def verify(draft: Draft, evidence: Sequence[Evidence]) -> Attribution:
         )
     score = sum(1 for c in checks if c.supported) / len(checks) if checks else 0.0
     return Attribution(round(score, 3), tuple(checks))
-
-
-def idf_from_stats(df: dict[str, int], n_docs: int) -> dict[str, float]:
-    return {t: math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for t, d in df.items()}

@@ -963,6 +963,8 @@ _IGN_WORDS = ("ignor", "disregard", "forget", "neglect", "skip", "abandon", "dis
 _INSTR_WORDS = ("guidance", "instruction", "prompt", "directive", "direction", "guideline", "rule", "order",
                 "context", "programming", "constraint", "guardrail", "restriction", "polic", "message",
                 "conversation", "command")  # fmt: skip
+_RESTRICTED_WORDS = ("restricted", "confidential", "classified", "secret", "internal", "private", "hidden",
+                     "protected", "sensitive", "locked", "privileged", "other")  # fmt: skip
 _PROMPTISH = ("prompt", "instruction", "rule", "guideline", "directive", "programming", "message", "configuration",
               "context")  # fmt: skip
 _TRIGGERS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -983,22 +985,7 @@ _TRIGGERS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("instruction", "prompt", "rule", "guideline", "directive", "message"),
         ("you ",),
     ),
-    "priv.from_restricted_docs": (
-        (
-            "restricted",
-            "confidential",
-            "classified",
-            "secret",
-            "internal",
-            "private",
-            "hidden",
-            "protected",
-            "sensitive",
-            "locked",
-            "privileged",
-            "other",
-        ),
-    ),  # fmt: skip
+    "priv.from_restricted_docs": (_RESTRICTED_WORDS,),
     "override.pretend_no_rules": (
         ("pretend", "imagine", "assume", "suppose", "as if"),
         ("rule", "restriction", "filter", "polic", "guideline", "limit", "access control", "guardrail"),
@@ -1283,22 +1270,7 @@ _TRIGGERS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("authori", "cleared", "permitted", "allowed", "entitled", "approved", "whitelisted", "granted"),
     ),  # fmt: skip
     "priv.claim_clearance": (("clearance", "access", "permission", "privilege", "right", "role"),),
-    "priv.request_restricted_docs": (
-        (
-            "restricted",
-            "confidential",
-            "classified",
-            "secret",
-            "internal",
-            "private",
-            "hidden",
-            "protected",
-            "sensitive",
-            "locked",
-            "privileged",
-            "other",
-        ),
-    ),  # fmt: skip
+    "priv.request_restricted_docs": (_RESTRICTED_WORDS,),
     "priv.dump_knowledge_base": (
         ("knowledge", "kb", "database", "index", "corpus", "vector", "system", "collection"),
         ("all", "every", "each", "full", "complete", "entire", "whole"),
@@ -1646,10 +1618,11 @@ def text_views(raw: str, *, depth: int = 0) -> list[TextView]:
 
     folded = fold_confusables(plain)
     add("confusables", folded)
-    add("leet", deleet(folded))
+    leet = deleet(folded)
+    add("leet", leet)
     add("leet", deleet(folded, one_as_l=True))
     add("spaced", collapse_spaced_letters(folded))
-    add("spaced", collapse_spaced_letters(deleet(folded)))
+    add("spaced", collapse_spaced_letters(leet))
     smuggled = _tag_payload(raw)
     if smuggled:
         add("tag_chars", normalize_text(smuggled))

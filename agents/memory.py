@@ -54,12 +54,6 @@ def memory_append(conversation_id: str, turn: Turn) -> None:
     pipe.execute()
 
 
-def summarise(turns: list[Turn], *, max_chars: int = 300) -> str:
-    """Long histories are reduced to their questions (most recent last), capped in length."""
-    text = " | ".join(t.rewritten for t in turns)
-    return text[-max_chars:]
-
-
 def rewrite_follow_up(question: str, history: list[Turn]) -> tuple[str, dict[str, Any]]:
     """Resolve a follow-up against the previous turn. Returns (rewritten question, decision details)."""
     if not history:

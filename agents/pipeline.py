@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from agents.evidence import (
+    NUMBER,
     Attribution,
     Draft,
     Evidence,
@@ -29,6 +30,7 @@ from agents.evidence import (
     verify,
 )
 from agents.memory import Turn, rewrite_follow_up
+from retrieval.analysis import analyze, identifiers, sentences
 from retrieval.types import Filters, Hit, Principal, SearchConfig, SearchResult
 
 T = TypeVar("T")
@@ -163,7 +165,6 @@ def _near_known(term: str) -> bool:
 def distinctive_unknown_terms(terms: list[str], df: dict[str, int]) -> list[str]:
     """Question terms that occur nowhere in the corpus and are not explained away as chat words, typos or
     compounds of known words (per-host, stop/start). Such a term means the corpus lacks the topic."""
-    from retrieval.analysis import analyze
     from retrieval.search import ABBREVIATIONS
 
     shorthand = {t for key in ABBREVIATIONS for t in analyze(key)}
@@ -230,8 +231,6 @@ def _disagreement_note(
 ) -> tuple[list[ScoredSentence], str | None]:
     """When the two best sentences come from different documents and state different numbers for the same
     thing, prefer the more recently updated document and say so."""
-    from agents.evidence import NUMBER
-
     if len(ranked) < 2:
         return ranked, None
     first, second = ranked[0], ranked[1]
@@ -301,9 +300,7 @@ def run_pipeline(
     template = classification.template
     # a clarifying question only for short, unspecific questions: a long question or one naming an identifier
     # is answerable or abstainable on its own, whatever the classifier thinks
-    from retrieval.analysis import identifiers as _identifiers
-
-    vague = len(question.split()) <= 8 and not _identifiers(question)
+    vague = len(question.split()) <= 8 and not identifiers(question)
     if classification.hop == "ambiguous" and vague and not history:
         clarifying = classify_mod.clarifying_question(question)
         trace.note("clarify", "asked a clarifying question")
@@ -346,7 +343,7 @@ def run_pipeline(
     search_terms = results[0].query_terms
 
     # adequacy: distinctive terms missing from the whole corpus, and evidence that barely matches
-    df, n_chunks = _corpus_df([t for t in search_terms])
+    df, n_chunks = _corpus_df(list(search_terms))
     unknown = distinctive_unknown_terms(search_terms, df)
     idf = {t: float(np.log(1 + (n_chunks - d + 0.5) / (d + 0.5))) for t, d in df.items()}
     for t in unknown:
@@ -383,7 +380,7 @@ def run_pipeline(
         ranked = score_sentences(
             rewritten,
             expanded[:12],
-            embed=lambda texts: embedder.embed_passages(texts),
+            embed=embedder.embed_passages,
             query_vec=query_vec,
             idf=idf,
         )
@@ -498,7 +495,7 @@ def run_pipeline(
         lines.append((sentence, ref))
     if template == "procedure_sop" and draft.preface == "Steps:":
         body = "\n".join(f"{i}. {s} [{r}]" for i, (s, r) in enumerate(lines, start=1))
-    elif template in {"comparison_decision"} and len(lines) > 1:
+    elif template == "comparison_decision" and len(lines) > 1:
         body = "\n".join(f"- {s} [{r}]" for s, r in lines)
     else:
         body = " ".join(f"{s} [{r}]" for s, r in lines)
@@ -567,10 +564,6 @@ def run_pipeline(
 
 def _parse_llm_answer(text: str, template: str) -> Draft:
     """Split an LLM answer into sentences with their [n] citations (1-based in the prompt)."""
-    import re
-
-    from retrieval.analysis import sentences
-
     if text.strip().upper().startswith("INSUFFICIENT"):
         return Draft(template, [])
     parts = []
