@@ -159,14 +159,7 @@ def _ensure_pg_user_and_permissions() -> None:
 
 
 def pg_running() -> bool:
-    pidfile = _pg_data() / "postmaster.pid"
-    if not pidfile.exists():
-        return False
-    try:
-        pid = int(pidfile.read_text().splitlines()[0])
-    except (ValueError, IndexError):
-        return False
-    return _alive(pid)
+    return _alive(pg_pid())
 
 
 def pg_pid() -> int | None:
@@ -204,7 +197,7 @@ def pg_start(port: int) -> str:
         return "already running"
     # A stale pid file from a crash would stop pg_ctl; PostgreSQL itself checks it, but remove a dead one.
     stale = data / "postmaster.pid"
-    if stale.exists() and not pg_running():
+    if stale.exists():  # pg_running() was just false: whatever pid it names is dead
         stale.unlink()
     options = (
         f"-k {pg_socket_dir()} -p {port} -c listen_addresses='' -c max_connections=100 "

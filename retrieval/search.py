@@ -319,19 +319,7 @@ def search(
 
 def chunks_by_ids(chunk_ids: Sequence[int], principal: Principal) -> dict[int, dict[str, Any]]:
     """Neighbour expansion for the answering pipeline: the chunks, only if the principal may read them."""
-    from django.db import connection
-
-    from retrieval.stages import visibility_sql
-
-    if not chunk_ids:
-        return {}
-    where, params = visibility_sql(principal, Filters())
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT c.id FROM knowledge_chunk c WHERE c.id = ANY(%s) AND {where}", [list(chunk_ids), *params]
-        )
-        allowed = [row[0] for row in cursor.fetchall()]
-    return fetch_hits(allowed)
+    return fetch_hits(chunk_ids, visible_to=principal)
 
 
 def neighbour_ids(chunk_ids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:

@@ -310,19 +310,22 @@ def graph_search(
     return run[: k + 5]
 
 
-def fetch_hits(chunk_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """Chunk rows (with document fields) by id — only ids already returned by an ACL-filtered stage."""
+def fetch_hits(chunk_ids: Sequence[int], visible_to: Principal | None = None) -> dict[int, dict[str, Any]]:
+    """Chunk rows (with document fields) by id. Without `visible_to` only for ids an ACL-filtered stage
+    returned; with it, ids the principal may not read are left out."""
     if not chunk_ids:
         return {}
+    where, params = visibility_sql(visible_to, Filters()) if visible_to is not None else ("true", [])
     with connection.cursor() as cursor:
         cursor.execute(
-            """
+            f"""
             SELECT c.id, c.document_id, d.source, d.title, c.section_path, c.page, c.ordinal, c.text,
                    coalesce(c.updated_at, d.source_updated_at), d.access_tier, c.prev_id, c.content_hash,
                    c.injection_flag, c.embedding::real[], c.vendor
-            FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id WHERE c.id = ANY(%s)
+            FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
+            WHERE c.id = ANY(%s) AND {where}
             """,
-            [list(chunk_ids)],
+            [list(chunk_ids), *params],
         )
         columns = [
             "chunk_id",
