@@ -6,28 +6,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
-from rest_framework.test import APIClient
+from django.contrib.auth.models import User
 
 from agents.models import Answer, Conversation, CurationItem, Feedback
 from athena import throttling
 from audit.models import AuditEvent
+from tests.api import client_for, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
-
-
-def make_user(name: str, *groups: str) -> User:
-    user = User.objects.create_user(name, password="pw")
-    for group in groups:
-        user.groups.add(Group.objects.get_or_create(name=group)[0])
-    throttling.user_counters_clear(user)
-    return user
-
-
-def client_for(user: User) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def make_answer(

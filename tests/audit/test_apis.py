@@ -7,20 +7,13 @@ import io
 import json
 
 import pytest
-from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
 from audit.services import audit_record
+from tests.api import make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
-
-
-def make_user(name: str, *groups: str) -> User:
-    user = User.objects.create_user(name, password="pw")
-    for group in groups:
-        user.groups.add(Group.objects.get_or_create(name=group)[0])
-    return user
 
 
 @pytest.fixture()

@@ -13,16 +13,9 @@ from rest_framework.test import APIClient
 from athena import throttling
 from audit.models import AuditEvent
 from knowledge.models import Chunk, Document
+from tests.api import client_for, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
-
-
-def make_user(name: str, *groups: str) -> User:
-    user = User.objects.create_user(name, password="pw")
-    for group in groups:
-        user.groups.add(Group.objects.get_or_create(name=group)[0])
-    throttling.user_counters_clear(user)
-    return user
 
 
 def make_document(
@@ -59,12 +52,6 @@ def make_document(
         owner_id_acl=owner.pk if owner else None,
     )
     return document
-
-
-def client_for(user: User) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture()

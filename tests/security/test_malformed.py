@@ -4,24 +4,18 @@ schema is valid."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from athena import throttling
+from tests.api import client_for, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
 
 @pytest.fixture()
 def client() -> APIClient:  # type: ignore[override]
-    user = User.objects.create_user("mal", password="pw")
-    for name in ("employees", "kb-admins", "compliance"):  # every role, so the role check is never the answer
-        user.groups.add(Group.objects.get_or_create(name=name)[0])
-    throttling.user_counters_clear(user)
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
+    # every role, so the role check is never the answer
+    return client_for(make_user("mal", "employees", "kb-admins", "compliance"))
 
 
 JSON_ENDPOINTS = [

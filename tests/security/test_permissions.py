@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
-from athena import throttling
 from knowledge.models import Document
+from tests.api import client_for, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
@@ -35,14 +35,6 @@ ANY_SIGNED_IN = [
 ]
 
 
-def make_user(name: str, *groups: str, superuser: bool = False) -> User:
-    user = User.objects.create_user(name, password="pw", is_superuser=superuser, is_staff=superuser)
-    for group in groups:
-        user.groups.add(Group.objects.get_or_create(name=group)[0])
-    throttling.user_counters_clear(user)
-    return user
-
-
 def call(client: APIClient, method: str, url: str, doc: Document) -> int:
     return getattr(client, method)(url.format(doc=doc.pk), {}, format="json").status_code
 
@@ -50,13 +42,6 @@ def call(client: APIClient, method: str, url: str, doc: Document) -> int:
 @pytest.fixture()
 def doc(db) -> Document:  # type: ignore[no-untyped-def]
     return Document.objects.create(source="public/a.md", title="A", status="indexed")
-
-
-def client_for(user: User | None) -> APIClient:
-    client = APIClient()
-    if user is not None:
-        client.force_authenticate(user)
-    return client
 
 
 def test_anonymous_reaches_nothing_but_health(doc) -> None:  # type: ignore[no-untyped-def]
