@@ -9,6 +9,8 @@ from typing import Any
 
 from django.conf import settings
 
+from athena.throttling import redis_client
+
 FOLLOW_UP = re.compile(
     r"^(and|what about|how about|also|then|same for|and on|and for|what if)\b|\b(it|that|this|those|these|"
     r"there|the (first|second|third|fourth|fifth|last|next|previous) (step|one|option))\b",
@@ -26,26 +28,20 @@ class Turn:
     chunk_ids: list[int]
 
 
-def _client():  # type: ignore[no-untyped-def]
-    import redis
-
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
-
-
 def _key(conversation_id: str) -> str:
     return f"athena:memory:{conversation_id}"
 
 
 def memory_load(conversation_id: str) -> list[Turn]:
     try:
-        raw = _client().lrange(_key(conversation_id), 0, -1)
+        raw = redis_client().lrange(_key(conversation_id), 0, -1)
     except Exception:  # memory is a convenience: a Redis hiccup must not fail the question
         return []
     return [Turn(**json.loads(item)) for item in raw]
 
 
 def memory_append(conversation_id: str, turn: Turn) -> None:
-    client = _client()
+    client = redis_client()
     key = _key(conversation_id)
     pipe = client.pipeline()
     pipe.rpush(key, json.dumps(asdict(turn)))
