@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -147,8 +147,28 @@ def _edit_distance(a: str, b: str, limit: int) -> int:
     return previous[-1]
 
 
-def _near_known(term: str) -> bool:
-    """A misspelling of a vocabulary term (one edit for short words, two for long ones)?"""
+def _readable_terms(terms: Collection[str], principal: Principal) -> set[str]:
+    """The index terms that occur in at least one chunk `principal` may read. A term found only in documents
+    someone cannot see must look to them exactly like a term found nowhere: otherwise the adequacy step
+    (shown in the answer's trace) would reveal that such documents exist."""
+    from django.db import connection
+
+    from retrieval.stages import visibility_sql
+
+    if not terms:
+        return set()
+    where, params = visibility_sql(principal, Filters())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT x.term FROM unnest(%s::varchar[]) AS x(term) WHERE EXISTS (SELECT 1 FROM knowledge_posting p "
+            f"JOIN knowledge_chunk c ON c.id = p.chunk_id WHERE p.term = x.term AND {where})",
+            [list(terms), *params],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _near_known(term: str, principal: Principal) -> bool:
+    """A misspelling of a term the principal can read (one edit for short words, two for long ones)?"""
     from django.db import connection
 
     limit = 1 if len(term) < 9 else 2
@@ -158,30 +178,44 @@ def _near_known(term: str) -> bool:
             "ORDER BY similarity(term, %s) DESC LIMIT 8",
             [term, term],
         )
-        candidates = [row[0] for row in cursor.fetchall()]
-    return any(_edit_distance(term, c, limit) <= limit for c in candidates)
+        candidates = [row[0] for row in cursor.fetchall() if _edit_distance(term, row[0], limit) <= limit]
+    return bool(_readable_terms(candidates, principal))
 
 
-def distinctive_unknown_terms(terms: list[str], df: dict[str, int]) -> list[str]:
-    """Question terms that occur nowhere in the corpus and are not explained away as chat words, typos or
-    compounds of known words (per-host, stop/start). Such a term means the corpus lacks the topic."""
+def distinctive_unknown_terms(terms: list[str], principal: Principal) -> list[str]:
+    """Question terms that occur in no chunk the principal may read and are not explained away as chat words,
+    typos or compounds of known words (per-host, stop/start). Such a term means the corpus lacks the topic,
+    as far as this principal can know."""
     from retrieval.search import ABBREVIATIONS
 
     shorthand = {t for key in ABBREVIATIONS for t in analyze(key)}
+    parts_of = {
+        term: [
+            p
+            for p in analyze(term[1:].replace("-", " ").replace("_", " ").replace("/", " "))
+            if not p.startswith("=")
+        ]
+        for term in terms
+        if term.startswith("=")
+    }
+    known = _readable_terms({*terms, *(p for parts in parts_of.values() for p in parts)}, principal)
     missing = []
     for term in terms:
-        if term in df:
+        if term in known:
             continue
         if term.startswith("="):
-            parts = [
-                p
-                for p in analyze(term[1:].replace("-", " ").replace("_", " ").replace("/", " "))
-                if not p.startswith("=")
-            ]
-            if parts and all(p in df or len(p) <= 2 for p in parts):
+            parts = parts_of[term]
+            # a compound of readable words (per-host, stop/start); a number inside (140-3, 802.1q) must match
+            # as a whole
+            if parts and all(len(p) <= 2 or (p in known and not p.isdigit()) for p in parts):
                 continue
             missing.append(term)
-        elif len(term) > 3 and term not in INFORMAL and term not in shorthand and not _near_known(term):
+        elif (
+            len(term) > 3
+            and term not in INFORMAL
+            and term not in shorthand
+            and not _near_known(term, principal)
+        ):
             missing.append(term)
     return missing
 
@@ -344,7 +378,7 @@ def run_pipeline(
 
     # adequacy: distinctive terms missing from the whole corpus, and evidence that barely matches
     df, n_chunks = _corpus_df(list(search_terms))
-    unknown = distinctive_unknown_terms(search_terms, df)
+    unknown = distinctive_unknown_terms(search_terms, principal)
     idf = {t: float(np.log(1 + (n_chunks - d + 0.5) / (d + 0.5))) for t, d in df.items()}
     for t in unknown:
         idf[t] = float(np.log(1 + (n_chunks + 0.5) / 0.5))

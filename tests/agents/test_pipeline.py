@@ -192,3 +192,44 @@ def test_llm_answer_with_a_changed_number_is_rejected_and_falls_back_to_extracti
     assert any(step.startswith("generate_extractive") for step in steps)
     assert "30 120" not in body["answer"]
     assert not body["abstained"] and body["attribution_score"] >= 0.7
+
+
+def _restricted_only_word() -> str:
+    """A word of a restricted sample document whose index terms occur in no open chunk."""
+    import re
+
+    from django.db import connection
+
+    from retrieval.analysis import analyze
+
+    restricted = " ".join(Chunk.objects.filter(acl_open=False).values_list("text", flat=True))
+    words = sorted({w.lower() for w in re.findall(r"\b[A-Za-z]{7,}\b", restricted)})
+    with connection.cursor() as cursor:
+        for word in words:
+            terms = analyze(word)
+            cursor.execute(
+                "SELECT count(*) FROM knowledge_posting p JOIN knowledge_chunk c ON c.id = p.chunk_id "
+                "WHERE p.term = ANY(%s) AND c.acl_open",
+                [terms],
+            )
+            if terms and cursor.fetchone()[0] == 0:
+                return word
+    raise AssertionError("the sample KB has no word that only restricted documents use")
+
+
+@pytest.mark.django_db
+def test_a_term_only_restricted_documents_use_looks_unknown_to_outsiders(sample_kb):
+    word = _restricted_only_word()
+    outsider = _user("outsider3", "employees")
+
+    def adequacy(body):  # type: ignore[no-untyped-def]
+        return [s["decision"] for s in body["trace"] if s["step"] == "adequacy"]
+
+    hidden = _answer(f"What does {word} mean for us?", outsider)
+    absent = _answer("What does qzvxwobbly mean for us?", outsider)
+    assert hidden["abstained"] and absent["abstained"]
+    assert adequacy(hidden)[0].startswith("term(s) not in the knowledge base"), adequacy(hidden)
+    assert adequacy(absent)[0].startswith("term(s) not in the knowledge base"), adequacy(absent)
+    assert len(adequacy(hidden)) == len(adequacy(absent))  # no reformulation for either: same steps
+    insider = _answer(f"What does {word} mean for us?", _user("insider3", "noc-admins"))
+    assert not any(d.startswith("term(s) not in the knowledge base") for d in adequacy(insider)), insider
