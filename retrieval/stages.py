@@ -110,7 +110,7 @@ def bm25_search(
             return _bm25_threshold(
                 cursor, query, avgdl, where, params, k=k, first_depth=first_depth, head=head
             )
-        cursor.execute(BM25_SQL.format(where=where, postings=ALL_POSTINGS), [*head, *params, k])
+        cursor.execute(BM25_SQL.format(where=where, postings=ALL_POSTINGS), [*head, 0.0, *params, k])
         return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
 
 
@@ -130,7 +130,7 @@ BM25_SQL = """
           {postings}
           GROUP BY p.chunk_id)
     SELECT c.id, scored.score FROM scored JOIN knowledge_chunk c ON c.id = scored.chunk_id
-    WHERE {where}
+    WHERE scored.score >= %s AND {where}
     ORDER BY scored.score DESC, c.id LIMIT %s
 """
 # every posting of the query terms, or (MaxScore) only those of chunks holding an essential term
@@ -141,7 +141,8 @@ CANDIDATE_POSTINGS = (
 )
 
 GRAPH_MAX_DF = 2_000
-LARGE_CORPUS = 50_000  # below this, summing every posting of every query term takes a few ms
+LARGE_CORPUS = 50_000
+MAX_PROBES = 4_000  # (chunk, term) key probes the threshold round may spend completing scores  # below this, summing every posting of every query term takes a few ms
 # Postings are indexed by their BM25 term-frequency component computed with these constants (migration
 # 0004, index knowledge_posting_impact); the query below must use the identical expression.
 IMPACT_PARAMS, IMPACT_AVGDL = Bm25Params(k1=1.2, b=0.75), 64.0
@@ -167,10 +168,12 @@ def _bm25_threshold(
        knowledge_posting_impact), keep the chunks the principal may read, complete the scores of those that
        could reach the top-k by primary-key probes. If the k-th exact score beats the best score an unread
        chunk could have (sum over terms of idf x the term's last impact read), that is the answer.
-    2. Otherwise MaxScore: the k-th score found is a floor for the final k-th score. Terms whose combined
-       maximum contributions stay below it are "non-essential": a chunk containing only those can never
-       reach the top-k. Candidates are therefore the chunks holding an essential term, scored exactly over
-       all terms in SQL.
+       Completing scores costs one key probe per (chunk, missing term); past MAX_PROBES it is skipped.
+    2. Otherwise MaxScore (:func:`_bm25_maxscore`): the k-th score found (exact, or partial when the
+       probes were skipped) is a floor for the final k-th score. Terms whose combined maximum contributions
+       stay below it are "non-essential": a chunk containing only those can never reach the top-k.
+       Candidates are the chunks holding an essential term, scored exactly over all terms in SQL; only
+       those reaching the floor are checked against the ACL.
 
     `query` maps each term to its weighted idf. Impacts were computed with avgdl = IMPACT_AVGDL; with the
     corpus's real avgdl a term-frequency component can be at most max(1, avgdl / IMPACT_AVGDL) times larger,
@@ -205,6 +208,10 @@ def _bm25_threshold(
     by_lower = sorted(score.values(), reverse=True)
     kth_lower = by_lower[k - 1] if len(by_lower) >= k else 0.0
     probe = [c for c in visible if upper[c] > score[c] and upper[c] >= kth_lower]
+    if len(probe) * len(ceiling) > MAX_PROBES:
+        # completing that many scores by key probes costs more than step 2; the k-th partial score is a
+        # floor too (k visible chunks score at least that much)
+        return _bm25_maxscore(cursor, query, first, slack, kth_lower, where, params, k=k, head=head)
     if probe and ceiling:
         cursor.execute(
             "SELECT chunk_id, term, tf, doc_len FROM knowledge_posting "
@@ -218,15 +225,36 @@ def _bm25_threshold(
     if not ceiling or (len(top) == k and top[-1][1] > sum(ceiling.values())):
         return [Scored(int(c), float(s)) for c, s in top]
     floor = top[-1][1] if len(top) == k else 0.0
-    best_possible = sorted((query[t] * first.get(t, 0.0) * slack, t) for t in terms)
+    return _bm25_maxscore(cursor, query, first, slack, floor, where, params, k=k, head=head)
+
+
+def _bm25_maxscore(
+    cursor: Any,
+    query: dict[str, float],
+    first: dict[str, float],
+    slack: float,
+    floor: float,
+    where: str,
+    params: list[Any],
+    *,
+    k: int,
+    head: list[Any],
+) -> list[Scored]:
+    """Step 2 of :func:`_bm25_threshold`: `floor` is at most the final k-th score and `first` holds each
+    term's highest impact. Terms whose summed best contributions stay below the floor cannot put a chunk
+    into the top-k on their own, so only chunks holding one of the other ("essential") terms are scored."""
     non_essential = 0.0
     essential = []
-    for bound, term in best_possible:
+    for bound, term in sorted((query[t] * first.get(t, 0.0) * slack, t) for t in query):
         if non_essential + bound < floor:
             non_essential += bound
         else:
             essential.append(term)
-    cursor.execute(BM25_SQL.format(where=where, postings=CANDIDATE_POSTINGS), [*head, essential, *params, k])
+    # only chunks reaching the floor need the ACL check (lowered by a hair: SQL and Python round differently)
+    cursor.execute(
+        BM25_SQL.format(where=where, postings=CANDIDATE_POSTINGS),
+        [*head, essential, floor * (1 - 1e-9), *params, k],
+    )
     return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
 
 

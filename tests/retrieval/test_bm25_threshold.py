@@ -122,7 +122,9 @@ def _assert_same(walked, full):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_threshold_walk_equals_the_full_sum(corpus):
+@pytest.mark.parametrize("max_probes", [stages.MAX_PROBES, 0], ids=["probes", "straight-to-maxscore"])
+def test_threshold_walk_equals_the_full_sum(corpus, max_probes, monkeypatch):
+    monkeypatch.setattr(stages, "MAX_PROBES", max_probes)
     assert (corpus["avgdl"] > stages.IMPACT_AVGDL) == corpus["long"], corpus["avgdl"]
     for question in QUERIES:
         terms = [(t, 1.0) for t in query_terms(question)]
