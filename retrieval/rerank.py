@@ -2,7 +2,8 @@
 
 - OfflineReranker (default): needs no weights. Scores each candidate by how completely and how closely it
   contains the question's terms: idf-weighted term coverage (idf computed inside the candidate set), query
-  bigrams kept in order, the tightest window holding the matched terms, and verbatim identifiers.
+  bigrams kept in order, the tightest window holding the matched terms, verbatim identifiers and heading
+  match; blended with the cosine of the candidate's stored embedding to the question.
 - CrossEncoderReranker: a sentence-transformers CrossEncoder, used when a model path/name is configured and
   present locally.
 """
@@ -14,13 +15,24 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import numpy as np
+
 from retrieval.analysis import analyze, identifiers, query_terms
 
 
 class Reranker(Protocol):
     blend: float  # share of the fused score kept in the final order (0 = reranker alone)
 
-    def score(self, query: str, passages: Sequence[str]) -> list[float]: ...
+    def score(
+        self,
+        query: str,
+        passages: Sequence[str],
+        *,
+        vectors: Sequence[np.ndarray | None] | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> list[float]:
+        """One score per passage, higher is better. `vectors` are the passages' stored embeddings and
+        `query_vector` the question's, for backends that use them."""
 
     def warm_up(self) -> None: ...
 
@@ -48,22 +60,30 @@ def _min_window(positions: dict[str, list[int]]) -> int:
 
 
 class OfflineReranker:
-    blend = 0.65  # the fused order stays the main signal; the reranker corrects it (dev set: .65 > .5 > .8)
+    blend = 0.8  # the fused order stays the main signal; the reranker corrects it (dev set: .8 > .65 > .5)
 
     def __init__(self, *, semantic: bool = True, **_: Any) -> None:
         self.semantic = semantic
-        self._model: Any = None
 
     def warm_up(self) -> None:
-        if self.semantic:
-            self._sentence_model().warm_up()
+        """Nothing to load: the semantic signal uses vectors computed at ingestion."""
 
-    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+    def score(
+        self,
+        query: str,
+        passages: Sequence[str],
+        *,
+        vectors: Sequence[np.ndarray | None] | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> list[float]:
         """Scores in [0, 1] for each passage (higher is better).
 
         Args:
             query: the question.
             passages: candidate texts (with their section trail if available).
+            vectors/query_vector: the passages' stored embeddings and the question's. When given (and
+                `semantic`), their cosine is half of each score: it is the only semantic signal for the
+                candidates that dense retrieval did not return itself (their fused dense score is 0).
         Returns:
             one score per passage, same order.
         """
@@ -108,48 +128,13 @@ class OfflineReranker:
             scores.append(
                 0.4 * coverage + 0.15 * bigram + 0.15 * min(1.0, proximity) + 0.1 * ident + 0.2 * heading
             )
-        if self.semantic:
-            semantic = self._sentence_similarity(query, passages, q_terms)
-            scores = [0.5 * lexical + 0.5 * sim for lexical, sim in zip(scores, semantic, strict=True)]
+        if self.semantic and query_vector is not None and vectors is not None:
+            cosines = [
+                float(np.asarray(v, dtype=np.float32) @ query_vector) if v is not None else 0.0
+                for v in vectors
+            ]
+            scores = [0.5 * lexical + 0.5 * sim for lexical, sim in zip(scores, cosines, strict=True)]
         return scores
-
-    def _sentence_similarity(self, query: str, passages: Sequence[str], q_terms: list[str]) -> list[float]:
-        """Cosine between the question and the passage's most question-like sentence (the one sharing most
-        terms with it), with the passage's own embedding model: a local, passage-internal semantic signal."""
-        from retrieval.analysis import sentences
-
-        wanted = set(q_terms)
-        picked = []
-        for passage in passages:
-            parts = sentences(passage) or [passage]
-            best = max(parts, key=lambda p: len(wanted & set(analyze(p))))
-            picked.append(" ".join(best.split()[:48]))
-        model = self._sentence_model()
-        vectors = model.embed_passages(picked, batch_size=32)
-        if model is self._main_embedder():
-            from retrieval.search import embed_query
-
-            query_vec = embed_query(query)  # already computed (and memoised) by the dense stage
-        else:
-            query_vec = model.embed_query(query)
-        return [float(x) for x in vectors @ query_vec]
-
-    @staticmethod
-    def _main_embedder() -> Any:
-        from retrieval.embedders import get_embedder
-
-        return get_embedder()
-
-    def _sentence_model(self) -> Any:
-        """An int8-quantised MiniLM (~2.5x faster; only relative similarities matter here): the configured
-        embedder when it already is one, otherwise a private instance."""
-        if self._model is None:
-            from retrieval.embedders import MiniLMEmbedder
-
-            main = self._main_embedder()
-            is_int8_minilm = isinstance(main, MiniLMEmbedder) and main.quantize
-            self._model = main if is_int8_minilm else MiniLMEmbedder(quantize=True)
-        return self._model
 
 
 class CrossEncoderReranker:
@@ -170,7 +155,7 @@ class CrossEncoderReranker:
                     self.model_ref, device="cpu", max_length=self.max_length, local_files_only=True
                 )
 
-    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+    def score(self, query: str, passages: Sequence[str], **_: Any) -> list[float]:
         if not passages:
             return []
         self.warm_up()

@@ -203,7 +203,12 @@ def rerank_candidates(
 
     reranker = get_reranker()
     passages = [f"{rows[c.id]['title']} {rows[c.id]['section']}\n{rows[c.id]['text']}" for c in candidates]
-    scores = reranker.score(question, passages)
+    scores = reranker.score(
+        question,
+        passages,
+        vectors=[rows[c.id]["embedding"] for c in candidates],
+        query_vector=embed_query(question),  # memoised: the dense stage computed it
+    )
     fused = {s.id: s.score for s in minmax(candidates)}
     reranked = {
         s.id: s.score for s in minmax([Scored(c.id, sc) for c, sc in zip(candidates, scores, strict=True)])
