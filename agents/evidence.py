@@ -16,6 +16,20 @@ from retrieval.analysis import analyze, identifiers, query_terms, sentences
 NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?:/\d+)?(?![\w])")
 STEP_LINE = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
 SUPPORT_THRESHOLD = 0.70  # answers whose supported-sentence share is below this are rejected (DESIGN §6)
+# Answer types a question announces: a quantity, or the name of a thing (an option, command, setting ...).
+EXPECTS_NUMBER = re.compile(
+    r"\bhow (?:many|much|long|often|big|large)\b|\bwhat (?:port|number|size|percentage|timeout|interval)\b",
+    re.IGNORECASE,
+)
+HAS_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|single|twice|once)\b",
+    re.IGNORECASE,
+)
+EXPECTS_NAME = re.compile(
+    r"\b(?:which|what)\s+(?:\w+[\s-]+){0,3}?(?:flag|option|setting|directive|command|parameter|statement|"
+    r"module|keyword|state|variable|property|file|directory|unit|signal|template|action)s?\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -136,13 +150,21 @@ def score_sentences(
         for row, sim in zip(head, sims, strict=True):
             row[6] = float(sim)
     q_tokens = _critical_tokens(question)
+    wants_name, wants_number = bool(EXPECTS_NAME.search(question)), bool(EXPECTS_NUMBER.search(question))
     results = []
     for sentence, index, position, coverage, ident, prior, dense, _window in scored:
         support = score = (0.55 * coverage + 0.35 * max(0.0, dense) + 0.10 * ident) * (0.7 + 0.3 * prior)
         if sentence.rstrip().endswith("?"):
             score *= 0.75  # a FAQ heading restates the question; its answer comes after it
-        elif _critical_tokens(sentence) - q_tokens:
-            score += 0.03  # states a value, identifier or command the question does not already contain
+        else:
+            new = _critical_tokens(sentence) - q_tokens  # values, identifiers, commands the question lacks
+            if new:
+                score += 0.03
+            # the answer type the question announces: a name (which option / command ...) or a quantity
+            if wants_name and any(not NUMBER.fullmatch(t) for t in new):
+                score += 0.06
+            if wants_number and HAS_NUMBER.search(sentence):
+                score += 0.06
         results.append(ScoredSentence(sentence, index, score, coverage, dense, position, support))
     results.sort(key=lambda s: (-s.score, s.evidence_index, s.position))
     return results

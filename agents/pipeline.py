@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from agents.evidence import (
+    EXPECTS_NUMBER,
+    HAS_NUMBER,
     NUMBER,
     Attribution,
     Draft,
@@ -40,14 +42,6 @@ ABSTAIN_MESSAGE = "I don't have enough information in the knowledge base to answ
 MIN_COVERAGE = 0.20
 MIN_SENTENCE_SCORE = 0.36
 MAX_UNKNOWN_RARE_TERMS = 0  # a distinctive question term that occurs nowhere in the corpus => abstain
-EXPECTS_NUMBER = re.compile(
-    r"\bhow (?:many|much|long|often|big|large)\b|\bwhat (?:port|number|size|percentage|timeout|interval)\b",
-    re.IGNORECASE,
-)
-HAS_NUMBER = re.compile(
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|single|twice|once)\b",
-    re.IGNORECASE,
-)
 _sub_pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="subq")
 
 
@@ -435,7 +429,8 @@ def run_pipeline(
         best = max(ranked_, key=lambda s: s.support)  # the closest match, before answer-shape adjustments
         if best.coverage < MIN_COVERAGE or best.support < MIN_SENTENCE_SCORE:
             return False, f"best evidence too weak (coverage {best.coverage:.2f}, score {best.support:.2f})"
-        if EXPECTS_NUMBER.search(question) and not any(HAS_NUMBER.search(s.text) for s in ranked_[:4]):
+        closest = sorted(ranked_, key=lambda s: -s.support)[:4]
+        if EXPECTS_NUMBER.search(question) and not any(HAS_NUMBER.search(s.text) for s in closest):
             # answer-type check: "how many / what port / how long" needs a quantity in the evidence
             return False, "the question asks for a quantity and no close evidence sentence states one"
         return True, f"sufficient (coverage {best.coverage:.2f}, score {best.support:.2f})"
