@@ -25,6 +25,13 @@ HAS_NUMBER = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|single|twice|once)\b",
     re.IGNORECASE,
 )
+# A sentence that opens with a pronoun or demonstrative continues the one before it ("Effectively, this is the
+# nft-equivalent of iptables-save": "this" is the previous sentence's subject).
+ANAPHOR = re.compile(
+    r"^(?:(?:effectively|therefore|thus|hence|so|also|however|otherwise|in (?:this|that) case|by design),?\s+)?"
+    r"(?:this|that|these|those|it|its|they|their|such|the latter|the former)\b",
+    re.IGNORECASE,
+)
 EXPECTS_NAME = re.compile(
     r"\b(?:which|what)\s+(?:\w+[\s-]+){0,3}?(?:flag|option|setting|directive|command|parameter|statement|"
     r"module|keyword|state|variable|property|file|directory|unit|signal|template|action)s?\b",
@@ -118,7 +125,8 @@ def score_sentences(
     q_terms = query_terms(question)
     weights = {t: (idf or {}).get(t, 1.0) for t in q_terms}
     total = sum(weights.values()) or 1.0
-    q_ids = {i.lower() for i in identifiers(question)}
+    # identifiers and numbers the question quotes ("auth_pass", "377"): a sentence repeating them is on topic
+    q_ids = {i.lower() for i in identifiers(question)} | {m.group(0) for m in NUMBER.finditer(question)}
     # (sentence, evidence index, position in its passage, the sentence before it)
     candidates: list[tuple[str, int, int, str]] = []
     for index, item in enumerate(evidence):
@@ -230,6 +238,18 @@ def compose_extractive(
             if lead_in and term_line and lead_in.lower() not in seen:
                 chosen.append((lead_in, pick.evidence_index))
                 seen.add(lead_in.lower())
+        # "Effectively, this is ...": the sentences before say what "this" is (at most two steps back)
+        antecedents: list[str] = []
+        current = pick.text
+        while ANAPHOR.match(current) and len(antecedents) < 2:
+            before = _previous_sentence(text, current)
+            if not before or len(before.split()) > 40 or before.lower() in seen:
+                break
+            antecedents.insert(0, before)
+            current = before
+        for before in antecedents:
+            chosen.append((before, pick.evidence_index))
+            seen.add(before.lower())
         if pick.text.lower() not in seen:
             chosen.append((pick.text, pick.evidence_index))
             seen.add(pick.text.lower())
@@ -240,8 +260,14 @@ def compose_extractive(
                 break
             chosen.append((following, pick.evidence_index))
             seen.add(following.lower())
-            # keep going after a lead-in ("... with these commands (as root):") or a short sentence
-            if not (current.rstrip().endswith((":", "?")) or len(following.split()) <= 12):
+            # keep going after a lead-in ("... with these commands (as root):"), a short sentence, or into a
+            # sentence that continues this one ("It is a hash table which ...")
+            after = _next_sentence(text, following)
+            if not (
+                current.rstrip().endswith((":", "?"))
+                or len(following.split()) <= 12
+                or (after is not None and ANAPHOR.match(after))
+            ):
                 break
             current = following
 

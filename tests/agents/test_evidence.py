@@ -1,0 +1,131 @@
+"""Extractive answering as pure functions: sentence scoring, answer units, attribution checks. No database,
+no model: the lexical half of the scorer is enough to order these small passages."""
+
+from __future__ import annotations
+
+from agents.evidence import (
+    Draft,
+    Evidence,
+    ScoredSentence,
+    compose_extractive,
+    score_sentences,
+    verify,
+    verify_sentence,
+)
+
+
+def _evidence(*texts: str) -> list[Evidence]:
+    return [Evidence(i + 1, f"doc{i}.md", f"Doc {i}", "", text, 1.0 - i / 10) for i, text in enumerate(texts)]
+
+
+def _pick(text: str, evidence: list[Evidence], index: int = 0) -> ScoredSentence:
+    return ScoredSentence(text, index, 1.0, 1.0, 0.0, 0, 1.0)
+
+
+def _answer(draft: Draft) -> list[str]:
+    return [sentence for sentence, _ in draft.sentences]
+
+
+def test_a_sentence_that_refers_back_brings_the_sentence_it_refers_to():
+    evidence = _evidence(
+        "The ruleset can be flushed. By design, list ruleset output may be used as input to nft -f. "
+        "Effectively, this is the nft-equivalent of iptables-save and iptables-restore."
+    )
+    best = _pick("Effectively, this is the nft-equivalent of iptables-save and iptables-restore.", evidence)
+    answer = _answer(compose_extractive("concept_explanation", "q", [best], evidence))
+    assert answer[:2] == [
+        "By design, list ruleset output may be used as input to nft -f.",
+        "Effectively, this is the nft-equivalent of iptables-save and iptables-restore.",
+    ]
+    assert "The ruleset can be flushed." not in answer  # one step back is enough: that one is not anaphoric
+
+
+def test_a_chain_of_references_is_followed_at_most_two_steps_back():
+    evidence = _evidence(
+        "Rate limiting is described in this section.\n\nThese limits are applied to individual addresses.\n\n"
+        "This directive enables response rate limiting for NTP packets. "
+        "Its purpose is to reduce network traffic with misconfigured clients."
+    )
+    best = _pick("Its purpose is to reduce network traffic with misconfigured clients.", evidence)
+    answer = _answer(compose_extractive("concept_explanation", "q", [best], evidence))
+    assert answer[:3] == [
+        "These limits are applied to individual addresses.",
+        "This directive enables response rate limiting for NTP packets.",
+        "Its purpose is to reduce network traffic with misconfigured clients.",
+    ]
+    assert "Rate limiting is described in this section." not in answer
+
+
+def test_the_unit_runs_on_into_a_sentence_that_continues_the_thought():
+    evidence = _evidence(
+        "Client log records can be dropped before the limit set by the clientloglimit directive is reached. "
+        "This is due to the design of the data structure that keeps the client records in memory. "
+        "It is a hash table which can store only up to 16 colliding addresses per slot. "
+        "Separate paragraph about something else entirely that should not be part of the answer."
+    )
+    best = _pick(
+        "Client log records can be dropped before the limit set by the clientloglimit directive is reached.",
+        evidence,
+    )
+    answer = _answer(compose_extractive("troubleshooting", "q", [best], evidence))
+    assert "It is a hash table which can store only up to 16 colliding addresses per slot." in answer
+    assert not any(s.startswith("Separate paragraph") for s in answer)
+
+
+def test_a_long_explanation_without_a_continuation_stops_after_one_sentence():
+    evidence = _evidence(
+        "The server keeps a table of clients which it uses to decide how to answer each request it receives. "
+        "Another long sentence follows here which talks about a completely different configuration topic. "
+        "A third sentence that is also long enough not to count as a short follow-up to the ones before."
+    )
+    best = _pick(
+        "The server keeps a table of clients which it uses to decide how to answer each request it receives.",
+        evidence,
+    )
+    answer = _answer(compose_extractive("concept_explanation", "q", [best], evidence))
+    assert len(answer) == 2  # the sentence and the one after it, nothing more
+
+
+def test_a_number_quoted_in_the_question_ranks_the_sentence_that_repeats_it_first():
+    evidence = _evidence(
+        "The reach column shows the reachability register of the source in octal. "
+        "A value of 377 in the reach column means a valid reply came for each of the last eight requests."
+    )
+    ranked = score_sentences("what does 377 in the reach column mean", evidence)
+    assert "377" in ranked[0].text
+
+
+def test_procedure_lists_the_steps_the_best_sentence_introduces():
+    evidence = _evidence(
+        "To rotate the key, run these commands:\n1. Generate a new key with keygen.\n"
+        "2. Copy the key to /etc/app/key.\n3. Restart the service."
+    )
+    best = _pick("To rotate the key, run these commands:", evidence)
+    draft = compose_extractive("procedure_sop", "how do I rotate the key", [best], evidence)
+    assert draft.preface == "Steps:"
+    assert _answer(draft) == [
+        "Generate a new key with keygen.",
+        "Copy the key to /etc/app/key.",
+        "Restart the service.",
+    ]
+
+
+def test_a_sentence_with_a_changed_number_is_not_supported():
+    source = "The default keepalive interval is 60 seconds and the hold time is 180 seconds."
+    assert verify_sentence("The default keepalive interval is 60 seconds.", source).supported
+    changed = verify_sentence("The default keepalive interval is 30 seconds.", source)
+    assert not changed.supported
+    assert changed.missing_tokens == ("30",)
+
+
+def test_attribution_score_is_the_share_of_supported_sentences_and_gates_at_seventy_percent():
+    evidence = _evidence("Port 4460 is the default NTS-KE port. The server listens on all addresses.")
+    good = Draft("parameter_lookup", [("Port 4460 is the default NTS-KE port.", 0)])
+    mixed = Draft(
+        "parameter_lookup",
+        [("Port 4460 is the default NTS-KE port.", 0), ("Port 123 is the default NTS-KE port.", 0)],
+    )
+    bad_citation = Draft("parameter_lookup", [("Port 4460 is the default NTS-KE port.", 5)])
+    assert verify(good, evidence).score == 1.0 and verify(good, evidence).passed
+    assert verify(mixed, evidence).score == 0.5 and not verify(mixed, evidence).passed
+    assert not verify(bad_citation, evidence).passed
