@@ -254,17 +254,21 @@ def compose_extractive(
             chosen.append((pick.text, pick.evidence_index))
             seen.add(pick.text.lower())
         current = pick.text
-        for _ in range(3):
+        taken = 0
+        while taken < 3:
             following = _next_sentence(text, current)
             if not following or len(following.split()) > 40 or following.lower() in seen:
                 break
             chosen.append((following, pick.evidence_index))
             seen.add(following.lower())
-            # keep going after a lead-in ("... with these commands (as root):"), a short sentence, or into a
-            # sentence that continues this one ("It is a hash table which ...")
+            if not current.rstrip().endswith(":"):
+                taken += 1  # what a lead-in introduces comes with it, whatever the count so far
+            # keep going after or into a lead-in ("... with these commands (as root):"), after a short
+            # sentence, or into a sentence that continues this one ("It is a hash table which ...")
             after = _next_sentence(text, following)
             if not (
                 current.rstrip().endswith((":", "?"))
+                or following.rstrip().endswith(":")
                 or len(following.split()) <= 12
                 or (after is not None and ANAPHOR.match(after))
             ):

@@ -129,3 +129,14 @@ def test_attribution_score_is_the_share_of_supported_sentences_and_gates_at_seve
     assert verify(good, evidence).score == 1.0 and verify(good, evidence).passed
     assert verify(mixed, evidence).score == 0.5 and not verify(mixed, evidence).passed
     assert not verify(bad_citation, evidence).passed
+
+
+def test_a_lead_in_reached_while_reading_on_brings_what_it_introduces():
+    evidence = _evidence(
+        "OpenVPN requires TUN/TAP driver support in the kernel. You'll also need a tun device file. "
+        "If it's not present on your system, you may create one with these commands (as root):\n"
+        "# mkdir /dev/net\n# mknod /dev/net/tun c 10 200\n\nUnrelated paragraph about something else."
+    )
+    best = _pick("OpenVPN requires TUN/TAP driver support in the kernel.", evidence)
+    answer = _answer(compose_extractive("troubleshooting", "q", [best], evidence))
+    assert answer[-2:] == ["mkdir /dev/net", "mknod /dev/net/tun c 10 200"]
