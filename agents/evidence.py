@@ -32,6 +32,8 @@ ANAPHOR = re.compile(
     r"(?:this|that|these|those|it|its|they|their|such|the latter|the former)\b",
     re.IGNORECASE,
 )
+# "what is the default ...", "... by default": the answer states a default
+DEFAULT = re.compile(r"\bdefault(?:s|ed)?\b", re.IGNORECASE)
 EXPECTS_NAME = re.compile(
     r"\b(?:which|what)\s+(?:\w+[\s-]+){0,3}?(?:flag|option|setting|directive|command|parameter|statement|"
     r"module|keyword|state|variable|property|file|directory|unit|signal|template|action)s?\b",
@@ -159,6 +161,7 @@ def score_sentences(
             row[6] = float(sim)
     q_tokens = _critical_tokens(question)
     wants_name, wants_number = bool(EXPECTS_NAME.search(question)), bool(EXPECTS_NUMBER.search(question))
+    wants_default = bool(DEFAULT.search(question))
     results = []
     for sentence, index, position, coverage, ident, prior, dense, _window in scored:
         support = score = (0.55 * coverage + 0.35 * max(0.0, dense) + 0.10 * ident) * (0.7 + 0.3 * prior)
@@ -172,6 +175,8 @@ def score_sentences(
             if wants_name and any(not NUMBER.fullmatch(t) for t in new):
                 score += 0.06
             if wants_number and HAS_NUMBER.search(sentence):
+                score += 0.06
+            if wants_default and DEFAULT.search(sentence):
                 score += 0.06
         results.append(ScoredSentence(sentence, index, score, coverage, dense, position, support))
     results.sort(key=lambda s: (-s.score, s.evidence_index, s.position))

@@ -140,3 +140,14 @@ def test_a_lead_in_reached_while_reading_on_brings_what_it_introduces():
     best = _pick("OpenVPN requires TUN/TAP driver support in the kernel.", evidence)
     answer = _answer(compose_extractive("troubleshooting", "q", [best], evidence))
     assert answer[-2:] == ["mkdir /dev/net", "mknod /dev/net/tun c 10 200"]
+
+
+def test_a_question_about_a_default_prefers_the_sentence_that_states_one():
+    evidence = _evidence(
+        "With byte-based limit, the bucket size is the rate in bytes and the burst adds to it. "
+        "The packet-based limit holds burst packets, by default five."
+    )
+    ranked = score_sentences("what is the burst of a packet limit by default", evidence)
+    assert ranked[0].text == "The packet-based limit holds burst packets, by default five."
+    # the bonus shapes the ranking only: the support that adequacy reads is the plain match
+    assert ranked[0].score > ranked[0].support
