@@ -94,7 +94,9 @@ _TEMPLATE_RULES: tuple[_Rule, ...] = (
     _r("cmp.should_i_x_or_y", "template", "comparison_decision",
        r"\b(?:should|shall|do|would)\s+(?:i|we|you)\s+(?:use|pick|choose|go\s+with|prefer|run|deploy|standardi[sz]e\s+on)\b[^?]*\bor\b", 0.9),
     _r("cmp.which_better", "template", "comparison_decision",
-       r"\bwhich\s+(?:one\s+|option\s+|is\s+|\w+\s+)?(?:is\s+)?(?:better|best|faster|more\s+\w+|recommended|preferred|should)\b|\bwhich\s+should\b", 0.85),
+       r"\bwhich\s+(?:one\s+|option\s+|is\s+|\w+\s+)?(?:is\s+)?(?:better|best|faster|more\s+\w+|recommended|preferred)\b|"
+       # "which one should we pick" is a decision; "which directory should the files live in" is a lookup
+       r"\bwhich\s+(?:one\s+|\w+\s+)?should\s+(?:i|we|you)\s+(?:use|pick|choose|prefer|go\s+with|run|deploy|buy)\b", 0.85),
     _r("cmp.better_than", "template", "comparison_decision",
        r"\b(?:better|worse|faster|slower|safer|more\s+(?:secure|reliable|efficient))\s+(?:than|for)\b|\b(?:instead\s+of|rather\s+than)\b", 0.8),
     _r("cmp.x_or_y_question", "template", "comparison_decision", r"^\s*[\w.+-]+\s+or\s+[\w.+-]+\b", 0.85),

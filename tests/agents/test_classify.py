@@ -234,3 +234,12 @@ def test_train_and_save_reports_held_back_accuracy(tmp_path) -> None:
     with open(EXAMPLES_PATH, encoding="utf-8") as handle:
         first = json.loads(handle.readline())
     assert set(first) == {"question", "template", "hop"}
+
+
+def test_which_x_should_is_a_decision_only_when_someone_chooses():
+    from agents.classify import _TEMPLATE_RULES, _rule_scores
+
+    decision, _ = _rule_scores(_TEMPLATE_RULES, "which one should we pick for the dmz hosts")
+    lookup, _ = _rule_scores(_TEMPLATE_RULES, "which directory should the server config files live in")
+    assert decision.get("comparison_decision", 0) >= 0.85
+    assert "comparison_decision" not in lookup
