@@ -106,9 +106,10 @@ def bm25_search(
             avgdl = max(total_len / n, 1.0)
             cursor.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [list(weights)])
             cap = max(max_df_ratio * n, 50)
-            query = {term: weights[term] * idf(df, n) for term, df in cursor.fetchall() if 0 < df <= cap}
+            dfs = {term: df for term, df in cursor.fetchall() if 0 < df <= cap}
+            query = {term: weights[term] * idf(df, n) for term, df in dfs.items()}
             return _bm25_threshold(
-                cursor, query, avgdl, where, params, k=k, first_depth=first_depth, head=head
+                cursor, query, avgdl, where, params, k=k, first_depth=first_depth, head=head, dfs=dfs
             )
         cursor.execute(BM25_SQL.format(where=where, postings=ALL_POSTINGS), [*head, 0.0, *params, k])
         return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
@@ -161,6 +162,7 @@ def _bm25_threshold(
     k: int,
     first_depth: int,
     head: list[Any],
+    dfs: dict[str, int] | None = None,
 ) -> list[Scored]:
     """Exact top-k in two steps over impact-ordered postings.
 
@@ -173,7 +175,8 @@ def _bm25_threshold(
        probes were skipped) is a floor for the final k-th score. Terms whose combined maximum contributions
        stay below it are "non-essential": a chunk containing only those can never reach the top-k.
        Candidates are the chunks holding an essential term, scored exactly over all terms in SQL; only
-       those reaching the floor are checked against the ACL.
+       those reaching the floor are checked against the ACL. The higher the floor, the fewer terms are
+       essential, so before step 2 :func:`_rare_floor` raises it when it can.
 
     `query` maps each term to its weighted idf. Impacts were computed with avgdl = IMPACT_AVGDL; with the
     corpus's real avgdl a term-frequency component can be at most max(1, avgdl / IMPACT_AVGDL) times larger,
@@ -211,7 +214,8 @@ def _bm25_threshold(
     if len(probe) * len(ceiling) > MAX_PROBES:
         # completing that many scores by key probes costs more than step 2; the k-th partial score is a
         # floor too (k visible chunks score at least that much)
-        return _bm25_maxscore(cursor, query, first, slack, kth_lower, where, params, k=k, head=head)
+        floor = max(kth_lower, _rare_floor(cursor, query, dfs or {}, avgdl, where, params, k=k))
+        return _bm25_maxscore(cursor, query, first, slack, floor, where, params, k=k, head=head)
     if probe and ceiling:
         cursor.execute(
             "SELECT chunk_id, term, tf, doc_len FROM knowledge_posting "
@@ -225,7 +229,65 @@ def _bm25_threshold(
     if not ceiling or (len(top) == k and top[-1][1] > sum(ceiling.values())):
         return [Scored(int(c), float(s)) for c, s in top]
     floor = top[-1][1] if len(top) == k else 0.0
+    floor = max(floor, _rare_floor(cursor, query, dfs or {}, avgdl, where, params, k=k))
     return _bm25_maxscore(cursor, query, first, slack, floor, where, params, k=k, head=head)
+
+
+RARE_POSTINGS = 8_000  # postings of the rarest query terms summed to find a floor
+# exact BM25 contributions with k1 1.2, b .75 (the large-corpus path runs only with IMPACT_PARAMS)
+RARE_SQL = """
+    WITH acc AS (
+        SELECT p.chunk_id, sum(w.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.doc_len / %s::float8))) AS partial
+        FROM knowledge_posting p JOIN unnest(%s::varchar[], %s::float8[]) AS w(term, idf) ON p.term = w.term
+        GROUP BY p.chunk_id ORDER BY partial DESC LIMIT %s)
+    SELECT acc.chunk_id, acc.partial FROM acc JOIN knowledge_chunk c ON c.id = acc.chunk_id
+    WHERE {where} ORDER BY acc.partial DESC LIMIT %s
+"""
+
+
+def _rare_floor(
+    cursor: Any,
+    query: dict[str, float],
+    dfs: dict[str, int],
+    avgdl: float,
+    where: str,
+    params: list[Any],
+    *,
+    k: int,
+    sample: int = 200,
+) -> float:
+    """A lower bound for the k-th best score, from the chunks that best match the question's rarest terms.
+
+    The best chunks nearly always hold the rare terms, so: sum the postings of the rarest terms (at most
+    RARE_POSTINGS of them), keep the `sample` best chunks the principal may read, complete their scores
+    over the other terms by key probes, and return the k-th exact score (0 when fewer than k). Any k
+    readable chunks' exact scores bound the final k-th score from below, so the result stays exact; the
+    threshold round's floor comes from chunks that are extreme in ONE term and is usually far lower."""
+    if not dfs:
+        return 0.0
+    rare: list[str] = []
+    total = 0
+    for term in sorted(query, key=lambda t: (dfs.get(t, 0), t)):
+        if rare and total + dfs.get(term, 0) > RARE_POSTINGS:
+            break
+        rare.append(term)
+        total += dfs.get(term, 0)
+    cursor.execute(
+        RARE_SQL.format(where=where),
+        [avgdl, rare, [query[t] for t in rare], 4 * sample, *params, sample],
+    )
+    scores = {chunk_id: float(partial) for chunk_id, partial in cursor.fetchall()}
+    others = [t for t in query if t not in rare]
+    if others and scores:
+        cursor.execute(
+            "SELECT chunk_id, term, tf, doc_len FROM knowledge_posting "
+            "WHERE term = ANY(%s::varchar[]) AND chunk_id = ANY(%s)",
+            [others, list(scores)],
+        )
+        for chunk_id, term, tf, doc_len in cursor.fetchall():
+            scores[chunk_id] += query[term] * tf_component(tf, doc_len, avgdl, IMPACT_PARAMS)
+    best = sorted(scores.values(), reverse=True)
+    return best[k - 1] if len(best) >= k else 0.0
 
 
 def _bm25_maxscore(

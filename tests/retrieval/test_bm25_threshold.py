@@ -123,8 +123,11 @@ def _assert_same(walked, full):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("max_probes", [stages.MAX_PROBES, 0], ids=["probes", "straight-to-maxscore"])
-def test_threshold_walk_equals_the_full_sum(corpus, max_probes, monkeypatch):
+@pytest.mark.parametrize("rare_postings", [stages.RARE_POSTINGS, 1], ids=["rare-all", "rare-one-term"])
+def test_threshold_walk_equals_the_full_sum(corpus, max_probes, rare_postings, monkeypatch):
+    # rare-one-term: the floor comes from the rarest term's chunks, completed by key probes
     monkeypatch.setattr(stages, "MAX_PROBES", max_probes)
+    monkeypatch.setattr(stages, "RARE_POSTINGS", rare_postings)
     assert (corpus["avgdl"] > stages.IMPACT_AVGDL) == corpus["long"], corpus["avgdl"]
     for question in QUERIES:
         terms = [(t, 1.0) for t in query_terms(question)]
@@ -150,6 +153,30 @@ def test_threshold_walk_respects_acl_filters_and_term_weights(corpus):
     walked = _walked(terms, corpus["insider"], security, 5, 1)
     assert walked and {s.id for s in walked} <= restricted
     _assert_same(walked, _full(terms, corpus["insider"], security, 5))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_rare_term_floor_is_a_lower_bound_of_the_kth_visible_score(corpus, monkeypatch):
+    from retrieval.bm25 import idf
+
+    monkeypatch.setattr(stages, "RARE_POSTINGS", 1)
+    terms = query_terms(QUERIES[0])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT n_chunks, total_len FROM knowledge_corpusstat WHERE id = 1")
+        n, total_len = cursor.fetchone()
+        cursor.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [terms])
+        dfs = dict(cursor.fetchall())
+        query = {t: idf(df, n) for t, df in dfs.items()}
+        floors = []
+        for who in ("outsider", "insider"):
+            where, params = stages.visibility_sql(corpus[who], Filters())
+            for k in (1, 3, 10):
+                full = _full([(t, 1.0) for t in terms], corpus[who], Filters(), k)
+                floor = stages._rare_floor(cursor, query, dfs, total_len / n, where, params, k=k)
+                # 0 when fewer than k readable chunks hold the rarest term: still a valid bound
+                assert 0 <= floor <= full[-1].score * (1 + 1e-9), (who, k)
+                floors.append(floor)
+    assert max(floors) > 0
 
 
 @pytest.mark.django_db(transaction=True)
