@@ -115,12 +115,21 @@ def clear_caches() -> None:
     _gazetteer_cache["at"] = 0.0
 
 
+ATTACHED_VALUE = re.compile(r"=(-{1,2}[a-z][a-z-]*?)\d+")
+
+
 def understand(question: str) -> QueryAnalysis:
     """Keywords/identifiers for BM25, synonym expansion (admin-curated), vendors and graph entities."""
     from knowledge.recognisers import recognise
 
     terms = [(t, 1.0) for t in query_terms(question)]
     own = {t for t, _ in terms}
+    for term, _ in list(terms):
+        # an option written with its value attached ("rsyslogd -N1", "tail -n50") is documented bare ("-N")
+        flag = ATTACHED_VALUE.fullmatch(term)
+        if flag and f"={flag.group(1)}" not in own:
+            terms.append((f"={flag.group(1)}", 1.0))
+            own.add(f"={flag.group(1)}")
     lowered = question.lower()
     for term, expansions in _synonyms():
         if re.search(rf"(?<!\w){re.escape(term)}(?!\w)", lowered):

@@ -174,3 +174,11 @@ def test_cross_encoder_backend_loads_a_local_model_and_reranks(corpus, tmp_path)
         result = search("interface flaps check optics", corpus["outsider"])
         assert result.hits and "rerank" in result.timings_ms
     assert not isinstance(get_reranker(), CrossEncoderReranker)  # cache cleared when the setting reverts
+
+
+@pytest.mark.django_db
+def test_an_option_written_with_its_value_attached_is_also_searched_bare():
+    terms = dict(understand("What does `rsyslogd -N1` do? And `ping -c4`, `ip -4 route`?").terms)
+    assert terms["=-n1"] == terms["=-n"] == 1.0  # the manual documents "-N level"
+    assert terms["=-c"] == 1.0
+    assert not any(t.startswith("=-") and t not in ("=-n1", "=-n", "=-c4", "=-c") for t in terms), terms
