@@ -129,20 +129,26 @@ def score_sentences(
     total = sum(weights.values()) or 1.0
     # identifiers and numbers the question quotes ("auth_pass", "377"): a sentence repeating them is on topic
     q_ids = {i.lower() for i in identifiers(question)} | {m.group(0) for m in NUMBER.finditer(question)}
-    # (sentence, evidence index, position in its passage, the sentence before it)
+    # (sentence, evidence index, position in its passage, its context: the sentence before it, and for a
+    # comment in a configuration file also the line after it)
     candidates: list[tuple[str, int, int, str]] = []
     for index, item in enumerate(evidence):
         parts = _split(item.text)
+        comments = _comment_lines(item.text)
         for position, sentence in enumerate(parts):
             if 3 <= len(sentence.split()) <= 90:
-                candidates.append((sentence, index, position, parts[position - 1] if position else ""))
+                context = parts[position - 1] if position else ""
+                if sentence in comments and position + 1 < len(parts):
+                    context += " " + parts[position + 1]
+                candidates.append((sentence, index, position, context))
     candidates = candidates[: max_sentences * 3]
     scored: list[list[Any]] = []
     for sentence, index, position, previous in candidates:
         terms = set(analyze(sentence))
         own = sum(w for t, w in weights.items() if t in terms) / total
         # context: the chunk's heading trail and the previous sentence. An answer sentence often leaves
-        # the subject implicit ("The default is 10.") because the sentence before names it.
+        # the subject implicit ("The default is 10.") because the sentence before names it; a comment in a
+        # configuration file ("# Only the first eight (8) characters are used.") describes the line below.
         around = terms | set(analyze(f"{evidence[index].section} {previous}"))
         in_context = sum(w for t, w in weights.items() if t in around) / total
         coverage = 0.6 * own + 0.4 * in_context
@@ -181,6 +187,16 @@ def score_sentences(
         results.append(ScoredSentence(sentence, index, score, coverage, dense, position, support))
     results.sort(key=lambda s: (-s.score, s.evidence_index, s.position))
     return results
+
+
+@lru_cache(maxsize=512)
+def _comment_lines(text: str) -> frozenset[str]:
+    """The '#' comment lines of a configuration example that sit right above a setting, as the sentence splitter
+    returns them. A Markdown heading looks the same but is followed by a blank line."""
+    return frozenset(
+        " ".join(m.group(1).split())
+        for m in re.finditer(r"^[ \t]*#+[ \t]*(\S.*)\n(?=[ \t]*[^#\s])", text, re.MULTILINE)
+    )
 
 
 def _steps(text: str) -> list[str]:

@@ -151,3 +151,24 @@ def test_a_question_about_a_default_prefers_the_sentence_that_states_one():
     assert ranked[0].text == "The packet-based limit holds burst packets, by default five."
     # the bonus shapes the ranking only: the support that adequacy reads is the plain match
     assert ranked[0].score > ranked[0].support
+
+
+def test_a_comment_in_a_configuration_example_is_read_with_the_setting_below_it():
+    comment = "Only the first eight (8) characters are used."
+    above = _evidence(
+        f"authentication {{\n    # should be the same on all machines.\n    # {comment}\n    auth_pass 1234\n}}"
+    )
+    apart = _evidence(
+        f"authentication {{\n    # should be the same on all machines.\n    # {comment}\n\n    auth_pass 1234\n}}"
+    )
+    question = "keepalived auth_pass: how many characters are used?"
+
+    def coverage(evidence):
+        return next(s.coverage for s in score_sentences(question, evidence) if s.text == comment)
+
+    assert coverage(above) > coverage(apart)
+    # a Markdown heading (blank line after it) is not a comment: it gets no look-ahead context
+    from agents.evidence import _comment_lines
+
+    assert comment in _comment_lines(above[0].text)
+    assert not _comment_lines("# Heading of a section\n\nThe password must match on every router.\n")
