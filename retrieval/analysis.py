@@ -448,11 +448,23 @@ def _split_segment(segment: str) -> list[str]:
     return out
 
 
+_LINE_END_RE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
+
+
+def _ends_sentence(line: str) -> bool:
+    """Does this line end with a sentence (not with "e.g." or an initial)?"""
+    if not _LINE_END_RE.search(line):
+        return False
+    last = line.rsplit(" ", 1)[-1].lstrip("(\"'`[").rstrip(".!?\"'\u201d\u2019)]").lower()
+    return last not in _NO_SPLIT_AFTER and not (len(last) == 1 and last.isalpha())
+
+
 def sentences(text: str) -> list[str]:
     """Split technical text into sentences.
 
     Blank lines, list items (``-``, ``*``, ``1.``, ``a)``), Markdown headings and table rows always start a
-    new sentence; wrapped lines inside a paragraph are joined. Inside a paragraph a sentence ends at
+    new sentence; wrapped lines inside a paragraph are joined, except a short line starting in lower case right
+    after a line that ended a sentence (the next term of a manual's option list: "ntsport port"). Inside a paragraph a sentence ends at
     ``.``/``!``/``?`` followed by whitespace and a word that does not start in lower case, except after
     abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an initial. Periods inside version numbers, IP
     addresses and file names (``2.6.14``, ``ip-route.8.txt``) are never followed by whitespace, so they do
@@ -489,6 +501,16 @@ def sentences(text: str) -> list[str]:
             elif item and item.end() < len(line):
                 paragraph.append(line[item.end() :].strip())
             else:
+                if (
+                    paragraph
+                    and stripped[0].islower()
+                    and len(stripped.split()) <= 5
+                    and _ends_sentence(paragraph[-1])
+                ):
+                    # a line that ended a sentence, then a short one in lower case: not a wrapped sentence but
+                    # the next term of a manual's option list ("... the standard NTP port)." / "ntsport port")
+                    segments.append(" ".join(paragraph))
+                    paragraph = []
                 paragraph.append(stripped)
         if paragraph:
             segments.append(" ".join(paragraph))

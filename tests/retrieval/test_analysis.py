@@ -406,3 +406,20 @@ def test_analyze_throughput_floor() -> None:
     analyze(text)
     elapsed = time.perf_counter() - start
     assert len(text) / 1e6 / elapsed > 1.0
+
+
+def test_sentences_a_short_lower_case_line_after_a_finished_sentence_is_a_new_entry() -> None:
+    manual = (
+        "port port\nThis option sets the UDP port (the default is 123, the standard NTP port).\n"
+        "ntsport port\nThis option sets the NTS-KE port. The default is 4460."
+    )
+    assert sentences(manual) == [
+        "port port This option sets the UDP port (the default is 123, the standard NTP port).",
+        "ntsport port This option sets the NTS-KE port.",
+        "The default is 4460.",
+    ]
+    # wrapped prose still joins: a long continuation line, or a line after an abbreviation
+    assert sentences("It ends here.\nand this long line is a wrapped continuation of the text") == [
+        "It ends here. and this long line is a wrapped continuation of the text"
+    ]
+    assert sentences("Use a tool, e.g.\nfoo to do it.") == ["Use a tool, e.g. foo to do it."]
