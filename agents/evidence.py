@@ -297,6 +297,8 @@ def compose_extractive(
             current = following
 
     add_unit(best, allow_lead_in=True)
+    if template == "parameter_lookup":
+        _value_first(question, chosen)
     # the next best sentences, then the top-ranked passage's own best sentence (retrieval rank is the
     # strongest single signal we have), then close runners-up while there is room
     top_best = next((s for s in ranked if s.evidence_index == 0), None)
@@ -311,6 +313,29 @@ def compose_extractive(
             add_unit(sentence, allow_lead_in=False)
     section = evidence[best.evidence_index].section or evidence[best.evidence_index].title
     return Draft(template, chosen, preface=f"From {section}:" if section else "")
+
+
+def _value_first(question: str, unit: list[tuple[str, int]]) -> None:
+    """Parameter lookups answer with the value first: within the first answer unit, move the first sentence that
+    states a value the question lacks (and a default or a quantity when the question asks for one) to the
+    front. "ntsport port This option specifies the TCP port ... The default is 4460." becomes "The default is
+    4460. ntsport port This option ...". Every sentence stays verbatim and keeps its citation."""
+    asked = _critical_tokens(question)
+    wants_default, wants_number = bool(DEFAULT.search(question)), bool(EXPECTS_NUMBER.search(question))
+
+    def states_value(sentence: str) -> bool:
+        if sentence.rstrip().endswith(("?", ":")) or not (_critical_tokens(sentence) - asked):
+            return False
+        if wants_default and not DEFAULT.search(sentence):
+            return False
+        return not wants_number or bool(HAS_NUMBER.search(sentence))
+
+    if not unit or states_value(unit[0][0]):
+        return
+    for position, (sentence, _) in enumerate(unit[1:], start=1):
+        if states_value(sentence):
+            unit.insert(0, unit.pop(position))
+            return
 
 
 def _previous_sentence(text: str, sentence: str) -> str | None:

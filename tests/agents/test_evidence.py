@@ -172,3 +172,23 @@ def test_a_comment_in_a_configuration_example_is_read_with_the_setting_below_it(
 
     assert comment in _comment_lines(above[0].text)
     assert not _comment_lines("# Heading of a section\n\nThe password must match on every router.\n")
+
+
+def test_a_parameter_lookup_puts_the_sentence_with_the_value_first():
+    evidence = _evidence(
+        "ntsport port This option specifies the TCP port on which the server listens for NTS-KE connections. "
+        "The default is 4460."
+    )
+    best = _pick(
+        "ntsport port This option specifies the TCP port on which the server listens for NTS-KE connections.",
+        evidence,
+    )
+    question = "default port for chrony's ntsport?"
+    lookup = _answer(compose_extractive("parameter_lookup", question, [best], evidence))
+    assert lookup[:2] == [
+        "The default is 4460.",
+        "ntsport port This option specifies the TCP port on which the server listens for NTS-KE connections.",
+    ]
+    # other templates keep reading order
+    concept = _answer(compose_extractive("concept_explanation", question, [best], evidence))
+    assert concept[0].startswith("ntsport port")
