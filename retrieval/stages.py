@@ -217,20 +217,30 @@ def _bm25_threshold(
         floor = max(kth_lower, _rare_floor(cursor, query, dfs or {}, avgdl, where, params, k=k))
         return _bm25_maxscore(cursor, query, first, slack, floor, where, params, k=k, head=head)
     if probe and ceiling:
-        cursor.execute(
-            "SELECT chunk_id, term, tf, doc_len FROM knowledge_posting "
-            "WHERE term = ANY(%s::varchar[]) AND chunk_id = ANY(%s)",
-            [list(ceiling), probe],
-        )
-        for chunk_id, term, tf, doc_len in cursor.fetchall():
+        for chunk_id, term, contribution in _probe(cursor, query, list(ceiling), probe, avgdl):
             if term not in seen[chunk_id]:
-                score[chunk_id] += query[term] * tf_component(tf, doc_len, avgdl, IMPACT_PARAMS)
+                score[chunk_id] += contribution
     top = sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
     if not ceiling or (len(top) == k and top[-1][1] > sum(ceiling.values())):
         return [Scored(int(c), float(s)) for c, s in top]
     floor = top[-1][1] if len(top) == k else 0.0
     floor = max(floor, _rare_floor(cursor, query, dfs or {}, avgdl, where, params, k=k))
     return _bm25_maxscore(cursor, query, first, slack, floor, where, params, k=k, head=head)
+
+
+def _probe(
+    cursor: Any, query: dict[str, float], terms: list[str], chunk_ids: list[int], avgdl: float
+) -> list[tuple[int, str, float]]:
+    """(chunk, term, exact contribution) for each of `terms` that `chunk_ids` hold, by primary-key probes."""
+    cursor.execute(
+        "SELECT chunk_id, term, tf, doc_len FROM knowledge_posting "
+        "WHERE term = ANY(%s::varchar[]) AND chunk_id = ANY(%s)",
+        [terms, chunk_ids],
+    )
+    return [
+        (chunk_id, term, query[term] * tf_component(tf, doc_len, avgdl, IMPACT_PARAMS))
+        for chunk_id, term, tf, doc_len in cursor.fetchall()
+    ]
 
 
 RARE_POSTINGS = 8_000  # postings of the rarest query terms summed to find a floor
@@ -279,13 +289,8 @@ def _rare_floor(
     scores = {chunk_id: float(partial) for chunk_id, partial in cursor.fetchall()}
     others = [t for t in query if t not in rare]
     if others and scores:
-        cursor.execute(
-            "SELECT chunk_id, term, tf, doc_len FROM knowledge_posting "
-            "WHERE term = ANY(%s::varchar[]) AND chunk_id = ANY(%s)",
-            [others, list(scores)],
-        )
-        for chunk_id, term, tf, doc_len in cursor.fetchall():
-            scores[chunk_id] += query[term] * tf_component(tf, doc_len, avgdl, IMPACT_PARAMS)
+        for chunk_id, _, contribution in _probe(cursor, query, others, list(scores), avgdl):
+            scores[chunk_id] += contribution
     best = sorted(scores.values(), reverse=True)
     return best[k - 1] if len(best) >= k else 0.0
 

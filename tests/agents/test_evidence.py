@@ -18,7 +18,7 @@ def _evidence(*texts: str) -> list[Evidence]:
     return [Evidence(i + 1, f"doc{i}.md", f"Doc {i}", "", text, 1.0 - i / 10) for i, text in enumerate(texts)]
 
 
-def _pick(text: str, evidence: list[Evidence], index: int = 0) -> ScoredSentence:
+def _pick(text: str, index: int = 0) -> ScoredSentence:
     return ScoredSentence(text, index, 1.0, 1.0, 0.0, 0, 1.0)
 
 
@@ -31,7 +31,7 @@ def test_a_sentence_that_refers_back_brings_the_sentence_it_refers_to():
         "The ruleset can be flushed. By design, list ruleset output may be used as input to nft -f. "
         "Effectively, this is the nft-equivalent of iptables-save and iptables-restore."
     )
-    best = _pick("Effectively, this is the nft-equivalent of iptables-save and iptables-restore.", evidence)
+    best = _pick("Effectively, this is the nft-equivalent of iptables-save and iptables-restore.")
     answer = _answer(compose_extractive("concept_explanation", "q", [best], evidence))
     assert answer[:2] == [
         "By design, list ruleset output may be used as input to nft -f.",
@@ -46,7 +46,7 @@ def test_a_chain_of_references_is_followed_at_most_two_steps_back():
         "This directive enables response rate limiting for NTP packets. "
         "Its purpose is to reduce network traffic with misconfigured clients."
     )
-    best = _pick("Its purpose is to reduce network traffic with misconfigured clients.", evidence)
+    best = _pick("Its purpose is to reduce network traffic with misconfigured clients.")
     answer = _answer(compose_extractive("concept_explanation", "q", [best], evidence))
     assert answer[:3] == [
         "These limits are applied to individual addresses.",
@@ -64,8 +64,7 @@ def test_the_unit_runs_on_into_a_sentence_that_continues_the_thought():
         "Separate paragraph about something else entirely that should not be part of the answer."
     )
     best = _pick(
-        "Client log records can be dropped before the limit set by the clientloglimit directive is reached.",
-        evidence,
+        "Client log records can be dropped before the limit set by the clientloglimit directive is reached."
     )
     answer = _answer(compose_extractive("troubleshooting", "q", [best], evidence))
     assert "It is a hash table which can store only up to 16 colliding addresses per slot." in answer
@@ -79,8 +78,7 @@ def test_a_long_explanation_without_a_continuation_stops_after_one_sentence():
         "A third sentence that is also long enough not to count as a short follow-up to the ones before."
     )
     best = _pick(
-        "The server keeps a table of clients which it uses to decide how to answer each request it receives.",
-        evidence,
+        "The server keeps a table of clients which it uses to decide how to answer each request it receives."
     )
     answer = _answer(compose_extractive("concept_explanation", "q", [best], evidence))
     assert len(answer) == 2  # the sentence and the one after it, nothing more
@@ -100,7 +98,7 @@ def test_procedure_lists_the_steps_the_best_sentence_introduces():
         "To rotate the key, run these commands:\n1. Generate a new key with keygen.\n"
         "2. Copy the key to /etc/app/key.\n3. Restart the service."
     )
-    best = _pick("To rotate the key, run these commands:", evidence)
+    best = _pick("To rotate the key, run these commands:")
     draft = compose_extractive("procedure_sop", "how do I rotate the key", [best], evidence)
     assert draft.preface == "Steps:"
     assert _answer(draft) == [
@@ -137,7 +135,7 @@ def test_a_lead_in_reached_while_reading_on_brings_what_it_introduces():
         "If it's not present on your system, you may create one with these commands (as root):\n"
         "# mkdir /dev/net\n# mknod /dev/net/tun c 10 200\n\nUnrelated paragraph about something else."
     )
-    best = _pick("OpenVPN requires TUN/TAP driver support in the kernel.", evidence)
+    best = _pick("OpenVPN requires TUN/TAP driver support in the kernel.")
     answer = _answer(compose_extractive("troubleshooting", "q", [best], evidence))
     assert answer[-2:] == ["mkdir /dev/net", "mknod /dev/net/tun c 10 200"]
 
@@ -180,8 +178,7 @@ def test_a_parameter_lookup_puts_the_sentence_with_the_value_first():
         "The default is 4460."
     )
     best = _pick(
-        "ntsport port This option specifies the TCP port on which the server listens for NTS-KE connections.",
-        evidence,
+        "ntsport port This option specifies the TCP port on which the server listens for NTS-KE connections."
     )
     question = "default port for chrony's ntsport?"
     lookup = _answer(compose_extractive("parameter_lookup", question, [best], evidence))
