@@ -247,7 +247,8 @@ def compose_extractive(
     floor = best.score * 0.7
     seen: set[str] = set()
 
-    def add_unit(pick: ScoredSentence, allow_lead_in: bool) -> None:
+    def add_unit(pick: ScoredSentence, allow_lead_in: bool, room: int) -> None:
+        """Add `pick` with what it needs around it; reading on stops once the answer holds `room` sentences."""
         text = evidence[pick.evidence_index].text
         if allow_lead_in:
             # a definition list entry ("makestep threshold limit" then its description): the term line names
@@ -276,7 +277,7 @@ def compose_extractive(
             seen.add(pick.text.lower())
         current = pick.text
         taken = 0
-        while taken < 3:
+        while taken < 3 and len(chosen) < room:
             following = _next_sentence(text, current)
             if not following or len(following.split()) > 40 or following.lower() in seen:
                 break
@@ -296,21 +297,24 @@ def compose_extractive(
                 break
             current = following
 
-    add_unit(best, allow_lead_in=True)
+    # the next best sentences, then the top-ranked passage's own best sentence (retrieval rank is the
+    # strongest single signal we have), then close runners-up while there is room. The first ones keep a
+    # place of their own: reading on after a sentence never crowds them out.
+    top_best = next((s for s in ranked if s.evidence_index == 0), None)
+    close = [s for s in ranked[1:3] if s.score >= best.score * 0.6]
+    if top_best is not None and top_best.score >= best.score * 0.6:
+        close.append(top_best)
+    close = [s for s in dict.fromkeys(close) if s.text.lower() != best.text.lower()]
+    reserved = len({s.text.lower() for s in close})
+    add_unit(best, allow_lead_in=True, room=limit - reserved)
     if template == "parameter_lookup":
         _value_first(question, chosen)
-    # the next best sentences, then the top-ranked passage's own best sentence (retrieval rank is the
-    # strongest single signal we have), then close runners-up while there is room
-    top_best = next((s for s in ranked if s.evidence_index == 0), None)
-    runners = [s for s in ranked[1:3] if s.score >= best.score * 0.6]
-    if top_best is not None and top_best.score >= best.score * 0.6:
-        runners.append(top_best)
-    runners += [s for s in ranked[3:] if s.score >= floor]
-    for sentence in runners:
+    for position, sentence in enumerate(close + [s for s in ranked[3:] if s.score >= floor]):
         if len(chosen) >= limit:
             break
         if sentence.text.lower() not in seen:
-            add_unit(sentence, allow_lead_in=False)
+            later = {s.text.lower() for s in close[position + 1 :]} - seen
+            add_unit(sentence, allow_lead_in=False, room=limit - len(later))
     section = evidence[best.evidence_index].section or evidence[best.evidence_index].title
     return Draft(template, chosen, preface=f"From {section}:" if section else "")
 

@@ -189,3 +189,17 @@ def test_a_parameter_lookup_puts_the_sentence_with_the_value_first():
     # other templates keep reading order
     concept = _answer(compose_extractive("concept_explanation", question, [best], evidence))
     assert concept[0].startswith("ntsport port")
+
+
+def test_reading_on_after_the_best_sentence_leaves_room_for_the_next_best():
+    evidence = _evidence(
+        "These reject variants exist:\n\nReject with a concrete ICMP code. Reject with host-unreachable. "
+        "Reject with no-route. Reject using icmpx. Reject with tcp reset. Reject as admin-prohibited.",
+        "The common default reject value is port-unreachable.",
+    )
+    best = ScoredSentence("These reject variants exist:", 0, 1.0, 1.0, 0.0, 0, 1.0)
+    runner = ScoredSentence("The common default reject value is port-unreachable.", 1, 0.9, 0.9, 0.0, 0, 0.9)
+    answer = _answer(compose_extractive("troubleshooting", "q", [best, runner], evidence, max_sentences=1))
+    assert len(answer) == 5  # the limit for one sentence plus reading on
+    assert answer[:2] == ["These reject variants exist:", "Reject with a concrete ICMP code."]
+    assert answer[-1] == "The common default reject value is port-unreachable."
