@@ -96,7 +96,8 @@ _TEMPLATE_RULES: tuple[_Rule, ...] = (
     _r("cmp.which_better", "template", "comparison_decision",
        r"\bwhich\s+(?:one\s+|option\s+|is\s+|\w+\s+)?(?:is\s+)?(?:better|best|faster|more\s+\w+|recommended|preferred)\b|"
        # "which one should we pick" is a decision; "which directory should the files live in" is a lookup
-       r"\bwhich\s+(?:one\s+|\w+\s+)?should\s+(?:i|we|you)\s+(?:use|pick|choose|prefer|go\s+with|run|deploy|buy)\b", 0.85),
+       r"\bwhich\s+(?:\w+\s+){0,3}?should\s+(?:i|we|you)\s+(?:use|pick|choose|prefer|go\s+with|run|deploy|buy|"
+       r"install)\b", 0.85),
     _r("cmp.better_than", "template", "comparison_decision",
        r"\b(?:better|worse|faster|slower|safer|more\s+(?:secure|reliable|efficient))\s+(?:than|for)\b|\b(?:instead\s+of|rather\s+than)\b", 0.8),
     _r("cmp.x_or_y_question", "template", "comparison_decision", r"^\s*[\w.+-]+\s+or\s+[\w.+-]+\b", 0.85),

@@ -128,7 +128,8 @@ def score_sentences(
     weights = {t: (idf or {}).get(t, 1.0) for t in q_terms}
     total = sum(weights.values()) or 1.0
     # identifiers and numbers the question quotes ("auth_pass", "377"): a sentence repeating them is on topic
-    q_ids = {i.lower() for i in identifiers(question)} | {m.group(0) for m in NUMBER.finditer(question)}
+    q_ids = {i.lower() for i in identifiers(question)}
+    q_numbers = {m.group(0) for m in NUMBER.finditer(question)} - q_ids
     # (sentence, evidence index, position in its passage, its context: the sentence before it, and for a
     # comment in a configuration file also the line after it)
     candidates: list[tuple[str, int, int, str]] = []
@@ -152,7 +153,7 @@ def score_sentences(
         around = terms | set(analyze(f"{evidence[index].section} {previous}"))
         in_context = sum(w for t, w in weights.items() if t in around) / total
         coverage = 0.6 * own + 0.4 * in_context
-        ident = (sum(1 for i in q_ids if i in sentence.lower()) / len(q_ids)) if q_ids else 0.0
+        ident = _quoted_share(q_ids, q_numbers, sentence)
         rank_prior = 1.0 / (1.0 + 0.15 * index)
         window = f"{previous} {sentence}" if previous and len(previous.split()) <= 40 else sentence
         scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0, window])
@@ -189,13 +190,25 @@ def score_sentences(
     return results
 
 
+def _quoted_share(q_ids: set[str], q_numbers: set[str], sentence: str) -> float:
+    """The share of the question's identifiers and numbers that `sentence` repeats (numbers whole: 3 is not 30)."""
+    if not q_ids and not q_numbers:
+        return 0.0
+    quoted = sum(1 for i in q_ids if i in sentence.lower())
+    quoted += len(q_numbers & {m.group(0) for m in NUMBER.finditer(sentence)})
+    return quoted / (len(q_ids) + len(q_numbers))
+
+
 @lru_cache(maxsize=512)
 def _comment_lines(text: str) -> frozenset[str]:
     """The '#' comment lines of a configuration example that sit right above a setting, as the sentence splitter
-    returns them. A Markdown heading looks the same but is followed by a blank line."""
+    returns them. A Markdown heading looks the same but is followed by a blank line or by a prose sentence."""
     return frozenset(
         " ".join(m.group(1).split())
-        for m in re.finditer(r"^[ \t]*#+[ \t]*(\S.*)\n(?=[ \t]*[^#\s])", text, re.MULTILINE)
+        # the next line is a setting, not a prose sentence (a heading's first paragraph ends in . ! ? or :)
+        for m in re.finditer(
+            r"^[ \t]*#+[ \t]*(\S.*)\n(?=[ \t]*[^#\s][^\n]*(?<![.!?:])[ \t]*$)", text, re.MULTILINE
+        )
     )
 
 
@@ -248,46 +261,48 @@ def compose_extractive(
     seen: set[str] = set()
 
     def add_unit(pick: ScoredSentence, allow_lead_in: bool, room: int) -> None:
-        """Add `pick` with what it needs around it; reading on stops once the answer holds `room` sentences."""
-        text = evidence[pick.evidence_index].text
-        if allow_lead_in:
-            # a definition list entry ("makestep threshold limit" then its description): the term line names
-            # the thing the question asks for, so it leads the answer
-            lead_in = _previous_sentence(text, pick.text)
-            term_line = (
-                lead_in and len(lead_in.split()) <= 6 and not lead_in.rstrip().endswith((".", ":", "?"))
-            )
-            if lead_in and term_line and lead_in.lower() not in seen:
-                chosen.append((lead_in, pick.evidence_index))
-                seen.add(lead_in.lower())
-        # "Effectively, this is ...": the sentences before say what "this" is (at most two steps back)
-        antecedents: list[str] = []
-        current = pick.text
-        while ANAPHOR.match(current) and len(antecedents) < 2:
-            before = _previous_sentence(text, current)
-            if not before or len(before.split()) > 40 or before.lower() in seen:
-                break
-            antecedents.insert(0, before)
-            current = before
-        for before in antecedents:
-            chosen.append((before, pick.evidence_index))
-            seen.add(before.lower())
+        """Add `pick` with what it needs around it; reading on stops once the answer holds `room` sentences.
+        Neighbours are found by position in the passage, so a sentence repeated in it is never confused."""
+        parts = _split(evidence[pick.evidence_index].text)
+        here = pick.position if pick.position < len(parts) and parts[pick.position] == pick.text else None
+        if here is None:
+            here = parts.index(pick.text) if pick.text in parts else None
+
+        def add(sentence: str) -> None:
+            chosen.append((sentence, pick.evidence_index))
+            seen.add(sentence.lower())
+
+        before: list[str] = []
+        if here is not None:
+            if allow_lead_in and here > 0:
+                # a definition list entry ("makestep threshold limit" then its description): the term line
+                # names the thing the question asks for, so it leads the answer
+                lead_in = parts[here - 1]
+                if len(lead_in.split()) <= 6 and not lead_in.rstrip().endswith((".", ":", "?")):
+                    before.append(lead_in)
+            # "Effectively, this is ...": the sentences before say what "this" is (at most two steps back)
+            at = here
+            while at > 0 and here - at < 2 and ANAPHOR.match(parts[at]) and len(parts[at - 1].split()) <= 40:
+                at -= 1
+            before = list(dict.fromkeys([*parts[at:here], *before])) if at < here else before
+        for sentence in before:
+            if sentence.lower() not in seen and sentence != pick.text:
+                add(sentence)
         if pick.text.lower() not in seen:
-            chosen.append((pick.text, pick.evidence_index))
-            seen.add(pick.text.lower())
-        current = pick.text
-        taken = 0
-        while taken < 3 and len(chosen) < room:
-            following = _next_sentence(text, current)
-            if not following or len(following.split()) > 40 or following.lower() in seen:
+            add(pick.text)
+        if here is None:
+            return
+        at, taken = here, 0
+        while taken < 3 and len(chosen) < room and at + 1 < len(parts):
+            current, following = parts[at], parts[at + 1]
+            if len(following.split()) > 40 or following.lower() in seen:
                 break
-            chosen.append((following, pick.evidence_index))
-            seen.add(following.lower())
+            add(following)
             if not current.rstrip().endswith(":"):
                 taken += 1  # what a lead-in introduces comes with it, whatever the count so far
             # keep going after or into a lead-in ("... with these commands (as root):"), after a short
             # sentence, or into a sentence that continues this one ("It is a hash table which ...")
-            after = _next_sentence(text, following)
+            after = parts[at + 2] if at + 2 < len(parts) else None
             if not (
                 current.rstrip().endswith((":", "?"))
                 or following.rstrip().endswith(":")
@@ -295,7 +310,7 @@ def compose_extractive(
                 or (after is not None and ANAPHOR.match(after))
             ):
                 break
-            current = following
+            at += 1
 
     # the next best sentences, then the top-ranked passage's own best sentence (retrieval rank is the
     # strongest single signal we have), then close runners-up while there is room. The first ones keep a
@@ -328,7 +343,10 @@ def _value_first(question: str, unit: list[tuple[str, int]]) -> None:
     wants_default, wants_number = bool(DEFAULT.search(question)), bool(EXPECTS_NUMBER.search(question))
 
     def states_value(sentence: str) -> bool:
-        if sentence.rstrip().endswith(("?", ":")) or not (_critical_tokens(sentence) - asked):
+        # a sentence that refers back ("It defaults to 4460.") would lose what it refers to at the front
+        if sentence.rstrip().endswith(("?", ":")) or ANAPHOR.match(sentence):
+            return False
+        if not (_critical_tokens(sentence) - asked):
             return False
         if wants_default and not DEFAULT.search(sentence):
             return False

@@ -456,7 +456,8 @@ def _ends_sentence(line: str) -> bool:
     if not _LINE_END_RE.search(line):
         return False
     last = line.rsplit(" ", 1)[-1].lstrip("(\"'`[").rstrip(".!?\"'\u201d\u2019)]").lower()
-    return last not in _NO_SPLIT_AFTER and not (len(last) == 1 and last.isalpha())
+    # "etc." before a lower-case word goes on ("1, 2, 3, etc. and so on"), as inside a line
+    return last not in _NO_SPLIT_AFTER and last != "etc" and not (len(last) == 1 and last.isalpha())
 
 
 def sentences(text: str) -> list[str]:

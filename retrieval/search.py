@@ -115,7 +115,7 @@ def clear_caches() -> None:
     _gazetteer_cache["at"] = 0.0
 
 
-ATTACHED_VALUE = re.compile(r"=(-{1,2}[a-z][a-z-]*?)\d+")
+ATTACHED_VALUE = re.compile(r"=(-[a-z])\d+")  # one-letter options only: "--http2" and "-sha256" are names
 
 
 def understand(question: str) -> QueryAnalysis:
@@ -128,7 +128,7 @@ def understand(question: str) -> QueryAnalysis:
         # an option written with its value attached ("rsyslogd -N1", "tail -n50") is documented bare ("-N")
         flag = ATTACHED_VALUE.fullmatch(term)
         if flag and f"={flag.group(1)}" not in own:
-            terms.append((f"={flag.group(1)}", 1.0))
+            terms.append((f"={flag.group(1)}", SYNONYM_WEIGHT))
             own.add(f"={flag.group(1)}")
     lowered = question.lower()
     for term, expansions in _synonyms():

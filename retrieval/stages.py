@@ -244,6 +244,7 @@ def _probe(
 
 
 RARE_POSTINGS = 8_000  # postings of the rarest query terms summed to find a floor
+RARE_SAMPLE = 200  # readable chunks, among the best 4x as many, whose scores are completed
 # exact BM25 contributions with k1 1.2, b .75 (the large-corpus path runs only with IMPACT_PARAMS)
 RARE_SQL = """
     WITH acc AS (
@@ -264,17 +265,18 @@ def _rare_floor(
     params: list[Any],
     *,
     k: int,
-    sample: int = 200,
 ) -> float:
     """A lower bound for the k-th best score, from the chunks that best match the question's rarest terms.
 
     The best chunks nearly always hold the rare terms, so: sum the postings of the rarest terms (at most
-    RARE_POSTINGS of them), keep the `sample` best chunks the principal may read, complete their scores
+    RARE_POSTINGS of them), keep the RARE_SAMPLE best chunks the principal may read, complete their scores
     over the other terms by key probes, and return the k-th exact score (0 when fewer than k). Any k
     readable chunks' exact scores bound the final k-th score from below, so the result stays exact; the
     threshold round's floor comes from chunks that are extreme in ONE term and is usually far lower."""
     if not dfs:
         return 0.0
+    if min(dfs.get(t, 0) for t in query) > RARE_POSTINGS:
+        return 0.0  # no term is rare: summing even the rarest costs more than the floor saves
     rare: list[str] = []
     total = 0
     for term in sorted(query, key=lambda t: (dfs.get(t, 0), t)):
@@ -284,7 +286,7 @@ def _rare_floor(
         total += dfs.get(term, 0)
     cursor.execute(
         RARE_SQL.format(where=where),
-        [avgdl, rare, [query[t] for t in rare], 4 * sample, *params, sample],
+        [avgdl, rare, [query[t] for t in rare], 4 * RARE_SAMPLE, *params, RARE_SAMPLE],
     )
     scores = {chunk_id: float(partial) for chunk_id, partial in cursor.fetchall()}
     others = [t for t in query if t not in rare]
@@ -310,6 +312,9 @@ def _bm25_maxscore(
     """Step 2 of :func:`_bm25_threshold`: `floor` is at most the final k-th score and `first` holds each
     term's highest impact. Terms whose summed best contributions stay below the floor cannot put a chunk
     into the top-k on their own, so only chunks holding one of the other ("essential") terms are scored."""
+    # lowered by a hair, for both uses: SQL and Python sum in different orders, so the floor (a k-th score
+    # computed in Python) may exceed the same score in SQL by a few ulps
+    floor *= 1 - 1e-9
     non_essential = 0.0
     essential = []
     for bound, term in sorted((query[t] * first.get(t, 0.0) * slack, t) for t in query):
@@ -317,10 +322,10 @@ def _bm25_maxscore(
             non_essential += bound
         else:
             essential.append(term)
-    # only chunks reaching the floor need the ACL check (lowered by a hair: SQL and Python round differently)
+    # only chunks reaching the floor need the ACL check
     cursor.execute(
         BM25_SQL.format(where=where, postings=CANDIDATE_POSTINGS),
-        [*head, essential, floor * (1 - 1e-9), *params, k],
+        [*head, essential, floor, *params, k],
     )
     return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
 

@@ -239,7 +239,11 @@ def test_train_and_save_reports_held_back_accuracy(tmp_path) -> None:
 def test_which_x_should_is_a_decision_only_when_someone_chooses():
     from agents.classify import _TEMPLATE_RULES, _rule_scores
 
-    decision, _ = _rule_scores(_TEMPLATE_RULES, "which one should we pick for the dmz hosts")
+    for decision in (
+        "which one should we pick for the dmz hosts",
+        "which of these should I use for the backups",
+        "which filesystem should I install on the new db server",
+    ):
+        assert _rule_scores(_TEMPLATE_RULES, decision)[0].get("comparison_decision", 0) >= 0.85, decision
     lookup, _ = _rule_scores(_TEMPLATE_RULES, "which directory should the server config files live in")
-    assert decision.get("comparison_decision", 0) >= 0.85
     assert "comparison_decision" not in lookup

@@ -423,3 +423,4 @@ def test_sentences_a_short_lower_case_line_after_a_finished_sentence_is_a_new_en
         "It ends here. and this long line is a wrapped continuation of the text"
     ]
     assert sentences("Use a tool, e.g.\nfoo to do it.") == ["Use a tool, e.g. foo to do it."]
+    assert sentences("Values are 1, 2, 3, etc.\nand so on.") == ["Values are 1, 2, 3, etc. and so on."]

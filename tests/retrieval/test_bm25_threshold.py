@@ -92,12 +92,21 @@ def corpus(request, tmp_path):
     }
 
 
-def _full(terms, principal, filters, k):
-    return bm25_search(terms, principal, filters, k=k, prune_from=10**9, max_df_ratio=1.0)
+def _full(terms, principal, filters, k, max_df_ratio=1.0):
+    return bm25_search(terms, principal, filters, k=k, prune_from=10**9, max_df_ratio=max_df_ratio)
 
 
-def _walked(terms, principal, filters, k, depth):
-    return bm25_search(terms, principal, filters, k=k, prune_from=0, first_depth=depth, max_df_ratio=1.0)
+def _walked(terms, principal, filters, k, depth, max_df_ratio=1.0):
+    return bm25_search(
+        terms, principal, filters, k=k, prune_from=0, first_depth=depth, max_df_ratio=max_df_ratio
+    )
+
+
+def _rare_cap(terms):
+    """A RARE_POSTINGS that admits only the rarest of `terms` (rare-one-term: the others are probed)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT min(df) FROM knowledge_termstat WHERE term = ANY(%s)", [[t for t, _ in terms]])
+        return cursor.fetchone()[0]
 
 
 def _assert_same(walked, full):
@@ -125,12 +134,16 @@ def _assert_same(walked, full):
 @pytest.mark.parametrize("max_probes", [stages.MAX_PROBES, 0], ids=["probes", "straight-to-maxscore"])
 @pytest.mark.parametrize("rare_postings", [stages.RARE_POSTINGS, 1], ids=["rare-all", "rare-one-term"])
 def test_threshold_walk_equals_the_full_sum(corpus, max_probes, rare_postings, monkeypatch):
-    # rare-one-term: the floor comes from the rarest term's chunks, completed by key probes
+    # rare-one-term: the floor comes from the rarest term's chunks, completed by key probes; a small sample
+    # makes the best-4x cut before the ACL check bite on this small corpus
     monkeypatch.setattr(stages, "MAX_PROBES", max_probes)
-    monkeypatch.setattr(stages, "RARE_POSTINGS", rare_postings)
+    monkeypatch.setattr(stages, "RARE_SAMPLE", 3 if rare_postings == 1 else stages.RARE_SAMPLE)
     assert (corpus["avgdl"] > stages.IMPACT_AVGDL) == corpus["long"], corpus["avgdl"]
     for question in QUERIES:
         terms = [(t, 1.0) for t in query_terms(question)]
+        monkeypatch.setattr(
+            stages, "RARE_POSTINGS", _rare_cap(terms) if rare_postings == 1 else rare_postings
+        )
         for who in ("outsider", "insider"):
             for k in (1, 3, 10, 40):
                 full = _full(terms, corpus[who], Filters(), k)
@@ -140,12 +153,15 @@ def test_threshold_walk_equals_the_full_sum(corpus, max_probes, rare_postings, m
 
 
 @pytest.mark.django_db(transaction=True)
-def test_threshold_walk_respects_acl_filters_and_term_weights(corpus):
+@pytest.mark.parametrize("rare_postings", [stages.RARE_POSTINGS, 1], ids=["rare-all", "rare-one-term"])
+def test_threshold_walk_respects_acl_filters_and_term_weights(corpus, rare_postings, monkeypatch):
     from knowledge.models import Chunk
 
+    terms = [("router", 1.0), ("keepalive", 1.0), ("flap", 0.5), ("timer", 0.5)]
+    monkeypatch.setattr(stages, "RARE_POSTINGS", _rare_cap(terms) if rare_postings == 1 else rare_postings)
+    monkeypatch.setattr(stages, "RARE_SAMPLE", 3)
     restricted = set(Chunk.objects.filter(acl_open=False).values_list("id", flat=True))
     assert restricted
-    terms = [("router", 1.0), ("keepalive", 1.0), ("flap", 0.5), ("timer", 0.5)]
     walked = _walked(terms, corpus["outsider"], Filters(), 40, 1)
     assert walked and not restricted & {s.id for s in walked}
     _assert_same(walked, _full(terms, corpus["outsider"], Filters(), 40))
@@ -153,19 +169,35 @@ def test_threshold_walk_respects_acl_filters_and_term_weights(corpus):
     walked = _walked(terms, corpus["insider"], security, 5, 1)
     assert walked and {s.id for s in walked} <= restricted
     _assert_same(walked, _full(terms, corpus["insider"], security, 5))
+    # terms too common to search (max_df_ratio) are left out of the floor as of the sum: a ratio between the
+    # smallest and the largest df of these terms drops some of them and keeps others
+    common = [*terms, *((t, 1.0) for t in COMMON)]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT n_chunks FROM knowledge_corpusstat WHERE id = 1")
+        n = cursor.fetchone()[0]
+        cursor.execute("SELECT df FROM knowledge_termstat WHERE term = ANY(%s)", [[t for t, _ in common]])
+        shares = sorted(df / n for (df,) in cursor.fetchall())
+    ratio = (shares[0] + shares[-1]) / 2
+    assert shares[0] <= ratio < shares[-1], shares
+    for k in (3, 10):
+        full = _full(common, corpus["outsider"], Filters(), k, max_df_ratio=ratio)
+        assert full
+        _assert_same(_walked(common, corpus["outsider"], Filters(), k, 1, max_df_ratio=ratio), full)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_rare_term_floor_is_a_lower_bound_of_the_kth_visible_score(corpus, monkeypatch):
     from retrieval.bm25 import idf
 
-    monkeypatch.setattr(stages, "RARE_POSTINGS", 1)
     terms = query_terms(QUERIES[0])
     with connection.cursor() as cursor:
         cursor.execute("SELECT n_chunks, total_len FROM knowledge_corpusstat WHERE id = 1")
         n, total_len = cursor.fetchone()
         cursor.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [terms])
         dfs = dict(cursor.fetchall())
+        # only the rarest term is summed; the others are completed by key probes
+        monkeypatch.setattr(stages, "RARE_POSTINGS", min(dfs.values()))
+        assert len(set(dfs.values())) > 1, dfs
         query = {t: idf(df, n) for t, df in dfs.items()}
         floors = []
         for who in ("outsider", "insider"):

@@ -10,7 +10,7 @@ from django.test import override_settings
 
 from knowledge.services import IngestOptions, files_ingest, folder_scan
 from retrieval.analysis import query_terms
-from retrieval.search import embed_query, search, understand
+from retrieval.search import SYNONYM_WEIGHT, embed_query, search, understand
 from retrieval.stages import bm25_search, dense_search, graph_search
 from retrieval.types import Filters, Principal, SearchConfig
 from tests.knowledge.conftest import write_docs
@@ -178,7 +178,8 @@ def test_cross_encoder_backend_loads_a_local_model_and_reranks(corpus, tmp_path)
 
 @pytest.mark.django_db
 def test_an_option_written_with_its_value_attached_is_also_searched_bare():
-    terms = dict(understand("What does `rsyslogd -N1` do? And `ping -c4`, `ip -4 route`?").terms)
-    assert terms["=-n1"] == terms["=-n"] == 1.0  # the manual documents "-N level"
-    assert terms["=-c"] == 1.0
-    assert not any(t.startswith("=-") and t not in ("=-n1", "=-n", "=-c4", "=-c") for t in terms), terms
+    terms = dict(understand("What does `rsyslogd -N1` do? And `ping -c4`, `ip -4 route`, `--http2`?").terms)
+    assert terms["=-n1"] == 1.0 and terms["=-n"] == SYNONYM_WEIGHT  # the manual documents "-N level"
+    assert terms["=-c"] == SYNONYM_WEIGHT
+    # only one-letter options carry attached values: "--http2" is a name, not "--http" with 2
+    assert not any(t.startswith("=-") and t not in ("=-n1", "=-n", "=-c4", "=-c", "=--http2") for t in terms)
