@@ -133,6 +133,9 @@ def score_sentences(
     # (sentence, evidence index, position in its passage, its context: the sentence before it, and for a
     # comment in a configuration file also the line after it)
     candidates: list[tuple[str, int, int, str]] = []
+    headings = [
+        set(analyze(item.section)) for item in evidence
+    ]  # each passage's heading trail, analysed once
     for index, item in enumerate(evidence):
         parts = _split(item.text)
         comments = _comment_lines(item.text)
@@ -144,23 +147,24 @@ def score_sentences(
                 candidates.append((sentence, index, position, context))
     candidates = candidates[: max_sentences * 3]
     scored: list[list[Any]] = []
-    for sentence, index, position, previous in candidates:
+    for sentence, index, position, context in candidates:
         terms = set(analyze(sentence))
         own = sum(w for t, w in weights.items() if t in terms) / total
         # context: the chunk's heading trail and the previous sentence. An answer sentence often leaves
         # the subject implicit ("The default is 10.") because the sentence before names it; a comment in a
         # configuration file ("# Only the first eight (8) characters are used.") describes the line below.
-        around = terms | set(analyze(f"{evidence[index].section} {previous}"))
+        around = terms | headings[index] | set(analyze(context))
         in_context = sum(w for t, w in weights.items() if t in around) / total
         coverage = 0.6 * own + 0.4 * in_context
         ident = _quoted_share(q_ids, q_numbers, sentence)
         rank_prior = 1.0 / (1.0 + 0.15 * index)
-        window = f"{previous} {sentence}" if previous and len(previous.split()) <= 40 else sentence
+        window = f"{context} {sentence}" if context and len(context.split()) <= 40 else sentence
         scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0, window])
     scored.sort(key=lambda row: -(row[3] + 0.3 * row[4]) * row[5])
     scored = scored[:max_sentences]
     if embed is not None and query_vec is not None and scored:
-        # only the lexically best sentences are embedded (the cost of this step), each cut to 48 words
+        # only the lexically best sentences are embedded (the cost of this step), each with its context,
+        # cut to its last 64 words
         head = scored[:embed_top]
         vectors = embed([" ".join(str(row[7]).split()[-64:]) for row in head])
         sims = vectors @ query_vec
@@ -358,14 +362,6 @@ def _value_first(question: str, unit: list[tuple[str, int]]) -> None:
         if states_value(sentence):
             unit.insert(0, unit.pop(position))
             return
-
-
-def _previous_sentence(text: str, sentence: str) -> str | None:
-    parts = _split(text)
-    for i, part in enumerate(parts[1:], start=1):
-        if part == sentence:
-            return parts[i - 1]
-    return None
 
 
 def _next_sentence(text: str, sentence: str) -> str | None:

@@ -426,10 +426,11 @@ def run_pipeline(
             )
         if not ranked_:
             return False, "no evidence"
-        best = max(ranked_, key=lambda s: s.support)  # the closest match, before answer-shape adjustments
+        # the closest matches, before answer-shape adjustments
+        closest = sorted(ranked_, key=lambda s: -s.support)[:4]
+        best = closest[0]
         if best.coverage < MIN_COVERAGE or best.support < MIN_SENTENCE_SCORE:
             return False, f"best evidence too weak (coverage {best.coverage:.2f}, score {best.support:.2f})"
-        closest = sorted(ranked_, key=lambda s: -s.support)[:4]
         if EXPECTS_NUMBER.search(question) and not any(HAS_NUMBER.search(s.text) for s in closest):
             # answer-type check: "how many / what port / how long" needs a quantity in the evidence
             return False, "the question asks for a quantity and no close evidence sentence states one"

@@ -434,10 +434,9 @@ def _split_segment(segment: str) -> list[str]:
             break
         if text[end].islower():  # "etc. and", "foo.c. then": not a sentence start
             continue
-        if "." in m.group(1) and "?" not in m.group(1) and "!" not in m.group(1):
-            before = text[start : m.start()].rsplit(" ", 1)[-1].lstrip("(\"'`[").lower()
-            if before in _NO_SPLIT_AFTER or (len(before) == 1 and before.isalpha()):
-                continue
+        period_only = "." in m.group(1) and "?" not in m.group(1) and "!" not in m.group(1)
+        if period_only and _is_abbreviation(text[start : m.start()].rsplit(" ", 1)[-1]):
+            continue
         sentence = text[start:end].strip()
         if sentence:
             out.append(sentence)
@@ -451,22 +450,29 @@ def _split_segment(segment: str) -> list[str]:
 _LINE_END_RE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
 
 
+def _is_abbreviation(word: str) -> bool:
+    """A word after which a period does not end a sentence: "e.g", "vs", an initial."""
+    word = word.lstrip("(\"'`[").lower()
+    return word in _NO_SPLIT_AFTER or (len(word) == 1 and word.isalpha())
+
+
 def _ends_sentence(line: str) -> bool:
     """Does this line end with a sentence (not with "e.g." or an initial)?"""
     if not _LINE_END_RE.search(line):
         return False
-    last = line.rsplit(" ", 1)[-1].lstrip("(\"'`[").rstrip(".!?\"'\u201d\u2019)]").lower()
+    last = line.rsplit(" ", 1)[-1].rstrip(".!?\"'\u201d\u2019)]")
     # "etc." before a lower-case word goes on ("1, 2, 3, etc. and so on"), as inside a line
-    return last not in _NO_SPLIT_AFTER and last != "etc" and not (len(last) == 1 and last.isalpha())
+    return not _is_abbreviation(last) and last.lower().lstrip("(\"'`[") != "etc"
 
 
 def sentences(text: str) -> list[str]:
     """Split technical text into sentences.
 
     Blank lines, list items (``-``, ``*``, ``1.``, ``a)``), Markdown headings and table rows always start a
-    new sentence; wrapped lines inside a paragraph are joined, except a short line starting in lower case right
-    after a line that ended a sentence (the next term of a manual's option list: "ntsport port"). Inside a paragraph a sentence ends at
-    ``.``/``!``/``?`` followed by whitespace and a word that does not start in lower case, except after
+    new sentence; wrapped lines inside a paragraph are joined, except a short line starting in lower case
+    right after a line that ended a sentence (the next term of a manual's option list: "ntsport port").
+    Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word that does not
+    start in lower case, except after
     abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an initial. Periods inside version numbers, IP
     addresses and file names (``2.6.14``, ``ip-route.8.txt``) are never followed by whitespace, so they do
     not split.

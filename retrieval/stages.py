@@ -142,8 +142,8 @@ CANDIDATE_POSTINGS = (
 )
 
 GRAPH_MAX_DF = 2_000
-LARGE_CORPUS = 50_000
-MAX_PROBES = 4_000  # (chunk, term) key probes the threshold round may spend completing scores  # below this, summing every posting of every query term takes a few ms
+LARGE_CORPUS = 50_000  # below this, summing every posting of every query term takes a few ms
+MAX_PROBES = 4_000  # (chunk, term) key probes the threshold round may spend completing scores
 # Postings are indexed by their BM25 term-frequency component computed with these constants (migration
 # 0004, index knowledge_posting_impact); the query below must use the identical expression.
 IMPACT_PARAMS, IMPACT_AVGDL = Bm25Params(k1=1.2, b=0.75), 64.0
@@ -162,7 +162,7 @@ def _bm25_threshold(
     k: int,
     first_depth: int,
     head: list[Any],
-    dfs: dict[str, int] | None = None,
+    dfs: dict[str, int],
 ) -> list[Scored]:
     """Exact top-k in two steps over impact-ordered postings.
 
@@ -214,8 +214,7 @@ def _bm25_threshold(
     if len(probe) * len(ceiling) > MAX_PROBES:
         # completing that many scores by key probes costs more than step 2; the k-th partial score is a
         # floor too (k visible chunks score at least that much)
-        floor = max(kth_lower, _rare_floor(cursor, query, dfs or {}, avgdl, where, params, k=k))
-        return _bm25_maxscore(cursor, query, first, slack, floor, where, params, k=k, head=head)
+        return _bm25_maxscore(cursor, query, dfs, avgdl, first, kth_lower, where, params, k=k, head=head)
     if probe and ceiling:
         for chunk_id, term, contribution in _probe(cursor, query, list(ceiling), probe, avgdl):
             if term not in seen[chunk_id]:
@@ -224,8 +223,7 @@ def _bm25_threshold(
     if not ceiling or (len(top) == k and top[-1][1] > sum(ceiling.values())):
         return [Scored(int(c), float(s)) for c, s in top]
     floor = top[-1][1] if len(top) == k else 0.0
-    floor = max(floor, _rare_floor(cursor, query, dfs or {}, avgdl, where, params, k=k))
-    return _bm25_maxscore(cursor, query, first, slack, floor, where, params, k=k, head=head)
+    return _bm25_maxscore(cursor, query, dfs, avgdl, first, floor, where, params, k=k, head=head)
 
 
 def _probe(
@@ -273,17 +271,15 @@ def _rare_floor(
     over the other terms by key probes, and return the k-th exact score (0 when fewer than k). Any k
     readable chunks' exact scores bound the final k-th score from below, so the result stays exact; the
     threshold round's floor comes from chunks that are extreme in ONE term and is usually far lower."""
-    if not dfs:
-        return 0.0
-    if min(dfs.get(t, 0) for t in query) > RARE_POSTINGS:
+    if not query or min(dfs[t] for t in query) > RARE_POSTINGS:
         return 0.0  # no term is rare: summing even the rarest costs more than the floor saves
     rare: list[str] = []
     total = 0
-    for term in sorted(query, key=lambda t: (dfs.get(t, 0), t)):
-        if rare and total + dfs.get(term, 0) > RARE_POSTINGS:
+    for term in sorted(query, key=lambda t: (dfs[t], t)):
+        if rare and total + dfs[term] > RARE_POSTINGS:
             break
         rare.append(term)
-        total += dfs.get(term, 0)
+        total += dfs[term]
     cursor.execute(
         RARE_SQL.format(where=where),
         [avgdl, rare, [query[t] for t in rare], 4 * RARE_SAMPLE, *params, RARE_SAMPLE],
@@ -300,8 +296,9 @@ def _rare_floor(
 def _bm25_maxscore(
     cursor: Any,
     query: dict[str, float],
+    dfs: dict[str, int],
+    avgdl: float,
     first: dict[str, float],
-    slack: float,
     floor: float,
     where: str,
     params: list[Any],
@@ -309,9 +306,12 @@ def _bm25_maxscore(
     k: int,
     head: list[Any],
 ) -> list[Scored]:
-    """Step 2 of :func:`_bm25_threshold`: `floor` is at most the final k-th score and `first` holds each
-    term's highest impact. Terms whose summed best contributions stay below the floor cannot put a chunk
-    into the top-k on their own, so only chunks holding one of the other ("essential") terms are scored."""
+    """Step 2 of :func:`_bm25_threshold`: `floor` (from the threshold round) is at most the final k-th score,
+    raised by :func:`_rare_floor` when it can, and `first` holds each term's highest impact. Terms whose summed
+    best contributions stay below the floor cannot put a chunk into the top-k on their own, so only chunks
+    holding one of the other ("essential") terms are scored."""
+    floor = max(floor, _rare_floor(cursor, query, dfs, avgdl, where, params, k=k))
+    slack = max(1.0, avgdl / IMPACT_AVGDL)
     # lowered by a hair, for both uses: SQL and Python sum in different orders, so the floor (a k-th score
     # computed in Python) may exceed the same score in SQL by a few ulps
     floor *= 1 - 1e-9
