@@ -15,10 +15,32 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus
+from retrieval.bm25 import pack_postings
 
 # One advisory lock serialises the statistics updates of concurrent ingests (df, N, total length), keeping
 # them exact without hot per-row triggers; it is held only for the final part of each transaction.
 BM25_STATS_LOCK = 7_413_001
+# posting blocks: when a term has this many blocks on one level, they are merged into one on the next, so a
+# term keeps fewer than BLOCK_FANOUT blocks per level and rewrites each posting about log4(documents) times
+BLOCK_FANOUT = 4
+REPACK_LEVEL = 30  # a repacked block sits above every level merges reach
+# the whole postings table as one block per term (records as retrieval.bm25.POSTING_RECORD)
+REPACK_SQL = f"""
+    INSERT INTO knowledge_postingblock (term, level, n, postings)
+    SELECT term, {REPACK_LEVEL}, count(*),
+           string_agg(int8send(chunk_id) || int4send(tf) || int4send(doc_len), ''::bytea ORDER BY chunk_id)
+    FROM knowledge_posting GROUP BY term
+"""
+MERGE_SQL = """
+    WITH crowded AS (
+        SELECT term, level FROM knowledge_postingblock WHERE term = ANY(%s) AND level < %s
+        GROUP BY term, level HAVING count(*) >= %s),
+    merged AS (
+        DELETE FROM knowledge_postingblock b USING crowded c WHERE b.term = c.term AND b.level = c.level
+        RETURNING b.id, b.term, b.level, b.n, b.postings)
+    INSERT INTO knowledge_postingblock (term, level, n, postings)
+    SELECT term, level + 1, sum(n), string_agg(postings, ''::bytea ORDER BY id) FROM merged GROUP BY term, level
+"""
 # co-occurrence pairs grow quadratically; keep the most frequent entities per chunk
 MAX_EDGE_ENTITIES = 12
 # models verified not to mix with stored vectors (once per process)
@@ -153,6 +175,45 @@ def _stats_apply(cursor, df_delta: Sequence[tuple[str, int]], n_delta: int, len_
             "total_len = knowledge_corpusstat.total_len + EXCLUDED.total_len",
             [n_delta, len_delta],
         )
+
+
+def _blocks_add(  # type: ignore[no-untyped-def]
+    cursor, terms: Sequence[str], chunks: Sequence[int], tfs: Sequence[int], lens: Sequence[int]
+) -> None:
+    """Add one level-0 posting block per term for these postings, then merge crowded levels. The caller holds
+    BM25_STATS_LOCK (taken by :func:`_stats_apply`), so concurrent ingests never merge the same blocks."""
+    by_term: dict[str, list[int]] = {}
+    for i, term in enumerate(terms):
+        by_term.setdefault(term, []).append(i)
+    names = sorted(by_term)
+    if not names:
+        return
+    blobs = [
+        pack_postings(
+            [chunks[i] for i in by_term[t]], [tfs[i] for i in by_term[t]], [lens[i] for i in by_term[t]]
+        )
+        for t in names
+    ]
+    cursor.execute(
+        "INSERT INTO knowledge_postingblock (term, level, n, postings) "
+        "SELECT t, 0, n, p FROM unnest(%s::varchar[], %s::int[], %s::bytea[]) AS x(t, n, p)",
+        [names, [len(by_term[t]) for t in names], blobs],
+    )
+    while True:  # a merge may crowd the next level in turn
+        cursor.execute(MERGE_SQL, [names, REPACK_LEVEL, BLOCK_FANOUT])
+        if cursor.rowcount <= 0:
+            break
+
+
+def postings_repack() -> int:
+    """Rebuild every term's posting blocks as one block from the postings table, dropping postings of deleted
+    chunks; returns the number of blocks. One transaction under BM25_STATS_LOCK: ingests wait, searches keep
+    reading the old blocks until it commits."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [BM25_STATS_LOCK])
+        cursor.execute("DELETE FROM knowledge_postingblock")
+        cursor.execute(REPACK_SQL)
+        return max(cursor.rowcount, 0)
 
 
 def _upsert_entities(cursor, entities: set[tuple[str, str, str]]) -> dict[tuple[str, str], int]:  # type: ignore[no-untyped-def]
@@ -303,6 +364,7 @@ def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Do
             )
         _resolve_links(cursor, document)
         _stats_apply(cursor, sorted(df.items()), len(ids), sum(c.doc_len for c in staged.chunks))
+        _blocks_add(cursor, p_terms, p_chunks, p_tf, p_len)
 
     document.title = staged.title[:500] or document.title
     document.author = staged.author[:300] or document.author

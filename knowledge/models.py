@@ -169,6 +169,26 @@ class Posting(models.Model):
         db_table = "knowledge_posting"
 
 
+class PostingBlock(models.Model):
+    """A term's postings packed into one byte string (records of retrieval.bm25.POSTING_RECORD), what BM25
+    reads at query time: a few rows per term instead of one index entry per posting.
+
+    Ingestion adds one level-0 block per (document, term); when a term has BLOCK_FANOUT blocks on one level they
+    are merged into one on the next (knowledge.indexing), so a term keeps a few blocks per level. `repack`
+    rebuilds every term as one block from the postings table, which stays the source of truth. Blocks may
+    still hold postings of chunks deleted since; retrieval drops those with its visibility check, and a
+    repack removes them."""
+
+    term = models.CharField(max_length=200)
+    level = models.SmallIntegerField(default=0)
+    n = models.PositiveIntegerField(help_text="postings in this block")
+    postings = models.BinaryField()
+
+    class Meta:
+        db_table = "knowledge_postingblock"
+        indexes = [models.Index(fields=["term", "level"], name="knowledge_postingblock_term")]
+
+
 class TermStat(models.Model):
     term = models.CharField(max_length=200, primary_key=True)
     df = models.PositiveIntegerField(default=0)

@@ -3,6 +3,7 @@ the top-k cut. They take a cursor-producing connection so they can run concurren
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import datetime, time
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
-from retrieval.bm25 import Bm25Params, idf, tf_component
+from retrieval.bm25 import Bm25Params, unpack_postings
 from retrieval.fusion import Scored
 from retrieval.types import Filters, Principal
 
@@ -73,45 +74,30 @@ def bm25_search(
     k1: float = 1.2,
     b: float = 0.75,
     max_df_ratio: float = 0.25,
-    prune_from: int | None = None,
-    first_depth: int = 256,
+    method: str = "blocks",
 ) -> list[Scored]:
-    """Exact Okapi BM25 top-k from the postings table. `terms` carry a query weight (1 for the question's own
-    terms, less for synonym expansions). Terms in more than `max_df_ratio` of chunks are dropped: their idf
-    is near zero, yet their postings dominate the cost.
+    """Exact Okapi BM25 top-k. `terms` carry a query weight (1 for the question's own terms, less for synonym
+    expansions). Terms in more than `max_df_ratio` of chunks are dropped: their idf is near zero, yet their
+    postings dominate the cost.
 
-    Below `prune_from` chunks (default LARGE_CORPUS) every posting of every term is summed in one statement.
-    Above it, :func:`_bm25_threshold` reads each term's best postings first and skips chunks that provably
-    cannot reach the top-k; both return the same ranking (tested)."""
+    `method` "blocks" (the default, :func:`_bm25_blocks`) reads the terms' posting blocks and sums them in
+    NumPy; "sql" sums every posting in one SQL statement (the reference the tests hold the blocks to). Both
+    return the same chunks, scores and order, ACL and filters applied before the top-k cut."""
     if not terms:
         return []
+    if method not in ("blocks", "sql"):
+        raise ValueError(f"unknown BM25 method {method!r}; use 'blocks' or 'sql'")
     where, params = visibility_sql(principal, filters)
     weights: dict[str, float] = {}
     for term, weight in terms:
         weights[term] = max(weight, weights.get(term, 0.0))
-    head: list[Any] = [
-        k1,
-        b,
-        list(weights),
-        list(weights.values()),
-        max_df_ratio,
-    ]  # BM25_SQL leads with these
     with connection.cursor() as cursor:
-        cursor.execute("SELECT n_chunks, total_len FROM knowledge_corpusstat WHERE id = 1")
-        row = cursor.fetchone()
-        n_chunks, total_len = (int(row[0]), int(row[1])) if row else (0, 0)
-        threshold = LARGE_CORPUS if prune_from is None else prune_from
-        if n_chunks >= threshold and Bm25Params(k1, b) == IMPACT_PARAMS:
-            n = max(n_chunks, 1)
-            avgdl = max(total_len / n, 1.0)
-            cursor.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [list(weights)])
-            cap = max(max_df_ratio * n, 50)
-            dfs = {term: df for term, df in cursor.fetchall() if 0 < df <= cap}
-            query = {term: weights[term] * idf(df, n) for term, df in dfs.items()}
-            return _bm25_threshold(
-                cursor, query, avgdl, where, params, k=k, first_depth=first_depth, head=head, dfs=dfs
-            )
-        cursor.execute(BM25_SQL.format(where=where, postings=ALL_POSTINGS), [*head, 0.0, *params, k])
+        if method == "blocks":
+            return _bm25_blocks(cursor, weights, Bm25Params(k1, b), max_df_ratio, where, params, k=k)
+        cursor.execute(
+            BM25_SQL.format(where=where),
+            [k1, b, list(weights), list(weights.values()), max_df_ratio, *params, k],
+        )
         return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
 
 
@@ -128,206 +114,99 @@ BM25_SQL = """
     scored AS (
           SELECT p.chunk_id, sum(q.idf * p.tf * (s.k1 + 1)
                                  / (p.tf + s.k1 * (1 - s.b + s.b * p.doc_len / s.avgdl))) AS score
-          {postings}
+          FROM knowledge_posting p JOIN q ON p.term = q.term, s
           GROUP BY p.chunk_id)
     SELECT c.id, scored.score FROM scored JOIN knowledge_chunk c ON c.id = scored.chunk_id
-    WHERE scored.score >= %s AND {where}
+    WHERE {where}
     ORDER BY scored.score DESC, c.id LIMIT %s
 """
-# every posting of the query terms, or (MaxScore) only those of chunks holding an essential term
-ALL_POSTINGS = "FROM knowledge_posting p JOIN q ON p.term = q.term, s"
-CANDIDATE_POSTINGS = (
-    "FROM (SELECT DISTINCT chunk_id FROM knowledge_posting WHERE term = ANY(%s::varchar[])) cand "
-    "JOIN knowledge_posting p ON p.chunk_id = cand.chunk_id JOIN q ON p.term = q.term, s"
-)
-
-GRAPH_MAX_DF = 2_000
-LARGE_CORPUS = 50_000  # below this, summing every posting of every query term takes a few ms
-MAX_PROBES = 4_000  # (chunk, term) key probes the threshold round may spend completing scores
-# Postings are indexed by their BM25 term-frequency component computed with these constants (migration
-# 0004, index knowledge_posting_impact); the query below must use the identical expression.
-IMPACT_PARAMS, IMPACT_AVGDL = Bm25Params(k1=1.2, b=0.75), 64.0
-IMPACT_EXPR = (
-    "(p.tf * 2.2::float8 / (p.tf + 1.2::float8 * (0.25::float8 + 0.75::float8 * p.doc_len / 64.0::float8)))"
-)
-
-
-def _bm25_threshold(
-    cursor: Any,
-    query: dict[str, float],
-    avgdl: float,
-    where: str,
-    params: list[Any],
-    *,
-    k: int,
-    first_depth: int,
-    head: list[Any],
-    dfs: dict[str, int],
-) -> list[Scored]:
-    """Exact top-k in two steps over impact-ordered postings.
-
-    1. Threshold round (Fagin's TA): read the best `first_depth` postings of every term (index
-       knowledge_posting_impact), keep the chunks the principal may read, complete the scores of those that
-       could reach the top-k by primary-key probes. If the k-th exact score beats the best score an unread
-       chunk could have (sum over terms of idf x the term's last impact read), that is the answer.
-       Completing scores costs one key probe per (chunk, missing term); past MAX_PROBES it is skipped.
-    2. Otherwise MaxScore (:func:`_bm25_maxscore`): the k-th score found (exact, or partial when the
-       probes were skipped) is a floor for the final k-th score. Terms whose combined maximum contributions
-       stay below it are "non-essential": a chunk containing only those can never reach the top-k.
-       Candidates are the chunks holding an essential term, scored exactly over all terms in SQL; only
-       those reaching the floor are checked against the ACL. The higher the floor, the fewer terms are
-       essential, so before step 2 :func:`_rare_floor` raises it when it can.
-
-    `query` maps each term to its weighted idf. Impacts were computed with avgdl = IMPACT_AVGDL; with the
-    corpus's real avgdl a term-frequency component can be at most max(1, avgdl / IMPACT_AVGDL) times larger,
-    so that factor keeps both bounds safe. `head` are BM25_SQL's leading arguments, for step 2."""
-    if not query:
-        return []
-    terms = list(query)
-    slack = max(1.0, avgdl / IMPACT_AVGDL)
-    cursor.execute(
-        f"SELECT x.term, p.chunk_id, p.tf, p.doc_len, p.impact FROM unnest(%s::varchar[]) AS x(term) "
-        f"CROSS JOIN LATERAL (SELECT p.chunk_id, p.tf, p.doc_len, {IMPACT_EXPR} AS impact "
-        f"FROM knowledge_posting p WHERE p.term = x.term ORDER BY {IMPACT_EXPR} DESC LIMIT %s) p",
-        [terms, first_depth],
-    )
-    seen: dict[int, dict[str, float]] = {}
-    read: dict[str, int] = dict.fromkeys(terms, 0)
-    first: dict[str, float] = {}
-    last: dict[str, float] = dict.fromkeys(terms, 0.0)
-    for term, chunk_id, tf, doc_len, impact in cursor.fetchall():
-        seen.setdefault(chunk_id, {})[term] = query[term] * tf_component(tf, doc_len, avgdl, IMPACT_PARAMS)
-        read[term] += 1
-        first.setdefault(term, impact)
-        last[term] = impact
-    # terms whose postings were not all read; an unread posting of t is worth at most ceiling[t]
-    ceiling = {t: query[t] * last[t] * slack for t in terms if read[t] == first_depth}
-    cursor.execute(
-        f"SELECT c.id FROM knowledge_chunk c WHERE c.id = ANY(%s) AND {where}", [list(seen), *params]
-    )
-    visible = [row[0] for row in cursor.fetchall()]
-    score = {c: sum(seen[c].values()) for c in visible}
-    upper = {c: score[c] + sum(v for t, v in ceiling.items() if t not in seen[c]) for c in visible}
-    by_lower = sorted(score.values(), reverse=True)
-    kth_lower = by_lower[k - 1] if len(by_lower) >= k else 0.0
-    probe = [c for c in visible if upper[c] > score[c] and upper[c] >= kth_lower]
-    if len(probe) * len(ceiling) > MAX_PROBES:
-        # completing that many scores by key probes costs more than step 2; the k-th partial score is a
-        # floor too (k visible chunks score at least that much)
-        return _bm25_maxscore(cursor, query, dfs, avgdl, first, kth_lower, where, params, k=k, head=head)
-    if probe and ceiling:
-        for chunk_id, term, contribution in _probe(cursor, query, list(ceiling), probe, avgdl):
-            if term not in seen[chunk_id]:
-                score[chunk_id] += contribution
-    top = sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-    if not ceiling or (len(top) == k and top[-1][1] > sum(ceiling.values())):
-        return [Scored(int(c), float(s)) for c, s in top]
-    floor = top[-1][1] if len(top) == k else 0.0
-    return _bm25_maxscore(cursor, query, dfs, avgdl, first, floor, where, params, k=k, head=head)
-
-
-def _probe(
-    cursor: Any, query: dict[str, float], terms: list[str], chunk_ids: list[int], avgdl: float
-) -> list[tuple[int, str, float]]:
-    """(chunk, term, exact contribution) for each of `terms` that `chunk_ids` hold, by primary-key probes."""
-    cursor.execute(
-        "SELECT chunk_id, term, tf, doc_len FROM knowledge_posting "
-        "WHERE term = ANY(%s::varchar[]) AND chunk_id = ANY(%s)",
-        [terms, chunk_ids],
-    )
-    return [
-        (chunk_id, term, query[term] * tf_component(tf, doc_len, avgdl, IMPACT_PARAMS))
-        for chunk_id, term, tf, doc_len in cursor.fetchall()
-    ]
-
-
-RARE_POSTINGS = 8_000  # postings of the rarest query terms summed to find a floor
-RARE_SAMPLE = 200  # readable chunks, among the best 4x as many, whose scores are completed
-# exact BM25 contributions with k1 1.2, b .75 (the large-corpus path runs only with IMPACT_PARAMS)
-RARE_SQL = """
-    WITH acc AS (
-        SELECT p.chunk_id, sum(w.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.doc_len / %s::float8))) AS partial
-        FROM knowledge_posting p JOIN unnest(%s::varchar[], %s::float8[]) AS w(term, idf) ON p.term = w.term
-        GROUP BY p.chunk_id ORDER BY partial DESC LIMIT %s)
-    SELECT acc.chunk_id, acc.partial FROM acc JOIN knowledge_chunk c ON c.id = acc.chunk_id
-    WHERE {where} ORDER BY acc.partial DESC LIMIT %s
+# the query terms kept (df within the cap) with their df, and their posting blocks
+BLOCKS_SQL = """
+    SELECT t.term, t.df, b.postings FROM knowledge_termstat t
+    JOIN knowledge_postingblock b ON b.term = t.term
+    WHERE t.term = ANY(%s::varchar[]) AND t.df <= greatest(%s * %s, 50)
 """
+GRAPH_MAX_DF = 2_000
+FIRST_CHECK = 5  # the visibility check starts with the best FIRST_CHECK x k candidates, 10x more per round
+DENSE_SPAN = 4  # sum into an array indexed by chunk id when ids span at most this many times the postings
 
 
-def _rare_floor(
+def _bm25_blocks(
     cursor: Any,
-    query: dict[str, float],
-    dfs: dict[str, int],
-    avgdl: float,
+    weights: dict[str, float],
+    bm25: Bm25Params,
+    max_df_ratio: float,
     where: str,
     params: list[Any],
     *,
     k: int,
-) -> float:
-    """A lower bound for the k-th best score, from the chunks that best match the question's rarest terms.
-
-    The best chunks nearly always hold the rare terms, so: sum the postings of the rarest terms (at most
-    RARE_POSTINGS of them), keep the RARE_SAMPLE best chunks the principal may read, complete their scores
-    over the other terms by key probes, and return the k-th exact score (0 when fewer than k). Any k
-    readable chunks' exact scores bound the final k-th score from below, so the result stays exact; the
-    threshold round's floor comes from chunks that are extreme in ONE term and is usually far lower."""
-    if not query or min(dfs[t] for t in query) > RARE_POSTINGS:
-        return 0.0  # no term is rare: summing even the rarest costs more than the floor saves
-    rare: list[str] = []
-    total = 0
-    for term in sorted(query, key=lambda t: (dfs[t], t)):
-        if rare and total + dfs[term] > RARE_POSTINGS:
-            break
-        rare.append(term)
-        total += dfs[term]
-    cursor.execute(
-        RARE_SQL.format(where=where),
-        [avgdl, rare, [query[t] for t in rare], 4 * RARE_SAMPLE, *params, RARE_SAMPLE],
-    )
-    scores = {chunk_id: float(partial) for chunk_id, partial in cursor.fetchall()}
-    others = [t for t in query if t not in rare]
-    if others and scores:
-        for chunk_id, _, contribution in _probe(cursor, query, others, list(scores), avgdl):
-            scores[chunk_id] += contribution
-    best = sorted(scores.values(), reverse=True)
-    return best[k - 1] if len(best) >= k else 0.0
-
-
-def _bm25_maxscore(
-    cursor: Any,
-    query: dict[str, float],
-    dfs: dict[str, int],
-    avgdl: float,
-    first: dict[str, float],
-    floor: float,
-    where: str,
-    params: list[Any],
-    *,
-    k: int,
-    head: list[Any],
 ) -> list[Scored]:
-    """Step 2 of :func:`_bm25_threshold`: `floor` (from the threshold round) is at most the final k-th score,
-    raised by :func:`_rare_floor` when it can, and `first` holds each term's highest impact. Terms whose summed
-    best contributions stay below the floor cannot put a chunk into the top-k on their own, so only chunks
-    holding one of the other ("essential") terms are scored."""
-    floor = max(floor, _rare_floor(cursor, query, dfs, avgdl, where, params, k=k))
-    slack = max(1.0, avgdl / IMPACT_AVGDL)
-    # lowered by a hair, for both uses: SQL and Python sum in different orders, so the floor (a k-th score
-    # computed in Python) may exceed the same score in SQL by a few ulps
-    floor *= 1 - 1e-9
-    non_essential = 0.0
-    essential = []
-    for bound, term in sorted((query[t] * first.get(t, 0.0) * slack, t) for t in query):
-        if non_essential + bound < floor:
-            non_essential += bound
+    """Exact BM25 from posting blocks: one statement reads every block of the kept query terms, NumPy computes
+    each posting's contribution (the formula and constants of BM25_SQL) and sums them per chunk; the
+    candidates are then checked against the ACL and filters in SQL in score order, the best 5 x k first, ten
+    times more per round, until k are readable or none are left. Chunks deleted since their block was written
+    fail that check like unreadable ones, so stale postings never surface."""
+    cursor.execute("SELECT n_chunks, total_len FROM knowledge_corpusstat WHERE id = 1")
+    row = cursor.fetchone()
+    n_chunks, total_len = (int(row[0]), int(row[1])) if row else (0, 0)
+    n = float(max(n_chunks, 1))
+    avgdl = max(total_len / max(n_chunks, 1), 1.0)
+    cursor.execute(BLOCKS_SQL, [list(weights), max_df_ratio, n])
+    ids_parts: list[np.ndarray] = []
+    score_parts: list[np.ndarray] = []
+    for term, df, data in cursor.fetchall():
+        postings = unpack_postings(bytes(data))
+        weight = weights[term] * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        tf = postings["tf"].astype(np.float64)
+        norm = 1.0 - bm25.b + bm25.b * postings["doc_len"].astype(np.float64) / avgdl
+        ids_parts.append(postings["chunk"].astype(np.int64))
+        score_parts.append(weight * tf * (bm25.k1 + 1.0) / (tf + bm25.k1 * norm))
+    if not ids_parts:
+        return []
+    ids = np.concatenate(ids_parts)
+    contributions = np.concatenate(score_parts)
+    low = int(ids.min())
+    span = int(ids.max()) - low + 1
+    if span <= DENSE_SPAN * len(ids) + 1_000_000:
+        sums = np.bincount(ids - low, weights=contributions, minlength=span)
+        candidates = np.flatnonzero(sums)
+        scores = sums[candidates]
+        candidates += low
+    else:
+        candidates, inverse = np.unique(ids, return_inverse=True)
+        scores = np.bincount(inverse, weights=contributions)
+    return _visible_top(cursor, candidates, scores, where, params, k=k)
+
+
+def _visible_top(
+    cursor: Any, ids: np.ndarray, scores: np.ndarray, where: str, params: list[Any], *, k: int
+) -> list[Scored]:
+    """The k best (score descending, id ascending) of the candidates that pass the visibility check."""
+    found: list[Scored] = []
+    checked = 0
+    want = FIRST_CHECK * k
+    while checked < len(ids) and len(found) < k:
+        if want < len(ids):
+            # every candidate scoring at least the want-th best: a tie at the cut is taken whole, so each
+            # round's order extends the previous one's
+            cut = np.partition(scores, len(scores) - want)[len(scores) - want]
+            pool = np.flatnonzero(scores >= cut)
         else:
-            essential.append(term)
-    # only chunks reaching the floor need the ACL check
-    cursor.execute(
-        BM25_SQL.format(where=where, postings=CANDIDATE_POSTINGS),
-        [*head, essential, floor, *params, k],
-    )
-    return [Scored(int(i), float(s)) for i, s in cursor.fetchall()]
+            pool = np.arange(len(ids))
+        ranked = pool[np.lexsort((ids[pool], -scores[pool]))][checked:]
+        cursor.execute(
+            f"SELECT c.id FROM knowledge_chunk c WHERE c.id = ANY(%s) AND {where}",
+            [ids[ranked].tolist(), *params],
+        )
+        readable = {row[0] for row in cursor.fetchall()}
+        for i in ranked:
+            if int(ids[i]) in readable:
+                found.append(Scored(int(ids[i]), float(scores[i])))
+                if len(found) == k:
+                    break
+        checked += len(ranked)
+        want *= 10
+    return found
 
 
 def graph_search(
