@@ -24,3 +24,9 @@ def _schedule_nightly_sync(sender: Celery, **_: object) -> None:
         sender.signature("knowledge.tasks.sync_source_folders_task"),
         name="nightly source folder sync",
     )
+    # before the sync: a repack holds the statistics lock, which ingestion also takes
+    sender.add_periodic_task(
+        crontab(hour=(settings.ATHENA_NIGHTLY_SYNC_HOUR - 1) % 24, minute=30),
+        sender.signature("knowledge.tasks.repack_postings_task"),
+        name="nightly posting block repack",
+    )

@@ -216,6 +216,17 @@ def postings_repack() -> int:
         return max(cursor.rowcount, 0)
 
 
+def postings_stale_share() -> float:
+    """Share of the postings in the blocks that belong to deleted chunks (0 when there are no blocks)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT coalesce(sum(n), 0) FROM knowledge_postingblock), "
+            "(SELECT coalesce(sum(df), 0) FROM knowledge_termstat)"
+        )
+        packed, live = cursor.fetchone()
+    return 1.0 - live / packed if packed else 0.0
+
+
 def _upsert_entities(cursor, entities: set[tuple[str, str, str]]) -> dict[tuple[str, str], int]:  # type: ignore[no-untyped-def]
     if not entities:
         return {}

@@ -61,6 +61,14 @@ def sync_source_folders_task() -> list[int]:
     return run_ids
 
 
+@shared_task
+def repack_postings_task(min_stale: float = 0.1) -> int | None:
+    """Nightly: rebuild the BM25 posting blocks when deleted chunks' postings make up `min_stale` of them."""
+    from knowledge.indexing import postings_repack, postings_stale_share
+
+    return postings_repack() if postings_stale_share() >= min_stale else None
+
+
 def folder_ingest_enqueue(*, root: Path, options: services.IngestOptions, batch_size: int = 16) -> int:
     run, files = services.ingest_run_start(root=root, options=options)
     run.counts["deleted"] = services.folder_tombstone_missing(

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib
 import json
 import os
 import random
@@ -48,8 +47,6 @@ POSTING_INDEXES = (
     "ALTER TABLE knowledge_posting ADD CONSTRAINT knowledge_posting_pkey PRIMARY KEY (term, chunk_id) "
     "INCLUDE (tf, doc_len)",
     "CREATE INDEX knowledge_posting_chunk ON knowledge_posting (chunk_id)",
-    # the impact-ordered index exactly as migration 0004 creates it
-    "CREATE INDEX knowledge_posting_impact ON knowledge_posting (term, {impact} DESC) INCLUDE (chunk_id, tf, doc_len)",
 )
 
 
@@ -84,6 +81,7 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
     from django.contrib.auth.models import Group
     from django.db import connection
 
+    from knowledge.indexing import postings_repack
     from retrieval.analysis import analyze, sentences
 
     rng = random.Random(seed)
@@ -124,7 +122,6 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
         cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
         cursor.execute("ALTER TABLE knowledge_posting DROP CONSTRAINT IF EXISTS knowledge_posting_pkey")
         cursor.execute("DROP INDEX IF EXISTS knowledge_posting_chunk")
-        cursor.execute("DROP INDEX IF EXISTS knowledge_posting_impact")
         cursor.execute("SELECT coalesce(max(id), 0) FROM knowledge_document")
         next_doc = cursor.fetchone()[0] + 1
         cursor.execute("SELECT coalesce(max(id), 0) FROM knowledge_chunk")
@@ -265,10 +262,12 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
         timings["copy_s"] = round(copy_s, 1)
         with connection.cursor() as cursor:
             t0 = time.perf_counter()
-            impact = importlib.import_module("knowledge.migrations.0004_impact_ordered_postings").IMPACT
             for sql in POSTING_INDEXES:
-                cursor.execute(sql.format(impact=impact))
+                cursor.execute(sql)
             timings["posting_index_s"] = round(time.perf_counter() - t0, 1)
+            t0 = time.perf_counter()
+            timings["posting_blocks"] = postings_repack()
+            timings["posting_repack_s"] = round(time.perf_counter() - t0, 1)
             t0 = time.perf_counter()
             _stats_recompute(cursor)
             cursor.execute(
@@ -323,6 +322,8 @@ def hnsw_build(cursor: Any) -> float:
 def synthetic_drop() -> None:
     from django.db import connection, transaction
 
+    from knowledge.indexing import postings_repack
+
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT min(id) FROM knowledge_document WHERE source LIKE %s", [SYNTHETIC_PREFIX + "%"]
@@ -351,6 +352,7 @@ def synthetic_drop() -> None:
         cursor.execute("DELETE FROM knowledge_document_allowed_groups WHERE document_id >= %s", [first_doc])
         cursor.execute("DELETE FROM knowledge_document WHERE id >= %s", [first_doc])
         _stats_recompute(cursor)
+    postings_repack()
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE knowledge_chunk")
 
@@ -400,7 +402,33 @@ def latency(qs: list[str]) -> dict[str, Any]:
             samples.setdefault("mmr", []).append(diversified["mmr"])
         full = search(q, principal, config=SearchConfig()).timings_ms
         samples.setdefault("full_total", []).append(full["total"])
-    return {key: summary(values) for key, values in samples.items()}
+    results: dict[str, Any] = {key: summary(values) for key, values in samples.items()}
+    results["bm25_exactness"] = bm25_alone(qs, principal, samples)
+    for key in ("bm25_alone_blocks", "bm25_alone_sql"):
+        results[key] = summary(samples[key])
+    return results
+
+
+def bm25_alone(qs: list[str], principal: Any, samples: dict[str, list[float]]) -> str:
+    """BM25 called directly (question terms at weight 1) by posting blocks and by the SQL sum of every
+    posting: latency of each, and whether both return the same top-40."""
+    from retrieval.analysis import query_terms
+    from retrieval.stages import bm25_search
+    from retrieval.types import Filters
+
+    same = 0
+    for q in qs:
+        terms = [(t, 1.0) for t in query_terms(q)]
+        runs = {}
+        for method in ("blocks", "sql"):
+            t0 = time.perf_counter()
+            runs[method] = bm25_search(terms, principal, Filters(), method=method)
+            samples.setdefault(f"bm25_alone_{method}", []).append((time.perf_counter() - t0) * 1000)
+        blocks, sql = runs["blocks"], runs["sql"]
+        same += len(blocks) == len(sql) and all(
+            abs(a.score - b.score) <= 1e-9 * abs(b.score) for a, b in zip(blocks, sql, strict=True)
+        )
+    return f"{same}/{len(qs)} questions: same top-40 scores by blocks and by SQL"
 
 
 def hnsw_recall(qs: list[str], k: int = 40) -> dict[str, Any]:
@@ -447,7 +475,13 @@ def db_facts() -> dict[str, Any]:
         cursor.execute("SELECT count(*) FROM knowledge_posting")
         postings = cursor.fetchone()[0]
         sizes = {}
-        for name in ("knowledge_chunk", "knowledge_posting", "chunk_embedding_hnsw", "knowledge_mention"):
+        for name in (
+            "knowledge_chunk",
+            "knowledge_posting",
+            "knowledge_postingblock",
+            "chunk_embedding_hnsw",
+            "knowledge_mention",
+        ):
             cursor.execute("SELECT pg_total_relation_size(%s::regclass)", [name])
             sizes[name] = round(cursor.fetchone()[0] / 2**20, 1)
     return {"chunks": chunks, "documents": documents, "postings": postings, "size_mb": sizes}
@@ -463,7 +497,10 @@ def print_report(results: dict[str, Any]) -> None:
         print("== synthetic build ==\n  " + "  ".join(f"{k} {v}" for k, v in results["build"].items()))
     print(f"== latency ms over {results['queries']} queries (median / p95) ==")
     for key, s in results["latency"].items():
-        print(f"  {key:40s} {s['p50']:>8.1f} {s['p95']:>8.1f}   (n={s['n']})")
+        if isinstance(s, dict):
+            print(f"  {key:40s} {s['p50']:>8.1f} {s['p95']:>8.1f}   (n={s['n']})")
+        else:
+            print(f"  {key}: {s}")
     if "hnsw_recall" in results:
         r = results["hnsw_recall"]
         print(

@@ -4,6 +4,7 @@ stale, and after a repack."""
 
 from __future__ import annotations
 
+import io
 import random
 from pathlib import Path
 
@@ -181,7 +182,9 @@ def test_blocks_respect_acl_filters_and_term_weights(corpus, monkeypatch):
 
 @pytest.mark.django_db(transaction=True)
 def test_stale_blocks_after_changes_and_a_repack(corpus):
-    from knowledge.indexing import REPACK_LEVEL, postings_repack
+    from django.core.management import call_command
+
+    from knowledge.indexing import REPACK_LEVEL, postings_stale_share
     from tests.knowledge.test_ingest import blocks_hold_the_postings
 
     # rewrite a third of the documents: their old chunks' postings stay in the blocks until a repack
@@ -208,10 +211,17 @@ def test_stale_blocks_after_changes_and_a_repack(corpus):
                     )
 
     same_everywhere()
-    blocks = postings_repack()
+    stale = postings_stale_share()
+    assert stale == pytest.approx(1 - live / packed)
+    out = io.StringIO()
+    call_command("bm25_repack", "--if-stale", str(stale + 0.01), stdout=out)
+    assert "nothing to do" in out.getvalue() and postings_stale_share() == stale
+    call_command("bm25_repack", "--if-stale", str(stale - 0.01), stdout=out)
+    assert "repacked" in out.getvalue() and postings_stale_share() == 0.0
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(DISTINCT term), sum(n) FROM knowledge_postingblock")
-        assert tuple(cursor.fetchone()) == (blocks, live)
+        cursor.execute("SELECT count(*), count(DISTINCT term), sum(n) FROM knowledge_postingblock")
+        blocks, terms, n = cursor.fetchone()
+    assert blocks == terms and n == live
     assert set(_levels()) == {REPACK_LEVEL}
     blocks_hold_the_postings()
     same_everywhere()
