@@ -251,6 +251,11 @@ class Edge(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "target", "relation"], name="edge_unique")]
+        # an entity's strongest neighbours, in either direction, are the first entries of these
+        indexes = [
+            models.Index(fields=["source", "-weight"], name="knowledge_edge_source_strength"),
+            models.Index(fields=["target", "-weight"], name="knowledge_edge_target_strength"),
+        ]
 
 
 class DocumentLink(models.Model):
