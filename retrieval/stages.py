@@ -316,16 +316,20 @@ def fetch_hits(chunk_ids: Sequence[int], visible_to: Principal | None = None) ->
     if not chunk_ids:
         return {}
     where, params = visibility_sql(visible_to, Filters()) if visible_to is not None else ("true", [])
-    with connection.cursor() as cursor:
+    connection.ensure_connection()
+    # binary results: a vector arrives as its 4-byte header and big-endian float4s (pgvector's send format),
+    # read by NumPy in microseconds instead of parsing 384 numbers of text per row
+    with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(
             f"""
             SELECT c.id, c.document_id, d.source, d.title, c.section_path, c.page, c.ordinal, c.text,
                    coalesce(c.updated_at, d.source_updated_at), d.access_tier, c.prev_id, c.content_hash,
-                   c.injection_flag, c.embedding::real[], c.vendor
+                   c.injection_flag, c.embedding, c.vendor
             FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
             WHERE c.id = ANY(%s) AND {where}
             """,
             [list(chunk_ids), *params],
+            binary=True,
         )
         columns = [
             "chunk_id",
@@ -344,7 +348,20 @@ def fetch_hits(chunk_ids: Sequence[int], visible_to: Principal | None = None) ->
             "embedding",
             "vendor",
         ]
-        return {row[0]: dict(zip(columns, row, strict=True)) for row in cursor.fetchall()}
+        rows = {}
+        for row in cursor.fetchall():
+            hit = dict(zip(columns, row, strict=True))
+            hit["embedding"] = _vector(hit["embedding"])
+            rows[row[0]] = hit
+        return rows
+
+
+def _vector(data: bytes | None) -> np.ndarray | None:
+    """A pgvector `vector` in its binary form (int16 dimensions, int16 unused, float4s, big-endian)."""
+    if data is None:
+        return None
+    dim = int.from_bytes(data[:2], "big")
+    return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
 
 
 class MixedEmbeddingsError(RuntimeError):
