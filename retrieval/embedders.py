@@ -99,22 +99,13 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        """One short text on one thread: splitting a single ~20-token input over cores gains nothing
-        measurable (12-16 ms either way here), and search runs BM25 and the graph beside it on the other."""
-        import torch
-
         model = self._load()
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            vector = model.encode(
-                [self.query_prefix + text],
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )[0]
-        finally:
-            torch.set_num_threads(threads)
+        vector = model.encode(
+            [self.query_prefix + text],
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )[0]
         return np.asarray(vector, dtype=np.float32)
 
 
