@@ -32,6 +32,21 @@ ANAPHOR = re.compile(
     r"(?:this|that|these|those|it|its|they|their|such|the latter|the former)\b",
     re.IGNORECASE,
 )
+# A sentence that names its subject only as "this option" (a manual's entry text: "--explicit-exit-notify n
+# Send an exit notification ... In client mode, this option will tell the server ...") refers to the entry
+# named in the sentence before it.
+NAMED_BACK = re.compile(
+    r"\b(?:this|the above|said)\s+(?:option|command|directive|setting|parameter|flag|keyword|statement|switch)\b",
+    re.IGNORECASE,
+)
+
+
+def _names_back(sentence: str) -> bool:
+    """Prose that calls its subject "this option" ("In client mode, this option ..."); an entry line that
+    starts with its own term ("ntsport port This option specifies ...") names it already."""
+    return sentence[:1].isupper() and NAMED_BACK.search(sentence) is not None
+
+
 # "what is the default ...", "... by default": the answer states a default
 DEFAULT = re.compile(r"\bdefault(?:s|ed)?\b", re.IGNORECASE)
 EXPECTS_NAME = re.compile(
@@ -286,7 +301,12 @@ def compose_extractive(
                     before.append(lead_in)
             # "Effectively, this is ...": the sentences before say what "this" is (at most two steps back)
             at = here
-            while at > 0 and here - at < 2 and ANAPHOR.match(parts[at]) and len(parts[at - 1].split()) <= 40:
+            while (
+                at > 0
+                and here - at < 2
+                and (ANAPHOR.match(parts[at]) or _names_back(parts[at]))
+                and len(parts[at - 1].split()) <= 40
+            ):
                 at -= 1
             before = list(dict.fromkeys([*parts[at:here], *before])) if at < here else before
         for sentence in before:

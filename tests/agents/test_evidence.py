@@ -56,6 +56,24 @@ def test_a_chain_of_references_is_followed_at_most_two_steps_back():
     assert "Rate limiting is described in this section." not in answer
 
 
+def test_prose_about_this_option_brings_the_entry_line_that_names_it():
+    evidence = _evidence(
+        "--explicit-exit-notify n\nIn UDP client mode, send the server an exit notification if OpenVPN exits. "
+        "In client mode, on exit, this option will tell the server to close its client instance at once.\n"
+        "ntsport port\nThis option specifies the TCP port of the NTS-KE server."
+    )
+    close = "In client mode, on exit, this option will tell the server to close its client instance at once."
+    answer = _answer(compose_extractive("concept_explanation", "q", [_pick(close)], evidence))
+    assert answer[:2] == [
+        "--explicit-exit-notify n In UDP client mode, send the server an exit notification if OpenVPN exits.",
+        close,
+    ]
+    # an entry line that starts with its own term names what "this option" is
+    entry = "ntsport port This option specifies the TCP port of the NTS-KE server."
+    answer = _answer(compose_extractive("concept_explanation", "q", [_pick(entry)], evidence))
+    assert answer[0] == entry and close not in answer
+
+
 def test_the_unit_runs_on_into_a_sentence_that_continues_the_thought():
     evidence = _evidence(
         "Client log records can be dropped before the limit set by the clientloglimit directive is reached. "
