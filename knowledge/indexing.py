@@ -216,6 +216,13 @@ def postings_repack() -> int:
         return max(cursor.rowcount, 0)
 
 
+def postings_repack_if_stale(min_stale: float) -> tuple[float, int | None]:
+    """The stale share of the packed postings, and the number of blocks after a repack when that share is at
+    least `min_stale` (None when no repack was needed)."""
+    stale = postings_stale_share()
+    return stale, postings_repack() if stale >= min_stale else None
+
+
 def postings_stale_share() -> float:
     """Share of the postings in the blocks that belong to deleted chunks (0 when there are no blocks)."""
     with connection.cursor() as cursor:

@@ -64,9 +64,9 @@ def sync_source_folders_task() -> list[int]:
 @shared_task
 def repack_postings_task(min_stale: float = 0.1) -> int | None:
     """Nightly: rebuild the BM25 posting blocks when deleted chunks' postings make up `min_stale` of them."""
-    from knowledge.indexing import postings_repack, postings_stale_share
+    from knowledge.indexing import postings_repack_if_stale
 
-    return postings_repack() if postings_stale_share() >= min_stale else None
+    return postings_repack_if_stale(min_stale)[1]
 
 
 def folder_ingest_enqueue(*, root: Path, options: services.IngestOptions, batch_size: int = 16) -> int:

@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 DocId = TypeVar("DocId", bound=Hashable)
+Numeric = TypeVar("Numeric", float, np.ndarray)
 
 # One posting inside a posting block (knowledge_postingblock.postings): chunk id, tf and the chunk's length,
 # big-endian, 16 bytes, so that PostgreSQL can build the same bytes with int8send(chunk_id) || int4send(tf)
@@ -124,13 +125,14 @@ def term_score(
 
 
 def tf_component(
-    tf: int,
-    doc_len: int,
+    tf: Numeric,
+    doc_len: Numeric,
     avg_len: float,
     params: Bm25Params = Bm25Params(),  # noqa: B008 - frozen, immutable default
-) -> float:
+) -> Numeric:
     """The term-frequency part of :func:`term_score`: ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg))``.
-    An ``avg_len`` of 0 skips length normalisation."""
+    An ``avg_len`` of 0 skips length normalisation. `tf` and `doc_len` may be NumPy arrays (one element per
+    posting), as the posting-block scorer passes them."""
     ratio = doc_len / avg_len if avg_len > 0 else 1.0
     return tf * (params.k1 + 1.0) / (tf + params.k1 * (1.0 - params.b + params.b * ratio))
 

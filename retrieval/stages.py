@@ -3,7 +3,6 @@ the top-k cut. They take a cursor-producing connection so they can run concurren
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from datetime import datetime, time
 from typing import Any
@@ -11,8 +10,9 @@ from typing import Any
 import numpy as np
 import psycopg
 from django.db import connection
+from pgvector import Vector
 
-from retrieval.bm25 import Bm25Params, unpack_postings
+from retrieval.bm25 import Bm25Params, idf, tf_component, unpack_postings
 from retrieval.fusion import Scored
 from retrieval.types import Filters, Principal
 
@@ -121,11 +121,11 @@ BM25_SQL = """
     WHERE {where}
     ORDER BY scored.score DESC, c.id LIMIT %s
 """
-# the query terms kept (df within the cap) with their df, and their posting blocks
+# the query terms kept (df within the cap) with their df and posting blocks, and the corpus statistics
 BLOCKS_SQL = """
-    SELECT t.term, t.df, b.postings FROM knowledge_termstat t
-    JOIN knowledge_postingblock b ON b.term = t.term
-    WHERE t.term = ANY(%s::varchar[]) AND t.df <= greatest(%s * %s, 50)
+    SELECT t.term, t.df, b.postings, s.n_chunks, s.total_len
+    FROM knowledge_corpusstat s, knowledge_termstat t JOIN knowledge_postingblock b ON b.term = t.term
+    WHERE s.id = 1 AND t.term = ANY(%s::varchar[]) AND t.df <= greatest(%s * greatest(s.n_chunks, 1), 50)
 """
 GRAPH_MAX_DF = 2_000
 FIRST_CHECK = 5  # the visibility check starts with the best FIRST_CHECK x k candidates, 10x more per round
@@ -142,32 +142,28 @@ def _bm25_blocks(
     *,
     k: int,
 ) -> list[Scored]:
-    """Exact BM25 from posting blocks: one statement reads every block of the kept query terms, NumPy computes
-    each posting's contribution (the formula and constants of BM25_SQL) and sums them per chunk; the
-    candidates are then checked against the ACL and filters in SQL in score order, the best 5 x k first, ten
-    times more per round, until k are readable or none are left. Chunks deleted since their block was written
+    """Exact BM25 from posting blocks: one statement reads every block of the kept query terms with the corpus
+    statistics, NumPy computes each posting's contribution (bm25.idf x bm25.tf_component, what BM25_SQL
+    computes) and sums them per chunk; the candidates are then checked against the ACL and filters in SQL in
+    score order, the best 5 x k first, ten times more per round, until k are readable or none are left. Chunks deleted since their block was written
     fail that check like unreadable ones, so stale postings never surface."""
-    cursor.execute("SELECT n_chunks, total_len FROM knowledge_corpusstat WHERE id = 1")
-    row = cursor.fetchone()
-    n_chunks, total_len = (int(row[0]), int(row[1])) if row else (0, 0)
-    n = float(max(n_chunks, 1))
-    avgdl = max(total_len / max(n_chunks, 1), 1.0)
-    # binary results (a server-side-binding cursor on the same connection): the blocks arrive as raw bytes,
-    # a third of the time of their hex text form
-    with psycopg.Cursor(connection.connection) as binary:
-        binary.execute(BLOCKS_SQL, [list(weights), max_df_ratio, n], binary=True)
+    with _binary_cursor() as binary:  # the blocks arrive as raw bytes, a third of the time of their hex text
+        binary.execute(BLOCKS_SQL, [list(weights), max_df_ratio], binary=True)
         blocks = binary.fetchall()
+    if not blocks:
+        return []
+    n_chunks, total_len = int(blocks[0][3]), int(blocks[0][4])
+    n = max(n_chunks, 1)
+    avgdl = max(total_len / n, 1.0)
     ids_parts: list[np.ndarray] = []
     score_parts: list[np.ndarray] = []
-    for term, df, data in blocks:
+    for term, df, data, _, _ in blocks:
         postings = unpack_postings(data)
-        weight = weights[term] * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        tf = postings["tf"].astype(np.float64)
-        norm = 1.0 - bm25.b + bm25.b * postings["doc_len"].astype(np.float64) / avgdl
+        component = tf_component(
+            postings["tf"].astype(np.float64), postings["doc_len"].astype(np.float64), avgdl, bm25
+        )
         ids_parts.append(postings["chunk"].astype(np.int64))
-        score_parts.append(weight * tf * (bm25.k1 + 1.0) / (tf + bm25.k1 * norm))
-    if not ids_parts:
-        return []
+        score_parts.append(weights[term] * idf(df, n) * component)
     ids = np.concatenate(ids_parts)
     contributions = np.concatenate(score_parts)
     low = int(ids.min())
@@ -316,10 +312,8 @@ def fetch_hits(chunk_ids: Sequence[int], visible_to: Principal | None = None) ->
     if not chunk_ids:
         return {}
     where, params = visibility_sql(visible_to, Filters()) if visible_to is not None else ("true", [])
-    connection.ensure_connection()
-    # binary results: a vector arrives as its 4-byte header and big-endian float4s (pgvector's send format),
-    # read by NumPy in microseconds instead of parsing 384 numbers of text per row
-    with psycopg.Cursor(connection.connection) as cursor:
+    # binary results: a vector arrives in pgvector's send format, decoded without parsing 384 numbers of text
+    with _binary_cursor() as cursor:
         cursor.execute(
             f"""
             SELECT c.id, c.document_id, d.source, d.title, c.section_path, c.page, c.ordinal, c.text,
@@ -351,17 +345,17 @@ def fetch_hits(chunk_ids: Sequence[int], visible_to: Principal | None = None) ->
         rows = {}
         for row in cursor.fetchall():
             hit = dict(zip(columns, row, strict=True))
-            hit["embedding"] = _vector(hit["embedding"])
+            if hit["embedding"] is not None:
+                hit["embedding"] = Vector.from_binary(hit["embedding"]).to_numpy()
             rows[row[0]] = hit
         return rows
 
 
-def _vector(data: bytes | None) -> np.ndarray | None:
-    """A pgvector `vector` in its binary form (int16 dimensions, int16 unused, float4s, big-endian)."""
-    if data is None:
-        return None
-    dim = int.from_bytes(data[:2], "big")
-    return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
+def _binary_cursor() -> psycopg.Cursor[Any]:
+    """A cursor on Django's connection (same transaction) whose results come in binary form. Django's own
+    cursors bind parameters client-side, and psycopg returns binary results only with server-side binding."""
+    connection.ensure_connection()
+    return psycopg.Cursor(connection.connection)
 
 
 class MixedEmbeddingsError(RuntimeError):

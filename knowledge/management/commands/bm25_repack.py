@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from knowledge.indexing import postings_repack, postings_stale_share
+from knowledge.indexing import postings_repack_if_stale
 
 
 class Command(BaseCommand):
@@ -30,14 +30,13 @@ class Command(BaseCommand):
         threshold = options["if_stale"]
         if not 0.0 <= threshold <= 1.0:
             raise CommandError(f"--if-stale must be between 0 and 1, got {threshold}")
-        stale = postings_stale_share()
-        if threshold and stale < threshold:
+        started = time.perf_counter()
+        stale, blocks = postings_repack_if_stale(threshold)
+        if blocks is None:
             self.stdout.write(
                 f"{stale:.1%} of the packed postings are stale (< {threshold:.0%}): nothing to do"
             )
             return
-        started = time.perf_counter()
-        blocks = postings_repack()
         self.stdout.write(
             f"repacked {blocks} terms in {time.perf_counter() - started:.1f} s ({stale:.1%} of the postings were stale)"
         )
