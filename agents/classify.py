@@ -167,6 +167,11 @@ _HOP_RULES: tuple[_Rule, ...] = (
        r"\S\s+(?:and|,|;)\s+(?:how|what|which|where|why|when|who|is\s+(?:it|the|that)|are\s+(?:they|the)|does|do\s+(?:i|we)|can|should|are\s+they\s+related)\b", 0.8),
     _r("hop.relation", "hop", "multi_hop",
        r"\bhow\s+(?:does|do|is|are)\s+.+\s+(?:relate|related|interact|tie|connect)s?\b|\b(?:relate|interact)s?\s+(?:to|with)\b|\bare\s+they\s+related\b", 0.85),
+    # a statement of what is known, then the question that builds on it ("Routes added with plain `ip route add`
+    # land in some table by default. Which rule priority makes the kernel consult that table?")
+    _r("hop.context_then_question", "hop", "multi_hop",
+       r"^[^?]{25,}[.!]\s+(?:(?:is|are|does|do|can|should|will|would)\b|[^.?]*\b(?:what|which|how|where|why|when|who)\b)"
+       r"[^.?]*\?\s*$", 0.85),
     _r("hop.nested_reference", "hop", "multi_hop",
        r"\b(?:which|what)\s+[\w-]+(?:\s+[\w-]+){0,4}\s+(?:that|which|whose)\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:uses?|runs?|serves?|hosts?|listens|polls?|is\s+plugged|sits|depends)\b|"
        r"\bthe\s+(?:\w+\s+){1,3}that\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+){0,3}\s+(?:uses?|runs?|serves?|hosts?|listens|polls?|is\s+plugged|sits|depends)\b|"

@@ -244,6 +244,7 @@ def compose_extractive(
     *,
     max_sentences: int = 3,
     hop: str = "single_hop",
+    pinned: Sequence[ScoredSentence] = (),
 ) -> Draft:
     """Build an answer from verbatim evidence sentences, shaped by the template."""
     if not ranked:
@@ -265,6 +266,7 @@ def compose_extractive(
         for sentence in ranked:
             per_doc.setdefault(evidence[sentence.evidence_index].source, sentence)
         picks = list(per_doc.values())[:3]
+        picks += [p for p in pinned if p.text not in {s.text for s in picks}]
         chosen = [(s.text, s.evidence_index) for s in picks]
         if hop == "multi_hop":
             # a chained question's answer often sits right after the bridging fact: keep the next sentence
@@ -343,7 +345,13 @@ def compose_extractive(
     close = [s for s in ranked[1:3] if s.score >= best.score * 0.6]
     if top_best is not None and top_best.score >= best.score * 0.6:
         close.append(top_best)
-    close = [s for s in dict.fromkeys(close) if s.text.lower() != best.text.lower()]
+    # each sub-question's best sentence comes right after the best one: a chained question's answer needs them
+    close = [*pinned, *close]
+    unique: dict[str, ScoredSentence] = {}
+    for sentence in close:
+        unique.setdefault(sentence.text.lower(), sentence)
+    unique.pop(best.text.lower(), None)
+    close = list(unique.values())
     reserved = len({s.text.lower() for s in close})
     add_unit(best, allow_lead_in=True, room=limit - reserved)
     if template == "parameter_lookup":

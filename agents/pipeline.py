@@ -406,14 +406,32 @@ def run_pipeline(
                             )
                         )
                         seen.add(row["chunk_id"])
-        ranked = score_sentences(
-            rewritten,
-            expanded[:12],
-            embed=embedder.embed_passages,
-            query_vec=query_vec,
-            idf=idf,
-        )
+        pool = expanded[: 12 if len(subs) == 1 else 16]
+        ranked = score_sentences(rewritten, pool, embed=embed_cached, query_vec=query_vec, idf=idf)
         return expanded, ranked
+
+    def embed_cached(texts: list[str]) -> np.ndarray:
+        """Sentence windows are embedded once per answer, however many (sub-)questions score them."""
+        todo = [t for t in dict.fromkeys(texts) if t not in window_vectors]
+        if todo:
+            window_vectors.update(zip(todo, embedder.embed_passages(todo), strict=True))
+        return np.array([window_vectors[t] for t in texts])
+
+    window_vectors: dict[str, np.ndarray] = {}
+
+    def sub_question_picks(evidence_: list[Evidence]) -> list[ScoredSentence]:
+        """For a decomposed question, the best sentence for each sub-question: the answer addresses every
+        part (the bridging fact and what the question finally asks), not only what matches the whole best."""
+        if len(subs) < 2:
+            return []
+        picks = []
+        for sub in subs:
+            best = score_sentences(
+                sub, evidence_[:16], embed=embed_cached, query_vec=embed_query(sub), idf=idf
+            )[:1]
+            if best and best[0].support >= MIN_SENTENCE_SCORE:
+                picks.append(best[0])
+        return picks
 
     evidence, ranked = trace.run(
         "evaluate_chunks", lambda: evaluate(hits), lambda r: f"{len(r[1])} candidate sentence(s)"
@@ -502,11 +520,16 @@ def run_pipeline(
             draft = None
     if draft is None or attribution is None or not attribution.passed:
         # extractive fallback, also the default without an LLM: merged context first, then the best chunk alone
-        for label, subset in (
-            ("merged_context", ranked),
-            ("best_chunk", [s for s in ranked if s.evidence_index == ranked[0].evidence_index]),
+        pinned = trace.run(
+            "sub_question_evidence", lambda: sub_question_picks(evidence), lambda p: f"{len(p)} pinned"
+        )
+        for label, subset, pins in (
+            ("merged_context", ranked, pinned),
+            ("best_chunk", [s for s in ranked if s.evidence_index == ranked[0].evidence_index], []),
         ):
-            candidate = compose_extractive(template, rewritten, subset, evidence, hop=classification.hop)
+            candidate = compose_extractive(
+                template, rewritten, subset, evidence, hop=classification.hop, pinned=pins
+            )
             check = verify(candidate, evidence)
             trace.note(
                 f"generate_extractive:{label}",

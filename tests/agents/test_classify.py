@@ -147,6 +147,11 @@ def test_rule_driven_templates(question: str, template: str) -> None:
         ("What is the difference between OSPF and EIGRP?", "multi_hop"),
         ("How do I add the vlan and then trunk it to the access switches?", "multi_hop"),
         ("which firewall rule blocks the port that rsyslog uses?", "multi_hop"),
+        (
+            "The backup router runs keepalived with a tracking script. What happens to its priority when the "
+            "script fails?",
+            "multi_hop",
+        ),
     ],
 )
 def test_hop_types(question: str, hop: str) -> None:
@@ -247,3 +252,14 @@ def test_which_x_should_is_a_decision_only_when_someone_chooses():
         assert _rule_scores(_TEMPLATE_RULES, decision)[0].get("comparison_decision", 0) >= 0.85, decision
     lookup, _ = _rule_scores(_TEMPLATE_RULES, "which directory should the server config files live in")
     assert "comparison_decision" not in lookup
+
+
+def test_decompose_a_known_fact_and_the_question_built_on_it() -> None:
+    """ "<what is known>. <question about it>?": the known fact is looked up too, since the answer hangs on it."""
+    question = (
+        "Routes added with plain ip route add land in some table by default. Which rule priority makes the "
+        "kernel consult that table?"
+    )
+    parts = decompose(question, classify(question))
+    assert parts[0] == "Routes added with plain ip route add land in some table by default"
+    assert parts[1].startswith("Which rule priority makes the kernel consult that table")

@@ -220,3 +220,34 @@ def test_reading_on_after_the_best_sentence_leaves_room_for_the_next_best():
     assert len(answer) == 5  # the limit for one sentence plus reading on
     assert answer[:2] == ["These reject variants exist:", "Reject with a concrete ICMP code."]
     assert answer[-1] == "The common default reject value is port-unreachable."
+
+
+def test_each_sub_question_s_best_sentence_is_in_the_answer():
+    """A chained question: the whole question matches the bridging fact best; the best sentence for the part
+    that asks the actual question (pinned by the pipeline) must be in the answer, right after it."""
+    evidence = _evidence(
+        "The tutorial sets the retry count to -1. It uses a disk queue. It names the queue file. "
+        "It sets the queue size. It enables the spool. It sets the work directory.",
+        "In RainerScript the parameter is called action.resumeRetryCount.",
+    )
+    parts = [
+        ScoredSentence(text, 0, 1.0 - i / 10, 1.0, 0.0, i, 1.0)
+        for i, text in enumerate(
+            [
+                "The tutorial sets the retry count to -1.",
+                "It uses a disk queue.",
+                "It names the queue file.",
+                "It sets the queue size.",
+            ]
+        )
+    ]
+    sub_best = ScoredSentence(
+        "In RainerScript the parameter is called action.resumeRetryCount.", 1, 0.5, 0.5, 0, 0, 0.5
+    )
+    without = _answer(compose_extractive("concept_explanation", "q", parts, evidence, hop="multi_hop"))
+    assert sub_best.text not in without
+    answer = _answer(
+        compose_extractive("concept_explanation", "q", parts, evidence, hop="multi_hop", pinned=[sub_best])
+    )
+    assert answer[0] == "The tutorial sets the retry count to -1."
+    assert sub_best.text in answer
