@@ -420,10 +420,19 @@ def verify_sentence(sentence: str, span_source: str) -> SentenceCheck:
         if overlap > best_overlap:
             best_overlap, best_span = overlap, span
     # a span may continue into the next sentence: also check the whole source for critical tokens
+    # (identifiers are compared as the analyser normalises them too: "RFC 5798" in the source is "rfc5798")
     haystack = span_source.lower()
     missing = tuple(sorted(t for t in _critical_tokens(sentence) if t not in haystack))
+    if missing:
+        normalised = _source_tokens(span_source)
+        missing = tuple(t for t in missing if t not in normalised)
     supported = best_overlap >= 0.6 and not missing
     return SentenceCheck(sentence, -1, supported, best_span, round(best_overlap, 3), missing)
+
+
+@lru_cache(maxsize=256)
+def _source_tokens(text: str) -> frozenset[str]:
+    return frozenset(_critical_tokens(text))
 
 
 def verify(draft: Draft, evidence: Sequence[Evidence]) -> Attribution:

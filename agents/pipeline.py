@@ -424,13 +424,20 @@ def run_pipeline(
         part (the bridging fact and what the question finally asks), not only what matches the whole best."""
         if len(subs) < 2:
             return []
-        picks = []
+        picks: list[ScoredSentence] = []
         for sub in subs:
-            best = score_sentences(
-                sub, evidence_[:16], embed=embed_cached, query_vec=embed_query(sub), idf=idf
-            )[:1]
-            if best and best[0].support >= MIN_SENTENCE_SCORE:
-                picks.append(best[0])
+            # a later part that refers back ("... do those hosts ...") carries the earlier part's words, so
+            # its best sentence may be the earlier part's: it takes its own best one instead
+            taken = {p.text for p in picks}
+            # the earlier part's words that decomposition appended help retrieval find the right documents;
+            # the sentence that answers this part is judged on what the part itself asks
+            own = re.sub(r"\s*\([^()]*\)$", "", sub) or sub
+            scored = score_sentences(
+                own, evidence_[:16], embed=embed_cached, query_vec=embed_query(own), idf=idf
+            )
+            best = next((s for s in scored if s.text not in taken), None)
+            if best is not None and best.support >= MIN_SENTENCE_SCORE:
+                picks.append(best)
         return picks
 
     evidence, ranked = trace.run(

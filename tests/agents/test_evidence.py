@@ -251,3 +251,11 @@ def test_each_sub_question_s_best_sentence_is_in_the_answer():
     )
     assert answer[0] == "The tutorial sets the retry count to -1."
     assert sub_best.text in answer
+
+
+def test_an_identifier_the_analyser_normalises_is_found_in_its_source():
+    """ "(RFC 5798)" is the identifier rfc5798 in both the sentence and the passage it was copied from."""
+    source = "The pair shares 10.20.5.10 using keepalived 2.2. keepalived implements VRRPv3 (RFC 5798)."
+    check = verify_sentence("keepalived implements VRRPv3 (RFC 5798).", source)
+    assert check.supported and not check.missing_tokens
+    assert not verify_sentence("keepalived implements VRRPv3 (RFC 5799).", source).supported

@@ -130,6 +130,24 @@ def test_comparison_question_retrieves_and_cites_both_documents(sample_kb):
 
 
 @pytest.mark.django_db
+def test_a_chained_question_answers_each_of_its_parts(sample_kb):
+    """A known fact, then a question that builds on it: each part is retrieved, and each part's best evidence is
+    in the answer, cited to its own document."""
+    body = _answer(
+        "Our HAProxy pair shares its virtual address with keepalived. Which NTP servers do those hosts "
+        "synchronise their clocks against?",
+        _user("chain"),
+    )
+    steps = {step["step"]: step["decision"] for step in body["trace"]}
+    assert "/multi_hop" in steps["classify"], steps["classify"]
+    assert steps["decompose"] == "2 sub-question(s)"
+    assert steps["sub_question_evidence"] == "2 pinned", steps
+    assert not body["abstained"], json.dumps(body["trace"])
+    cited = {c["document"] for c in body["citations"]}
+    assert {"public/config-chrony-ntp.md", "public/config-keepalived-vrrp.md"} <= cited, body["answer"]
+
+
+@pytest.mark.django_db
 def test_restricted_answer_only_for_the_group(sample_kb):
     question = "What is the break-glass procedure for core router credentials?"
     outsider = _answer(question, _user("outsider", "employees"))
