@@ -215,6 +215,31 @@ def distinctive_unknown_terms(terms: list[str], principal: Principal) -> list[st
     return missing
 
 
+def _source_labels(draft: Draft, evidence: list[Evidence], *, every_source: bool) -> list[str]:
+    """ "From <document> > <section>: " before the first sentence taken from each further section, so that an
+    answer drawn from several places says where each part comes from (the heading often names what the
+    sentence calls "this module"). The first section is named by the answer's preface; in a list of sources
+    (`every_source`) each entry names its own."""
+    shown: set[tuple[str, str]] = set()
+    if draft.preface.startswith("From ") and draft.sentences:
+        first = draft.sentences[0][1]
+        if 0 <= first < len(evidence):
+            shown.add((evidence[first].source, evidence[first].section))
+    labels = []
+    for _sentence, index in draft.sentences:
+        if not 0 <= index < len(evidence):
+            labels.append("")
+            continue
+        item = evidence[index]
+        key = (item.source, item.section)
+        name = item.title or item.source
+        if item.section and not item.section.startswith(name[:20]):
+            name = f"{name} > {item.section}"
+        labels.append(f"From {name}: " if key not in shown and (shown or every_source) else "")
+        shown.add(key)
+    return labels
+
+
 def _merge_results(results: list[SearchResult], final_k: int) -> list[Hit]:
     """Interleave sub-question results so each sub-question keeps its best chunks."""
     merged: list[Hit] = []
@@ -554,12 +579,14 @@ def run_pipeline(
     for sentence, index in draft.sentences:
         ref = refs.setdefault(index, len(refs) + 1)
         lines.append((sentence, ref))
+    bullets = template == "comparison_decision" and len(lines) > 1
+    labels = _source_labels(draft, evidence, every_source=bullets)
     if template == "procedure_sop" and draft.preface == "Steps:":
         body = "\n".join(f"{i}. {s} [{r}]" for i, (s, r) in enumerate(lines, start=1))
-    elif template == "comparison_decision" and len(lines) > 1:
-        body = "\n".join(f"- {s} [{r}]" for s, r in lines)
+    elif bullets:
+        body = "\n".join(f"- {label}{s} [{r}]" for (s, r), label in zip(lines, labels, strict=True))
     else:
-        body = " ".join(f"{s} [{r}]" for s, r in lines)
+        body = " ".join(f"{label}{s} [{r}]" for (s, r), label in zip(lines, labels, strict=True))
     answer = f"{draft.preface}\n{body}".strip() if draft.preface and draft.preface != "Steps:" else body
 
     answer, masked = trace.run(
