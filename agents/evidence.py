@@ -362,8 +362,16 @@ def compose_extractive(
         if sentence.text.lower() not in seen:
             later = {s.text.lower() for s in close[position + 1 :]} - seen
             add_unit(sentence, allow_lead_in=False, room=limit - len(later))
-    section = evidence[best.evidence_index].section or evidence[best.evidence_index].title
-    return Draft(template, chosen, preface=f"From {section}:" if section else "")
+    name = source_name(evidence[best.evidence_index])
+    return Draft(template, chosen, preface=f"From {name}:" if name else "")
+
+
+def source_name(item: Evidence) -> str:
+    """How an answer names a passage: its document's title and, where it adds something, its section."""
+    name = item.title or item.source
+    if item.section and not item.section.startswith(name[:20]):
+        name = f"{name} > {item.section}"
+    return name
 
 
 def _value_first(question: str, unit: list[tuple[str, int]]) -> None:

@@ -29,6 +29,7 @@ from agents.evidence import (
     SentenceCheck,
     compose_extractive,
     score_sentences,
+    source_name,
     verify,
 )
 from agents.memory import Turn, rewrite_follow_up
@@ -232,10 +233,7 @@ def _source_labels(draft: Draft, evidence: list[Evidence], *, every_source: bool
             continue
         item = evidence[index]
         key = (item.source, item.section)
-        name = item.title or item.source
-        if item.section and not item.section.startswith(name[:20]):
-            name = f"{name} > {item.section}"
-        labels.append(f"From {name}: " if key not in shown and (shown or every_source) else "")
+        labels.append(f"From {source_name(item)}: " if key not in shown and (shown or every_source) else "")
         shown.add(key)
     return labels
 
