@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.analysis import analyze, identifiers, query_terms, sentences
+from retrieval.analysis import ATTACHED_VALUE, analyze, identifiers, query_terms, sentences
 
 NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?:/\d+)?(?![\w])")
 STEP_LINE = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
@@ -141,6 +141,12 @@ def score_sentences(
     """
     q_terms = query_terms(question)
     weights = {t: (idf or {}).get(t, 1.0) for t in q_terms}
+    # "-N1" in the question is matched by the manual's bare "-N" (as retrieval expands it)
+    bare = {t: f"={m.group(1)}" for t in q_terms if (m := ATTACHED_VALUE.fullmatch(t))}
+
+    def covered(terms: set[str]) -> float:
+        return sum(w for t, w in weights.items() if t in terms or bare.get(t) in terms) / total
+
     total = sum(weights.values()) or 1.0
     # identifiers and numbers the question quotes ("auth_pass", "377"): a sentence repeating them is on topic
     q_ids = {i.lower() for i in identifiers(question)}
@@ -164,12 +170,12 @@ def score_sentences(
     scored: list[list[Any]] = []
     for sentence, index, position, context in candidates:
         terms = set(analyze(sentence))
-        own = sum(w for t, w in weights.items() if t in terms) / total
+        own = covered(terms)
         # context: the chunk's heading trail and the previous sentence. An answer sentence often leaves
         # the subject implicit ("The default is 10.") because the sentence before names it; a comment in a
         # configuration file ("# Only the first eight (8) characters are used.") describes the line below.
         around = terms | headings[index] | set(analyze(context))
-        in_context = sum(w for t, w in weights.items() if t in around) / total
+        in_context = covered(around)
         coverage = 0.6 * own + 0.4 * in_context
         ident = _quoted_share(q_ids, q_numbers, sentence)
         rank_prior = 1.0 / (1.0 + 0.15 * index)

@@ -465,6 +465,10 @@ def _ends_sentence(line: str) -> bool:
     return not _is_abbreviation(last) and last.lower().lstrip("(\"'`[") != "etc"
 
 
+# an option term written with its value attached ("=-n1" from "rsyslogd -N1"): manuals document it bare ("-N")
+ATTACHED_VALUE = re.compile(r"=(-[a-z])\d+")  # one-letter options only: "--http2" and "-sha256" are names
+
+
 def sentences(text: str) -> list[str]:
     """Split technical text into sentences.
 

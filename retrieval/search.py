@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import numpy as np
 from django.db import close_old_connections
 
-from retrieval.analysis import analyze, query_terms
+from retrieval.analysis import ATTACHED_VALUE, analyze, query_terms
 from retrieval.fusion import FusionMode, Scored, fuse, minmax
 from retrieval.mmr import mmr
 from retrieval.stages import bm25_search, dense_search, fetch_hits, graph_search
@@ -113,9 +113,6 @@ def _gazetteer() -> dict[str, tuple[str, str]]:
 def clear_caches() -> None:
     _synonym_cache["at"] = 0.0
     _gazetteer_cache["at"] = 0.0
-
-
-ATTACHED_VALUE = re.compile(r"=(-[a-z])\d+")  # one-letter options only: "--http2" and "-sha256" are names
 
 
 def understand(question: str) -> QueryAnalysis:

@@ -285,3 +285,14 @@ def test_each_further_source_of_an_answer_is_named_where_its_first_sentence_star
         "From omjournal: Systemd Journal Output > Purpose: ",
         "From imjournal: Systemd Journal Input Module > Purpose: ",
     ]
+
+
+def test_an_option_asked_with_its_value_attached_matches_the_bare_option_in_the_manual():
+    """ "rsyslogd -N1" is documented as "-N<value>": the sentence naming the bare option is on topic."""
+    evidence = _evidence(
+        "Rsyslog has support for configuration checking. It offers a special command line switch (-N<value>) "
+        "that puts it into config verification mode. Please note that many distros split the configuration."
+    )
+    ranked = score_sentences("What does rsyslogd -N1 do?", evidence)
+    assert "config verification mode" in ranked[0].text
+    assert ranked[0].coverage >= 0.5
