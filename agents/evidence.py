@@ -128,6 +128,7 @@ def score_sentences(
     idf: dict[str, float] | None = None,
     max_sentences: int = 60,
     embed_top: int = 24,
+    aliases: dict[str, str] | None = None,
 ) -> list[ScoredSentence]:
     """Score every sentence of the evidence chunks for how well it answers the question.
 
@@ -136,13 +137,14 @@ def score_sentences(
         evidence: chunks in retrieval order.
         embed/query_vec: optional sentence embedder and question vector for semantic similarity.
         idf: corpus idf per BM25 term (rare terms matter more); defaults to 1.
+        aliases: question term -> another term that counts as it (a misspelt name's correction).
     Returns:
         sentences sorted best first.
     """
     q_terms = query_terms(question)
     weights = {t: (idf or {}).get(t, 1.0) for t in q_terms}
     # "-N1" in the question is matched by the manual's bare "-N" (as retrieval expands it)
-    bare = {t: f"={m.group(1)}" for t in q_terms if (m := ATTACHED_VALUE.fullmatch(t))}
+    bare = {t: f"={m.group(1)}" for t in q_terms if (m := ATTACHED_VALUE.fullmatch(t))} | (aliases or {})
 
     def covered(terms: set[str]) -> float:
         return sum(w for t, w in weights.items() if t in terms or bare.get(t) in terms) / total

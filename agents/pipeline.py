@@ -33,7 +33,7 @@ from agents.evidence import (
     verify,
 )
 from agents.memory import Turn, rewrite_follow_up
-from retrieval.analysis import analyze, identifiers, sentences
+from retrieval.analysis import analyze, edit_distance, identifiers, sentences
 from retrieval.types import Filters, Hit, Principal, SearchConfig, SearchResult
 
 T = TypeVar("T")
@@ -129,20 +129,6 @@ INFORMAL = frozenset(
 )
 
 
-def _edit_distance(a: str, b: str, limit: int) -> int:
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, start=1):
-        current = [i]
-        for j, cb in enumerate(b, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        if min(current) > limit:
-            return limit + 1
-        previous = current
-    return previous[-1]
-
-
 def _readable_terms(terms: Collection[str], principal: Principal) -> set[str]:
     """The index terms that occur in at least one chunk `principal` may read. A term found only in documents
     someone cannot see must look to them exactly like a term found nowhere: otherwise the adequacy step
@@ -174,7 +160,7 @@ def _near_known(term: str, principal: Principal) -> bool:
             "ORDER BY similarity(term, %s) DESC LIMIT 8",
             [term, term],
         )
-        candidates = [row[0] for row in cursor.fetchall() if _edit_distance(term, row[0], limit) <= limit]
+        candidates = [row[0] for row in cursor.fetchall() if edit_distance(term, row[0], limit) <= limit]
     return bool(_readable_terms(candidates, principal))
 
 
@@ -430,7 +416,14 @@ def run_pipeline(
                         )
                         seen.add(row["chunk_id"])
         pool = expanded[: 12 if len(subs) == 1 else 16]
-        ranked = score_sentences(rewritten, pool, embed=embed_cached, query_vec=query_vec, idf=idf)
+        ranked = score_sentences(
+            rewritten,
+            pool,
+            embed=embed_cached,
+            query_vec=query_vec,
+            idf=idf,
+            aliases=results[0].corrections,
+        )
         return expanded, ranked
 
     def embed_cached(texts: list[str]) -> np.ndarray:

@@ -465,6 +465,21 @@ def _ends_sentence(line: str) -> bool:
     return not _is_abbreviation(last) and last.lower().lstrip("(\"'`[") != "etc"
 
 
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance of `a` and `b`, or `limit` + 1 as soon as it must exceed `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        current = [i]
+        for j, cb in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        if min(current) > limit:
+            return limit + 1
+        previous = current
+    return previous[-1]
+
+
 # an option term written with its value attached ("=-n1" from "rsyslogd -N1"): manuals document it bare ("-N")
 ATTACHED_VALUE = re.compile(r"=(-[a-z])\d+")  # one-letter options only: "--http2" and "-sha256" are names
 

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import numpy as np
 from django.db import close_old_connections
 
-from retrieval.analysis import ATTACHED_VALUE, analyze, query_terms
+from retrieval.analysis import ATTACHED_VALUE, analyze, edit_distance, query_terms
 from retrieval.fusion import FusionMode, Scored, fuse, minmax
 from retrieval.mmr import mmr
 from retrieval.stages import bm25_search, dense_search, fetch_hits, graph_search
@@ -145,6 +145,43 @@ def understand(question: str) -> QueryAnalysis:
     return QueryAnalysis(terms=terms, vendors=vendors, entities=entities)
 
 
+def correct_identifiers(terms: list[str], principal: Principal) -> dict[str, str]:
+    """Option and setting names of the question that no chunk the principal may read contains, each mapped to
+    the closest name that such chunks do contain ("persistance_timeout" -> "persistence_timeout"): one edit for
+    names under ten characters, two for longer ones. Names only readable elsewhere are never suggested."""
+    from django.db import connection
+
+    from retrieval.stages import visibility_sql
+
+    names = [t for t in terms if t.startswith("=") and len(t) > 6]
+    if not names:
+        return {}
+    where, params = visibility_sql(principal, Filters())
+    readable = (
+        "EXISTS (SELECT 1 FROM knowledge_posting p JOIN knowledge_chunk c ON c.id = p.chunk_id "
+        f"WHERE p.term = s.term AND {where})"
+    )
+    corrections: dict[str, str] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.term FROM knowledge_termstat s WHERE s.term = ANY(%s) AND {readable}", [names, *params]
+        )
+        known = {row[0] for row in cursor.fetchall()}
+        for name in names:
+            if name in known:
+                continue
+            limit = 1 if len(name) < 11 else 2  # the "=" prefix counts in len
+            cursor.execute(
+                "SELECT s.term FROM knowledge_termstat s WHERE s.term %% %s AND s.term LIKE '=%%' AND s.df > 0 "
+                f"AND {readable} ORDER BY similarity(s.term, %s) DESC, s.term LIMIT 5",
+                [name, *params, name],
+            )
+            near = [row[0] for row in cursor.fetchall() if edit_distance(name, row[0], limit) <= limit]
+            if near:
+                corrections[name] = near[0]
+    return corrections
+
+
 _query_vectors: dict[str, np.ndarray] = {}
 
 
@@ -257,6 +294,14 @@ def search(
     started = time.perf_counter()
     t0 = time.perf_counter()
     analysis = understand(question)
+
+    corrections = correct_identifiers([t for t, _ in analysis.terms], principal)
+    if corrections:
+        analysis = QueryAnalysis(
+            terms=[*analysis.terms, *((c, SYNONYM_WEIGHT) for c in corrections.values())],
+            vendors=analysis.vendors,
+            entities=analysis.entities,
+        )
     timings["understand"] = (time.perf_counter() - t0) * 1000
 
     t0 = time.perf_counter()
@@ -325,6 +370,7 @@ def search(
         vendors=analysis.vendors,
         entities=[f"{k}:{n}" for k, n in analysis.entities],
         candidates=len(fused),
+        corrections=corrections,
     )
 
 

@@ -10,7 +10,7 @@ from django.test import override_settings
 
 from knowledge.services import IngestOptions, files_ingest, folder_scan
 from retrieval.analysis import query_terms
-from retrieval.search import SYNONYM_WEIGHT, embed_query, search, understand
+from retrieval.search import SYNONYM_WEIGHT, correct_identifiers, embed_query, search, understand
 from retrieval.stages import bm25_search, dense_search, graph_search
 from retrieval.types import Filters, Principal, SearchConfig
 from tests.knowledge.conftest import write_docs
@@ -183,3 +183,37 @@ def test_an_option_written_with_its_value_attached_is_also_searched_bare():
     assert terms["=-c"] == SYNONYM_WEIGHT
     # only one-letter options carry attached values: "--http2" is a name, not "--http" with 2
     assert not any(t.startswith("=-") and t not in ("=-n1", "=-n", "=-c4", "=-c", "=--http2") for t in terms)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_misspelt_setting_name_is_also_searched_as_the_readable_name_closest_to_it(tmp_path):
+    public = write_docs(
+        tmp_path / "public",
+        {
+            "lvs.md": "# LVS\n\nThe `persistence_timeout` setting keeps a client on one real server; "
+            "default 6 minutes.\n",
+            "other.md": "# Other\n\nThe `delay_loop` setting sets the health check interval.\n",
+        },
+    )
+    _ingest(public)
+    restricted = write_docs(
+        tmp_path / "restricted", {"vault.md": "# Vault\n\nThe `vault_unlock_code` is rotated monthly.\n"}
+    )
+    _ingest(restricted, access_tier="restricted", acl_groups=("noc-admins",))
+    outsider = User.objects.create(username="outsider")
+    outsider.groups.add(Group.objects.get_or_create(name="employees")[0])
+    insider = User.objects.create(username="insider")
+    insider.groups.add(Group.objects.get_or_create(name="noc-admins")[0])
+    who = Principal.from_user(outsider)
+
+    result = search("keepalived persistance_timeout - whats the default?", who)
+    assert result.corrections == {"=persistance_timeout": "=persistence_timeout"}
+    assert "=persistence_timeout" in result.query_terms
+    assert result.hits[0].source == "lvs.md"
+    # a name spelt right, or one too far from any name, is left alone
+    assert correct_identifiers(["=delay_loop", "=persistnce_timeot_x"], who) == {}
+    # a name only restricted documents hold is never suggested to someone who cannot read them
+    assert correct_identifiers(["=vault_unlock_cod"], who) == {}
+    assert correct_identifiers(["=vault_unlock_cod"], Principal.from_user(insider)) == {
+        "=vault_unlock_cod": "=vault_unlock_code"
+    }
