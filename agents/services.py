@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from agents.models import Answer, Conversation, CurationItem
-from athena.errors import ApplicationError, NotFound, ValidationFailed
+from athena.errors import ApplicationError, NotFound, Unavailable, ValidationFailed
 
 
 class Blocked(ApplicationError):
@@ -62,6 +62,41 @@ def answer_compute(
     return asdict(result)
 
 
+def _answer_on_worker(task: Any, user: Any, question: str, conversation_id: str, filters: Any) -> dict:
+    """Run the pipeline on the realtime queue. When no worker answers in time (or the broker is down) the
+    attempt is audited and the caller gets `unavailable`; the question is not logged, since it has not been
+    screened for personal data."""
+    from celery.exceptions import TimeoutError as ResultTimeout
+    from kombu.exceptions import OperationalError
+
+    from audit.services import audit_record
+
+    queue, timeout = settings.ATHENA_REALTIME_QUEUE, settings.ATHENA_ANSWER_TIMEOUT_SECONDS
+    pending = None
+    try:
+        pending = task.apply_async(args=[user.pk, question, conversation_id, filters], queue=queue)
+        return pending.get(timeout=timeout)
+    except (ResultTimeout, OperationalError) as exc:
+        if pending is not None:
+            pending.revoke()  # nobody will read a late answer
+        audit_record(
+            kind="question",
+            actor=user,
+            verdict="unavailable",
+            documents=[],
+            payload={
+                "question": "[withheld: not screened, the answering service did not respond]",
+                "groups": sorted(user.groups.values_list("name", flat=True)),
+                "conversation": conversation_id,
+                "error": type(exc).__name__,
+            },
+        )
+        raise Unavailable(
+            f"the answering service did not respond within {timeout} s: no worker is consuming the "
+            f"'{queue}' queue, or the broker is down (start the stack with `manage.py stack up`)"
+        ) from None
+
+
 def ask(
     *, user: Any, question: str, conversation_id: str | None = None, filters: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -88,9 +123,7 @@ def ask(
     if settings.ATHENA_REALTIME_VIA_CELERY:
         from agents.tasks import answer_task
 
-        result = answer_task.apply_async(
-            args=[user.pk, question, str(conversation.pk), filters], queue="realtime"
-        ).get(timeout=120)
+        result = _answer_on_worker(answer_task, user, question, str(conversation.pk), filters)
     else:
         result = answer_compute(
             user_id=user.pk, question=question, conversation_id=str(conversation.pk), filters=filters

@@ -141,6 +141,9 @@ ATHENA_MEMORY_TURNS = env.int("ATHENA_MEMORY_TURNS", 6, minimum=1)
 ATHENA_MEMORY_TTL_SECONDS = env.int("ATHENA_MEMORY_TTL_SECONDS", 86_400, minimum=60)
 ATHENA_UPLOAD_TTL_HOURS = env.int("ATHENA_UPLOAD_TTL_HOURS", 24, minimum=1)
 ATHENA_REALTIME_VIA_CELERY = env.bool("ATHENA_REALTIME_VIA_CELERY", True)
+ATHENA_REALTIME_QUEUE = "realtime"
+# how long a question waits for the realtime worker before the caller gets "unavailable" (503)
+ATHENA_ANSWER_TIMEOUT_SECONDS = env.int("ATHENA_ANSWER_TIMEOUT_SECONDS", 120, minimum=1)
 ATHENA_WORKER_WARM_UP = env.bool("ATHENA_WORKER_WARM_UP", True)
 
 # --- web ------------------------------------------------------------------------------------------------

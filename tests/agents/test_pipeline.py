@@ -251,3 +251,26 @@ def test_a_term_only_restricted_documents_use_looks_unknown_to_outsiders(sample_
     assert len(adequacy(hidden)) == len(adequacy(absent))  # no reformulation for either: same steps
     insider = _answer(f"What does {word} mean for us?", _user("insider3", "noc-admins"))
     assert not any(d.startswith("term(s) not in the knowledge base") for d in adequacy(insider)), insider
+
+
+@pytest.mark.django_db
+def test_no_answering_worker_gives_unavailable_and_an_audited_attempt_without_the_question():
+    """Nobody consumes the queue: after the timeout the caller gets `unavailable` (503), and the attempt is in
+    the audit log without the question's text (it was never screened for personal data)."""
+    from athena.errors import Unavailable
+
+    user = _user("waiting", "employees")
+    question = "What is the SSN 078-05-1120 used for in the HR runbook?"
+    with (
+        override_settings(
+            ATHENA_REALTIME_VIA_CELERY=True,
+            ATHENA_REALTIME_QUEUE="realtime-nobody-listens",
+            ATHENA_ANSWER_TIMEOUT_SECONDS=1,
+        ),
+        pytest.raises(Unavailable) as raised,
+    ):
+        _answer(question, user)
+    assert raised.value.http_status == 503 and "realtime-nobody-listens" in raised.value.message
+    event = AuditEvent.objects.filter(kind="question", actor=user.username).latest("id")
+    assert event.verdict == "unavailable"
+    assert "078-05-1120" not in json.dumps(event.payload) and event.payload["groups"] == ["employees"]
