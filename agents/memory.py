@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.conf import settings
+from redis.exceptions import RedisError
 
 from athena.throttling import redis_client
 
+logger = logging.getLogger(__name__)
 FOLLOW_UP = re.compile(
     r"^(and|what about|how about|also|then|same for|and on|and for|what if)\b|\b(it|that|this|those|these|"
     r"there|the (first|second|third|fourth|fifth|last|next|previous) (step|one|option))\b",
@@ -40,14 +43,20 @@ def memory_load(conversation_id: str) -> list[Turn]:
     return [Turn(**json.loads(item)) for item in raw]
 
 
-def memory_append(conversation_id: str, turn: Turn) -> None:
-    client = redis_client()
+def memory_append(conversation_id: str, turn: Turn) -> bool:
+    """Remember `turn`; False when Redis is unreachable (the answer, already stored and audited, still goes
+    out: only the next follow-up loses its context)."""
     key = _key(conversation_id)
-    pipe = client.pipeline()
-    pipe.rpush(key, json.dumps(asdict(turn)))
-    pipe.ltrim(key, -settings.ATHENA_MEMORY_TURNS, -1)
-    pipe.expire(key, settings.ATHENA_MEMORY_TTL_SECONDS)
-    pipe.execute()
+    try:
+        pipe = redis_client().pipeline()
+        pipe.rpush(key, json.dumps(asdict(turn)))
+        pipe.ltrim(key, -settings.ATHENA_MEMORY_TURNS, -1)
+        pipe.expire(key, settings.ATHENA_MEMORY_TTL_SECONDS)
+        pipe.execute()
+    except RedisError as exc:
+        logger.warning("conversation memory not saved (%s): %s", conversation_id, type(exc).__name__)
+        return False
+    return True
 
 
 def rewrite_follow_up(question: str, history: list[Turn]) -> tuple[str, dict[str, Any]]:

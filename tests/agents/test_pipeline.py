@@ -274,3 +274,18 @@ def test_no_answering_worker_gives_unavailable_and_an_audited_attempt_without_th
     event = AuditEvent.objects.filter(kind="question", actor=user.username).latest("id")
     assert event.verdict == "unavailable"
     assert "078-05-1120" not in json.dumps(event.payload) and event.payload["groups"] == ["employees"]
+
+
+@pytest.mark.django_db
+def test_an_unreachable_memory_store_does_not_lose_the_answer(sample_kb):
+    """Redis down after the answer was computed, stored and audited: the answer still goes out (only the next
+    follow-up loses its context), and the stored answer keeps its response."""
+    from agents.models import Answer
+
+    with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):  # nothing listens on port 1
+        body = _answer(
+            "What BGP keepalive and hold timers do we configure on IOS-XE routers?", _user("nomem")
+        )
+    assert not body["abstained"] and body["citations"], body["answer"]
+    assert Answer.objects.get(pk=body["answer_id"]).response["answer"] == body["answer"]
+    assert AuditEvent.objects.get(pk=body["audit_event_id"]).verdict == "answered"
