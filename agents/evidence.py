@@ -87,6 +87,7 @@ class Draft:
     sentences: list[tuple[str, int]]  # (sentence, evidence index)
     preface: str = ""
     notes: list[str] = field(default_factory=list)
+    named: int | None = None  # the evidence index whose passage the preface names
 
 
 @dataclass(frozen=True)
@@ -143,13 +144,15 @@ def score_sentences(
     """
     q_terms = query_terms(question)
     weights = {t: (idf or {}).get(t, 1.0) for t in q_terms}
+    total = sum(weights.values()) or 1.0
     # "-N1" in the question is matched by the manual's bare "-N" (as retrieval expands it)
-    bare = {t: f"={m.group(1)}" for t in q_terms if (m := ATTACHED_VALUE.fullmatch(t))} | (aliases or {})
+    alternatives = {t: f"={m.group(1)}" for t in q_terms if (m := ATTACHED_VALUE.fullmatch(t))} | (
+        aliases or {}
+    )
 
     def covered(terms: set[str]) -> float:
-        return sum(w for t, w in weights.items() if t in terms or bare.get(t) in terms) / total
+        return sum(w for t, w in weights.items() if t in terms or alternatives.get(t) in terms) / total
 
-    total = sum(weights.values()) or 1.0
     # identifiers and numbers the question quotes ("auth_pass", "377"): a sentence repeating them is on topic
     q_ids = {i.lower() for i in identifiers(question)}
     q_numbers = {m.group(0) for m in NUMBER.finditer(question)} - q_ids
@@ -371,7 +374,9 @@ def compose_extractive(
             later = {s.text.lower() for s in close[position + 1 :]} - seen
             add_unit(sentence, allow_lead_in=False, room=limit - len(later))
     name = source_name(evidence[best.evidence_index])
-    return Draft(template, chosen, preface=f"From {name}:" if name else "")
+    if not name:
+        return Draft(template, chosen)
+    return Draft(template, chosen, preface=f"From {name}:", named=best.evidence_index)
 
 
 def source_name(item: Evidence) -> str:

@@ -43,9 +43,9 @@ def memory_load(conversation_id: str) -> list[Turn]:
     return [Turn(**json.loads(item)) for item in raw]
 
 
-def memory_append(conversation_id: str, turn: Turn) -> bool:
-    """Remember `turn`; False when Redis is unreachable (the answer, already stored and audited, still goes
-    out: only the next follow-up loses its context)."""
+def memory_append(conversation_id: str, turn: Turn) -> None:
+    """Remember `turn`. An unreachable Redis is logged, not raised: the answer, already stored and audited,
+    still goes out; only the next follow-up loses its context."""
     key = _key(conversation_id)
     try:
         pipe = redis_client().pipeline()
@@ -55,8 +55,6 @@ def memory_append(conversation_id: str, turn: Turn) -> bool:
         pipe.execute()
     except RedisError as exc:
         logger.warning("conversation memory not saved (%s): %s", conversation_id, type(exc).__name__)
-        return False
-    return True
 
 
 def rewrite_follow_up(question: str, history: list[Turn]) -> tuple[str, dict[str, Any]]:

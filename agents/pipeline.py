@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -33,7 +33,7 @@ from agents.evidence import (
     verify,
 )
 from agents.memory import Turn, rewrite_follow_up
-from retrieval.analysis import analyze, edit_distance, identifiers, sentences
+from retrieval.analysis import analyze, identifiers, sentences
 from retrieval.types import Filters, Hit, Principal, SearchConfig, SearchResult
 
 T = TypeVar("T")
@@ -129,46 +129,12 @@ INFORMAL = frozenset(
 )
 
 
-def _readable_terms(terms: Collection[str], principal: Principal) -> set[str]:
-    """The index terms that occur in at least one chunk `principal` may read. A term found only in documents
-    someone cannot see must look to them exactly like a term found nowhere: otherwise the adequacy step
-    (shown in the answer's trace) would reveal that such documents exist."""
-    from django.db import connection
-
-    from retrieval.stages import visibility_sql
-
-    if not terms:
-        return set()
-    where, params = visibility_sql(principal, Filters())
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT x.term FROM unnest(%s::varchar[]) AS x(term) WHERE EXISTS (SELECT 1 FROM knowledge_posting p "
-            f"JOIN knowledge_chunk c ON c.id = p.chunk_id WHERE p.term = x.term AND {where})",
-            [list(terms), *params],
-        )
-        return {row[0] for row in cursor.fetchall()}
-
-
-def _near_known(term: str, principal: Principal) -> bool:
-    """A misspelling of a term the principal can read (one edit for short words, two for long ones)?"""
-    from django.db import connection
-
-    limit = 1 if len(term) < 9 else 2
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT term FROM knowledge_termstat WHERE term %% %s AND df >= 2 "
-            "ORDER BY similarity(term, %s) DESC LIMIT 8",
-            [term, term],
-        )
-        candidates = [row[0] for row in cursor.fetchall() if edit_distance(term, row[0], limit) <= limit]
-    return bool(_readable_terms(candidates, principal))
-
-
 def distinctive_unknown_terms(terms: list[str], principal: Principal) -> list[str]:
     """Question terms that occur in no chunk the principal may read and are not explained away as chat words,
     typos or compounds of known words (per-host, stop/start). Such a term means the corpus lacks the topic,
     as far as this principal can know."""
     from retrieval.search import ABBREVIATIONS
+    from retrieval.stages import near_readable_terms, readable_terms
 
     shorthand = {t for key in ABBREVIATIONS for t in analyze(key)}
     parts_of = {
@@ -180,7 +146,7 @@ def distinctive_unknown_terms(terms: list[str], principal: Principal) -> list[st
         for term in terms
         if term.startswith("=")
     }
-    known = _readable_terms({*terms, *(p for parts in parts_of.values() for p in parts)}, principal)
+    known = readable_terms({*terms, *(p for parts in parts_of.values() for p in parts)}, principal)
     missing = []
     for term in terms:
         if term in known:
@@ -196,7 +162,8 @@ def distinctive_unknown_terms(terms: list[str], principal: Principal) -> list[st
             len(term) > 3
             and term not in INFORMAL
             and term not in shorthand
-            and not _near_known(term, principal)
+            # a misspelling of a term the principal can read (one edit for short words, two for long ones)
+            and not near_readable_terms(term, principal, limit=1 if len(term) < 9 else 2, min_df=2)
         ):
             missing.append(term)
     return missing
@@ -208,10 +175,8 @@ def _source_labels(draft: Draft, evidence: list[Evidence], *, every_source: bool
     sentence calls "this module"). The first section is named by the answer's preface; in a list of sources
     (`every_source`) each entry names its own."""
     shown: set[tuple[str, str]] = set()
-    if draft.preface.startswith("From ") and draft.sentences:
-        first = draft.sentences[0][1]
-        if 0 <= first < len(evidence):
-            shown.add((evidence[first].source, evidence[first].section))
+    if draft.named is not None:
+        shown.add((evidence[draft.named].source, evidence[draft.named].section))
     labels = []
     for _sentence, index in draft.sentences:
         if not 0 <= index < len(evidence):

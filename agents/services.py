@@ -62,19 +62,20 @@ def answer_compute(
     return asdict(result)
 
 
-def _answer_on_worker(task: Any, user: Any, question: str, conversation_id: str, filters: Any) -> dict:
+def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: Any) -> dict:
     """Run the pipeline on the realtime queue. When no worker answers in time (or the broker is down) the
     attempt is audited and the caller gets `unavailable`; the question is not logged, since it has not been
     screened for personal data."""
     from celery.exceptions import TimeoutError as ResultTimeout
     from kombu.exceptions import OperationalError
 
+    from agents.tasks import answer_task
     from audit.services import audit_record
 
     queue, timeout = settings.ATHENA_REALTIME_QUEUE, settings.ATHENA_ANSWER_TIMEOUT_SECONDS
     pending = None
     try:
-        pending = task.apply_async(args=[user.pk, question, conversation_id, filters], queue=queue)
+        pending = answer_task.apply_async(args=[user.pk, question, conversation_id, filters], queue=queue)
         return pending.get(timeout=timeout)
     except (ResultTimeout, OperationalError) as exc:
         if pending is not None:
@@ -121,9 +122,7 @@ def ask(
     else:
         conversation = Conversation.objects.create(user=user, title=question[:200])
     if settings.ATHENA_REALTIME_VIA_CELERY:
-        from agents.tasks import answer_task
-
-        result = _answer_on_worker(answer_task, user, question, str(conversation.pk), filters)
+        result = _answer_on_worker(user, question, str(conversation.pk), filters)
     else:
         result = answer_compute(
             user_id=user.pk, question=question, conversation_id=str(conversation.pk), filters=filters

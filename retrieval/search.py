@@ -8,16 +8,23 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
 from django.db import close_old_connections
 
-from retrieval.analysis import ATTACHED_VALUE, analyze, edit_distance, query_terms
+from retrieval.analysis import ATTACHED_VALUE, analyze, query_terms
 from retrieval.fusion import FusionMode, Scored, fuse, minmax
 from retrieval.mmr import mmr
-from retrieval.stages import bm25_search, dense_search, fetch_hits, graph_search
+from retrieval.stages import (
+    bm25_search,
+    dense_search,
+    fetch_hits,
+    graph_search,
+    near_readable_terms,
+    readable_terms,
+)
 from retrieval.types import Filters, Hit, Principal, SearchConfig, SearchResult
 
 T = TypeVar("T")
@@ -149,34 +156,13 @@ def correct_identifiers(terms: list[str], principal: Principal) -> dict[str, str
     """Option and setting names of the question that no chunk the principal may read contains, each mapped to
     the closest name that such chunks do contain ("persistance_timeout" -> "persistence_timeout"): one edit for
     names under ten characters, two for longer ones. Names only readable elsewhere are never suggested."""
-    from django.db import connection
-
-    from retrieval.stages import visibility_sql
-
     names = [t for t in terms if t.startswith("=") and len(t) > 6]
-    if not names:
-        return {}
-    where, params = visibility_sql(principal, Filters())
-    readable = (
-        "EXISTS (SELECT 1 FROM knowledge_posting p JOIN knowledge_chunk c ON c.id = p.chunk_id "
-        f"WHERE p.term = s.term AND {where})"
-    )
+    known = readable_terms(names, principal)
     corrections: dict[str, str] = {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT s.term FROM knowledge_termstat s WHERE s.term = ANY(%s) AND {readable}", [names, *params]
-        )
-        known = {row[0] for row in cursor.fetchall()}
-        for name in names:
-            if name in known:
-                continue
+    for name in names:
+        if name not in known:
             limit = 1 if len(name) < 11 else 2  # the "=" prefix counts in len
-            cursor.execute(
-                "SELECT s.term FROM knowledge_termstat s WHERE s.term %% %s AND s.term LIKE '=%%' AND s.df > 0 "
-                f"AND {readable} ORDER BY similarity(s.term, %s) DESC, s.term LIMIT 5",
-                [name, *params, name],
-            )
-            near = [row[0] for row in cursor.fetchall() if edit_distance(name, row[0], limit) <= limit]
+            near = [t for t in near_readable_terms(name, principal, limit=limit) if t.startswith("=")]
             if near:
                 corrections[name] = near[0]
     return corrections
@@ -297,10 +283,8 @@ def search(
 
     corrections = correct_identifiers([t for t, _ in analysis.terms], principal)
     if corrections:
-        analysis = QueryAnalysis(
-            terms=[*analysis.terms, *((c, SYNONYM_WEIGHT) for c in corrections.values())],
-            vendors=analysis.vendors,
-            entities=analysis.entities,
+        analysis = replace(
+            analysis, terms=[*analysis.terms, *((c, SYNONYM_WEIGHT) for c in corrections.values())]
         )
     timings["understand"] = (time.perf_counter() - t0) * 1000
 

@@ -3,7 +3,7 @@ the top-k cut. They take a cursor-producing connection so they can run concurren
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, time
 from typing import Any
 
@@ -12,6 +12,7 @@ import psycopg
 from django.db import connection
 from pgvector import Vector
 
+from retrieval.analysis import edit_distance
 from retrieval.bm25 import Bm25Params, idf, tf_component, unpack_postings
 from retrieval.fusion import Scored
 from retrieval.types import Filters, Principal
@@ -43,6 +44,36 @@ def visibility_sql(principal: Principal, filters: Filters, alias: str = "c") -> 
         clauses.append(f"{alias}.updated_at <= %s")
         params.append(datetime.combine(filters.updated_before, time.max))
     return " AND ".join(clauses), params
+
+
+def readable_terms(terms: Collection[str], principal: Principal) -> set[str]:
+    """The index terms that occur in at least one chunk `principal` may read. A term found only in documents
+    someone cannot see must look to them exactly like a term found nowhere: otherwise a spelling suggestion or
+    the adequacy step (shown in the answer's trace) would reveal that such documents exist."""
+    if not terms:
+        return set()
+    where, params = visibility_sql(principal, Filters())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT x.term FROM unnest(%s::varchar[]) AS x(term) WHERE EXISTS (SELECT 1 FROM knowledge_posting p "
+            f"JOIN knowledge_chunk c ON c.id = p.chunk_id WHERE p.term = x.term AND {where})",
+            [list(terms), *params],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def near_readable_terms(term: str, principal: Principal, *, limit: int, min_df: int = 1) -> list[str]:
+    """Index terms within `limit` edits of `term` (pg_trgm candidates in at least `min_df` chunks) that the
+    principal can read, closest first."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT term FROM knowledge_termstat WHERE term %% %s AND df >= %s "
+            "ORDER BY similarity(term, %s) DESC, term LIMIT 8",
+            [term, min_df, term],
+        )
+        candidates = [row[0] for row in cursor.fetchall() if edit_distance(term, row[0], limit) <= limit]
+    readable = readable_terms(candidates, principal)
+    return [c for c in candidates if c in readable]
 
 
 def dense_search(

@@ -273,6 +273,7 @@ def test_each_further_source_of_an_answer_is_named_where_its_first_sentence_star
         "concept_explanation",
         [("a.", 0), ("b.", 0), ("Note that this module reads the journal.", 1), ("d.", 1), ("e.", 2)],
         preface="From omjournal: Systemd Journal Output > Purpose:",
+        named=0,
     )
     labels = _source_labels(draft, evidence, every_source=False)
     # the preface names the first section; the second document is named once, where it starts

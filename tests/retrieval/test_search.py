@@ -25,6 +25,13 @@ def _ingest(root: Path, **options) -> None:
     assert summary.failed == 0, summary.errors
 
 
+def _principal(username: str, *groups: str, **flags: bool) -> Principal:
+    user = User.objects.create(username=username, **flags)
+    for group in groups:
+        user.groups.add(Group.objects.get_or_create(name=group)[0])
+    return Principal.from_user(user)
+
+
 @pytest.fixture()
 def corpus(tmp_path):
     public = write_docs(
@@ -43,15 +50,10 @@ def corpus(tmp_path):
         },
     )
     _ingest(restricted, access_tier="restricted", acl_groups=("noc-admins",), department="security")
-    outsider = User.objects.create(username="outsider")
-    outsider.groups.add(Group.objects.get_or_create(name="employees")[0])
-    insider = User.objects.create(username="insider")
-    insider.groups.add(Group.objects.get(name="noc-admins"))
-    superuser = User.objects.create(username="root-admin", is_superuser=True, is_staff=True)
     return {
-        "outsider": Principal.from_user(outsider),
-        "insider": Principal.from_user(insider),
-        "superuser": Principal.from_user(superuser),
+        "outsider": _principal("outsider", "employees"),
+        "insider": _principal("insider", "noc-admins"),
+        "superuser": _principal("root-admin", is_superuser=True, is_staff=True),
     }
 
 
@@ -200,11 +202,8 @@ def test_a_misspelt_setting_name_is_also_searched_as_the_readable_name_closest_t
         tmp_path / "restricted", {"vault.md": "# Vault\n\nThe `vault_unlock_code` is rotated monthly.\n"}
     )
     _ingest(restricted, access_tier="restricted", acl_groups=("noc-admins",))
-    outsider = User.objects.create(username="outsider")
-    outsider.groups.add(Group.objects.get_or_create(name="employees")[0])
-    insider = User.objects.create(username="insider")
-    insider.groups.add(Group.objects.get_or_create(name="noc-admins")[0])
-    who = Principal.from_user(outsider)
+    who = _principal("outsider", "employees")
+    insider = _principal("insider", "noc-admins")
 
     result = search("keepalived persistance_timeout - whats the default?", who)
     assert result.corrections == {"=persistance_timeout": "=persistence_timeout"}
@@ -214,6 +213,4 @@ def test_a_misspelt_setting_name_is_also_searched_as_the_readable_name_closest_t
     assert correct_identifiers(["=delay_loop", "=persistnce_timeot_x"], who) == {}
     # a name only restricted documents hold is never suggested to someone who cannot read them
     assert correct_identifiers(["=vault_unlock_cod"], who) == {}
-    assert correct_identifiers(["=vault_unlock_cod"], Principal.from_user(insider)) == {
-        "=vault_unlock_cod": "=vault_unlock_code"
-    }
+    assert correct_identifiers(["=vault_unlock_cod"], insider) == {"=vault_unlock_cod": "=vault_unlock_code"}
