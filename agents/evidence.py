@@ -322,6 +322,11 @@ def compose_extractive(
             ):
                 at -= 1
             before = list(dict.fromkeys([*parts[at:here], *before])) if at < here else before
+            # a setting line of a configuration example ("auth_pass 1234 }") is explained by the comment
+            # right above it ("# Only the first eight (8) characters are used.")
+            comments = _comment_lines(evidence[pick.evidence_index].text)
+            if not before and here > 0 and parts[here - 1] in comments and pick.text not in comments:
+                before.append(parts[here - 1])
         for sentence in before:
             if sentence.lower() not in seen and sentence != pick.text:
                 add(sentence)

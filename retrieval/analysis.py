@@ -456,6 +456,17 @@ def _is_abbreviation(word: str) -> bool:
     return word in _NO_SPLIT_AFTER or (len(word) == 1 and word.isalpha())
 
 
+def _continues_comment(previous: str, text: str) -> bool:
+    """Does a '#' line continue the '#' line right above it? It does when it starts in lower case and the line
+    above is prose that did not end its sentence (a Markdown heading is neither written in lower case nor
+    wrapped; root shell commands such as "# mkdir /dev/net" are short and each stands alone)."""
+    above = _HEADING_RE.match(previous)
+    if above is None or not text.strip()[:1].islower():
+        return False
+    prose = previous[above.end() :].strip()
+    return len(prose.split()) >= 5 and not _ends_sentence(prose)
+
+
 def _ends_sentence(line: str) -> bool:
     """Does this line end with a sentence (not with "e.g." or an initial)?"""
     if not _LINE_END_RE.search(line):
@@ -505,11 +516,19 @@ def sentences(text: str) -> list[str]:
     segments: list[str] = []
     for block in _BLOCK_SPLIT_RE.split(text):
         paragraph: list[str] = []  # lines of the current paragraph or list item, joined when flushed
+        previous = ""  # the line before, as written
         for line in block.splitlines():
             stripped = line.strip()
             if not stripped:
                 continue
             heading = _HEADING_RE.match(line)
+            if heading and segments and _continues_comment(previous, line[heading.end() :]):
+                # a '#' comment wrapped over several lines of a configuration file ("# Note: the ... syntax
+                # for a script" / "# requires that /bin/sh is Bash."): one sentence, not headings
+                segments[-1] = f"{segments[-1]} {line[heading.end() :].strip()}"
+                previous = line
+                continue
+            previous = line
             item = _LIST_ITEM_RE.match(line)
             is_rule = _RULE_RE.fullmatch(line) is not None
             starts_segment = (

@@ -189,6 +189,19 @@ def test_a_comment_in_a_configuration_example_is_read_with_the_setting_below_it(
     assert not _comment_lines("# Heading of a section\n\nThe password must match on every router.\n")
 
 
+def test_a_setting_picked_from_a_configuration_example_brings_the_comment_above_it():
+    evidence = _evidence(
+        "authentication {\n    auth_type PASS\n    # Password for accessing vrrpd.\n"
+        "    # Only the first eight (8) characters are used.\n    auth_pass 1234\n}"
+    )
+    answer = _answer(compose_extractive("parameter_lookup", "q", [_pick("auth_pass 1234 }")], evidence))
+    assert answer[:2] == ["Only the first eight (8) characters are used.", "auth_pass 1234 }"]
+    # a prose sentence before a picked prose sentence is not a comment: it is not pulled in
+    prose = _evidence("The password is shared. Only the first eight characters are used.")
+    picked = _pick("Only the first eight characters are used.")
+    assert _answer(compose_extractive("parameter_lookup", "q", [picked], prose))[0] == picked.text
+
+
 def test_a_parameter_lookup_puts_the_sentence_with_the_value_first():
     evidence = _evidence(
         "ntsport port This option specifies the TCP port on which the server listens for NTS-KE connections. "

@@ -377,6 +377,34 @@ def test_sentences_headings_tables_and_rules() -> None:
     assert sentences(text) == ["Title", "Intro text.", "| a | b |", "| 1 | 2 |", "After."]
 
 
+def test_sentences_join_a_comment_wrapped_over_several_lines() -> None:
+    text = (
+        '# Note: The "</dev/tcp/127.0.0.1/80" syntax for a script\n'
+        "# requires that /bin/sh is Bash.\n"
+        "# On systems where /bin/sh is not Bash (e.g. Debian, Ubuntu),\n"
+        "# then the following alternatives should be used:\n"
+        '#   script "nc -z 127.0.0.1 80"\n'
+        "vrrp_script chk_sshd {\n"
+    )
+    assert sentences(text) == [
+        'Note: The "</dev/tcp/127.0.0.1/80" syntax for a script requires that /bin/sh is Bash.',
+        "On systems where /bin/sh is not Bash (e.g. Debian, Ubuntu), then the following alternatives should "
+        'be used: script "nc -z 127.0.0.1 80"',
+        "vrrp_script chk_sshd {",
+    ]
+    # a finished comment sentence, or a heading followed by a capitalised one, stays on its own
+    assert sentences("# Password for accessing vrrpd.\n# should be the same everywhere.") == [
+        "Password for accessing vrrpd.",
+        "should be the same everywhere.",
+    ]
+    assert sentences("# Title\n## Installation steps\nText.") == ["Title", "Installation steps", "Text."]
+    # root shell commands are not wrapped prose
+    assert sentences("# mkdir /dev/net\n# mknod /dev/net/tun c 10 200") == [
+        "mkdir /dev/net",
+        "mknod /dev/net/tun c 10 200",
+    ]
+
+
 def test_sentences_initials_and_quotes() -> None:
     assert sentences('J. Smith wrote it. "Quoted." Next one.') == [
         "J. Smith wrote it.",
