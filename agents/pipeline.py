@@ -392,13 +392,10 @@ def run_pipeline(
         return expanded, ranked
 
     def embed_cached(texts: list[str]) -> np.ndarray:
-        """Sentence windows are embedded once per answer, however many (sub-)questions score them, and one at
-        a time: the int8 model scales its activations per batch, so a window's vector (and the answer) would
-        depend on which other windows shared its batch and how much padding they added (similarities moved by
-        up to .05). Alone, no padding is computed, which is also faster for windows of mixed length."""
+        """Sentence windows are embedded once per answer, however many (sub-)questions score them."""
         todo = [t for t in dict.fromkeys(texts) if t not in window_vectors]
         if todo:
-            window_vectors.update(zip(todo, embedder.embed_passages(todo, batch_size=1), strict=True))
+            window_vectors.update(zip(todo, embedder.embed_passages(todo), strict=True))
         return np.array([window_vectors[t] for t in texts])
 
     window_vectors: dict[str, np.ndarray] = {}
