@@ -85,6 +85,37 @@ def test_stem_conflates_inflections() -> None:
     assert stem("configuration") == stem("configured") == stem("configuring") == "configur"
 
 
+@pytest.mark.parametrize(
+    ("british", "american"),
+    [
+        ("synchronised", "synchronized"),
+        ("synchronisation", "synchronization"),
+        ("initialising", "initializing"),
+        ("analysed", "analyzed"),
+        ("neighbours", "neighbors"),
+        ("behavioural", "behavioral"),
+        ("centred", "centered"),
+        ("licence", "license"),
+        ("catalogue", "catalog"),
+    ],
+)
+def test_british_and_american_spellings_share_a_stem(british: str, american: str) -> None:
+    assert stem(british) == stem(american)
+
+
+def test_words_that_only_look_british_keep_their_own_stem() -> None:
+    # short -ise words, and -our/-re words outside the list, are not respelt
+    for word, other in [
+        ("rise", "rize"),
+        ("noise", "noize"),
+        ("hour", "hor"),
+        ("tour", "tor"),
+        ("acre", "acer"),
+    ]:
+        assert stem(word) != stem(other)
+    assert analyze("The BGP neighbour was initialised") == analyze("The BGP neighbor was initialized")
+
+
 def test_stem_leaves_short_and_non_ascii_words() -> None:
     assert stem("is") == "is"
     assert stem("ip") == "ip"
