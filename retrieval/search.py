@@ -152,19 +152,28 @@ def understand(question: str) -> QueryAnalysis:
     return QueryAnalysis(terms=terms, vendors=vendors, entities=entities)
 
 
-def correct_identifiers(terms: list[str], principal: Principal) -> dict[str, str]:
-    """Option and setting names of the question that no chunk the principal may read contains, each mapped to
-    the closest name that such chunks do contain ("persistance_timeout" -> "persistence_timeout"): one edit for
-    names under ten characters, two for longer ones. Names only readable elsewhere are never suggested."""
+def correct_terms(terms: list[str], principal: Principal) -> dict[str, str]:
+    """Misspelt terms of the question: option and setting names, and words, that no chunk the principal may
+    read contains, each mapped to the closest term of the same lane that such chunks do contain
+    ("persistance_timeout" -> "persistence_timeout", "reciev" -> "receiv"): one edit (a swap of two adjacent
+    letters counts as one) under ten characters, two from ten on; a word must have five letters and its
+    correction occur in two chunks. Terms only readable elsewhere are never suggested."""
     names = [t for t in terms if t.startswith("=") and len(t) > 6]
-    known = readable_terms(names, principal)
+    words = [t for t in terms if not t.startswith("=") and len(t) >= 5 and t.isalpha()]
+    known = readable_terms([*names, *words], principal)
     corrections: dict[str, str] = {}
-    for name in names:
-        if name not in known:
-            limit = 1 if len(name) < 11 else 2  # the "=" prefix counts in len
-            near = [t for t in near_readable_terms(name, principal, limit=limit) if t.startswith("=")]
-            if near:
-                corrections[name] = near[0]
+    for term in names + words:
+        if term in known:
+            continue
+        name = term.startswith("=")
+        limit = 1 if len(term.lstrip("=")) < 10 else 2
+        near = [
+            t
+            for t in near_readable_terms(term, principal, limit=limit, min_df=1 if name else 2)
+            if t.startswith("=") == name
+        ]
+        if near:
+            corrections[term] = near[0]
     return corrections
 
 
@@ -281,7 +290,7 @@ def search(
     t0 = time.perf_counter()
     analysis = understand(question)
 
-    corrections = correct_identifiers([t for t, _ in analysis.terms], principal)
+    corrections = correct_terms([t for t, _ in analysis.terms], principal)
     if corrections:
         analysis = replace(
             analysis, terms=[*analysis.terms, *((c, SYNONYM_WEIGHT) for c in corrections.values())]

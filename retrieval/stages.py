@@ -66,6 +66,9 @@ def near_readable_terms(term: str, principal: Principal, *, limit: int, min_df: 
     """Index terms within `limit` edits of `term` (pg_trgm candidates in at least `min_df` chunks) that the
     principal can read, closest first."""
     with connection.cursor() as cursor:
+        # pg_trgm's default threshold (.3) misses a swap of two letters in a short word ("reciev"/"receiv" share
+        # 3 of 11 trigrams); the edit distance below decides, the threshold only bounds the candidates
+        cursor.execute("SET pg_trgm.similarity_threshold = 0.2")
         cursor.execute(
             "SELECT term FROM knowledge_termstat WHERE term %% %s AND df >= %s "
             "ORDER BY similarity(term, %s) DESC, term LIMIT 8",

@@ -483,3 +483,13 @@ def test_sentences_a_short_lower_case_line_after_a_finished_sentence_is_a_new_en
     ]
     assert sentences("Use a tool, e.g.\nfoo to do it.") == ["Use a tool, e.g. foo to do it."]
     assert sentences("Values are 1, 2, 3, etc.\nand so on.") == ["Values are 1, 2, 3, etc. and so on."]
+
+
+def test_edit_distance_counts_a_swap_of_adjacent_letters_as_one_edit() -> None:
+    from retrieval.analysis import edit_distance
+
+    assert edit_distance("reciev", "receiv", 2) == 1
+    assert edit_distance("persistance", "persistence", 2) == 1
+    assert edit_distance("abc", "cba", 3) == 2
+    assert edit_distance("router", "routers", 0) == 1  # past the limit: limit + 1
+    assert edit_distance("kitten", "sitting", 5) == 3

@@ -10,7 +10,7 @@ from django.test import override_settings
 
 from knowledge.services import IngestOptions, files_ingest, folder_scan
 from retrieval.analysis import query_terms
-from retrieval.search import SYNONYM_WEIGHT, correct_identifiers, embed_query, search, understand
+from retrieval.search import SYNONYM_WEIGHT, correct_terms, embed_query, search, understand
 from retrieval.stages import bm25_search, dense_search, graph_search
 from retrieval.types import Filters, Principal, SearchConfig
 from tests.knowledge.conftest import write_docs
@@ -210,7 +210,25 @@ def test_a_misspelt_setting_name_is_also_searched_as_the_readable_name_closest_t
     assert "=persistence_timeout" in result.query_terms
     assert result.hits[0].source == "lvs.md"
     # a name spelt right, or one too far from any name, is left alone
-    assert correct_identifiers(["=delay_loop", "=persistnce_timeot_x"], who) == {}
+    assert correct_terms(["=delay_loop", "=persistnce_timeot_x"], who) == {}
     # a name only restricted documents hold is never suggested to someone who cannot read them
-    assert correct_identifiers(["=vault_unlock_cod"], who) == {}
-    assert correct_identifiers(["=vault_unlock_cod"], insider) == {"=vault_unlock_cod": "=vault_unlock_code"}
+    assert correct_terms(["=vault_unlock_cod"], who) == {}
+    assert correct_terms(["=vault_unlock_cod"], insider) == {"=vault_unlock_cod": "=vault_unlock_code"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_misspelt_word_is_also_searched_as_the_readable_word_closest_to_it(tmp_path):
+    docs = {
+        "mtu.md": "# MTU\n\nA router that cannot forward a packet sends back an ICMP message.\n",
+        "arp.md": "# ARP\n\nThe host will receive the reply on the same interface.\n",
+        "nat.md": "# NAT\n\nThe gateway will receive traffic for the translated address.\n",
+    }
+    _ingest(write_docs(tmp_path / "public", docs))
+    who = _principal("outsider", "employees")
+
+    result = search("when does the host recieve the reply", who)
+    # a swap of two adjacent letters is one edit ("reciev" -> "receiv")
+    assert result.corrections == {"reciev": "receiv"}
+    assert result.hits[0].source == "arp.md"
+    # a known word, a short one, or a correction found in only one chunk is left alone
+    assert correct_terms(["router", "mesage", "pakcet"], who) == {}
