@@ -289,3 +289,47 @@ def test_an_unreachable_memory_store_does_not_lose_the_answer(sample_kb):
     assert not body["abstained"] and body["citations"], body["answer"]
     assert Answer.objects.get(pk=body["answer_id"]).response["answer"] == body["answer"]
     assert AuditEvent.objects.get(pk=body["audit_event_id"]).verdict == "answered"
+
+
+@pytest.mark.django_db
+def test_evaluate_scores_an_acl_question_on_the_allowed_user_s_run(sample_kb, tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from agents.management.commands.evaluate import contains
+
+    lines = (SAMPLE / "questions.jsonl").read_text().splitlines()
+    chosen = [json.loads(line) for line in lines if json.loads(line)["id"] in {"s001", "s027"}]
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("".join(json.dumps(q) + "\n" for q in chosen))
+    _user("eval-outsider", "employees")
+    _user("eval-insider", "employees", "noc-admins")
+    out, stdout = tmp_path / "pred.jsonl", StringIO()
+    call_command(
+        "evaluate",
+        str(questions),
+        "--user",
+        "eval-outsider",
+        "--allowed-user",
+        "eval-insider",
+        "--out",
+        str(out),
+        stdout=stdout,
+        stderr=StringIO(),
+    )
+    predictions = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [p["id"] for p in predictions] == ["s001", "s027", "s027"]  # the ACL question asked twice
+    outsider, insider = predictions[1], predictions[2]
+    assert "noc-admins" in insider["user_groups"] and "noc-admins" not in outsider["user_groups"]
+    assert not any(d.startswith("restricted/") for d in outsider["retrieved"] + outsider["cited"])
+    gold = {q["id"]: [q["answer"], *q.get("answer_aliases", [])] for q in chosen}
+    expected = (
+        sum(
+            not p["abstained"] and any(contains(p["answer"], g) for g in gold[p["id"]])
+            for p in (predictions[0], insider)
+        )
+        / 2
+    )
+    assert any(contains(insider["answer"], g) for g in gold["s027"]), insider["answer"]
+    assert f"answer containment EM: {expected:.3f} (2 questions)" in stdout.getvalue()

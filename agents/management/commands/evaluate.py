@@ -192,14 +192,17 @@ class Command(BaseCommand):
         self._metrics(questions, lines, totals)
 
     def _metrics(self, questions: list[dict], lines: list[dict], totals: list[float]) -> None:
-        first: dict[str, dict] = {}
+        # an ACL question is asked by the user outside its group first, then by the allowed user: its answer and
+        # retrieval are scored on the allowed user's run, as the dev-set scorer does (the first run is scored
+        # for leaks by that scorer)
+        scored: dict[str, dict] = {}
         for line in lines:
-            first.setdefault(line["id"], line)
+            scored[line["id"]] = line
         by_id = {q["id"]: q for q in questions}
         with_gold = [q for q in questions if q.get("gold")]
         if with_gold:
-            mrr = statistics.mean(mrr_at_k(first[q["id"]]["retrieved"], q["gold"], 10) for q in with_gold)
-            rec = statistics.mean(recall_at_k(first[q["id"]]["retrieved"], q["gold"], 10) for q in with_gold)
+            mrr = statistics.mean(mrr_at_k(scored[q["id"]]["retrieved"], q["gold"], 10) for q in with_gold)
+            rec = statistics.mean(recall_at_k(scored[q["id"]]["retrieved"], q["gold"], 10) for q in with_gold)
             self.stdout.write(
                 f"retrieval: MRR@10 {mrr:.3f}  Recall@10 {rec:.3f}  ({len(with_gold)} questions)"
             )
@@ -207,9 +210,10 @@ class Command(BaseCommand):
         if answerable:
             em = statistics.mean(
                 1.0
-                if not first[q["id"]]["abstained"]
+                if not scored[q["id"]]["abstained"]
                 and any(
-                    contains(first[q["id"]]["answer"], g) for g in [q["answer"], *q.get("answer_aliases", [])]
+                    contains(scored[q["id"]]["answer"], g)
+                    for g in [q["answer"], *q.get("answer_aliases", [])]
                 )
                 else 0.0
                 for q in answerable
@@ -217,11 +221,11 @@ class Command(BaseCommand):
             self.stdout.write(f"answer containment EM: {em:.3f} ({len(answerable)} questions)")
         unanswerable = [q for q in questions if q.get("gold") == [] and q.get("type") == "unanswerable"]
         if unanswerable:
-            abst = statistics.mean(1.0 if first[q["id"]]["abstained"] else 0.0 for q in unanswerable)
+            abst = statistics.mean(1.0 if scored[q["id"]]["abstained"] else 0.0 for q in unanswerable)
             self.stdout.write(f"abstention on unanswerable: {abst:.3f}")
         answerable_all = [q for q in questions if q.get("gold")]
         if answerable_all:
-            false_abst = statistics.mean(1.0 if first[q["id"]]["abstained"] else 0.0 for q in answerable_all)
+            false_abst = statistics.mean(1.0 if scored[q["id"]]["abstained"] else 0.0 for q in answerable_all)
             self.stdout.write(f"false abstention on answerable: {false_abst:.3f}")
         attributed = [
             line["attribution_score"]
