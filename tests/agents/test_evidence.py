@@ -310,3 +310,28 @@ def test_an_option_asked_with_its_value_attached_matches_the_bare_option_in_the_
     ranked = score_sentences("What does rsyslogd -N1 do?", evidence)
     assert "config verification mode" in ranked[0].text
     assert ranked[0].coverage >= 0.5
+
+
+def test_a_question_asking_which_option_prefers_a_reference_entry_to_a_usage_example():
+    evidence = _evidence(
+        "ss -t -a List all TCP sockets and their connections.\n\n"
+        "-a, --all Display both listening and non-listening sockets.\n\n"
+        "-l, --listening Display only listening sockets (these are omitted by default).\n\n"
+        "makestep threshold limit\nThis directive forces chronyd to step the system clock."
+    )
+    asked = score_sentences("which flag lists only the sockets that are listening", evidence)
+    assert asked[0].text.startswith("-l, --listening")
+    # the bonus shapes the ranking only (adequacy reads support), and only when the question asks for a name
+    entry = asked[0]
+    assert entry.score - entry.support >= 0.15
+    example = next(s for s in asked if s.text.startswith("ss -t -a"))
+    assert example.score - example.support < 0.15
+    plain = score_sentences("do listening sockets get listed by default", evidence)
+    assert all(s.score - s.support < 0.15 for s in plain)
+    # a description below its short term line is an entry too; a usage example is not
+    from agents.evidence import _is_entry
+
+    assert _is_entry("This directive forces chronyd to step the system clock.", "makestep threshold limit")
+    assert _is_entry("blackhole - the rule prescribes to silently drop the packet.", "")
+    assert not _is_entry("ss -t -a List all TCP sockets and their connections.", "")
+    assert not _is_entry("It is stepped at boot.", "The clock is off by minutes.")
