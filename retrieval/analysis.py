@@ -487,6 +487,7 @@ _LIST_ITEM_RE = re.compile(
     r"\s*(?:[-*+\u2022\u2023\u25e6\u25aa]|\d{1,3}[.)]|\(?(?:[a-zA-Z]|[ivxIVX]{1,4}|\d{1,3})\))\s+"
 )
 _HEADING_RE = re.compile(r"\s*#{1,6}\s+")
+_TERM_ITEM_RE = re.compile(r"[a-z][\w-]* - \S")
 _RULE_RE = re.compile(r"\s*(?:[-=*_~]\s*){3,}")
 _BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
 # Words after which a period never ends a sentence (the next word may well be capitalised: "e.g. Cisco").
@@ -626,14 +627,19 @@ def sentences(text: str) -> list[str]:
             elif item and item.end() < len(line):
                 paragraph.append(line[item.end() :].strip())
             else:
+                ended = _ends_sentence(paragraph[-1]) if paragraph else False
                 if (
                     paragraph
                     and stripped[0].islower()
-                    and len(stripped.split()) <= 5
-                    and _ends_sentence(paragraph[-1])
+                    and (
+                        (len(stripped.split()) <= 5 and ended)
+                        or (_TERM_ITEM_RE.match(stripped) and (ended or paragraph[-1].endswith(":")))
+                    )
                 ):
                     # a line that ended a sentence, then a short one in lower case: not a wrapped sentence but
-                    # the next term of a manual's option list ("... the standard NTP port)." / "ntsport port")
+                    # the next term of a manual's option list ("... the standard NTP port)." / "ntsport port");
+                    # likewise a "term - description" item after a finished sentence or a lead-in ("... rules of
+                    # the following types:" / "blackhole - the rule prescribes to silently drop the packet.")
                     segments.append(" ".join(paragraph))
                     paragraph = []
                 paragraph.append(stripped)

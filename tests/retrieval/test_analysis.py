@@ -408,6 +408,21 @@ def test_sentences_headings_tables_and_rules() -> None:
     assert sentences(text) == ["Title", "Intro text.", "| a | b |", "| 1 | 2 |", "After."]
 
 
+def test_sentences_a_term_dash_description_line_is_a_new_entry() -> None:
+    text = (
+        "The RPDB may contain rules of the following types:\n"
+        "unicast - the rule prescribes to return the route found in the routing table.\n"
+        "blackhole - the rule prescribes to silently drop the packet.\n"
+        "It is used for\nrules - not a new entry: the line above did not end."
+    )
+    assert sentences(text) == [
+        "The RPDB may contain rules of the following types:",
+        "unicast - the rule prescribes to return the route found in the routing table.",
+        "blackhole - the rule prescribes to silently drop the packet.",
+        "It is used for rules - not a new entry: the line above did not end.",
+    ]
+
+
 def test_sentences_join_a_comment_wrapped_over_several_lines() -> None:
     text = (
         '# Note: The "</dev/tcp/127.0.0.1/80" syntax for a script\n'
