@@ -13,6 +13,7 @@ import numpy as np
 
 from retrieval.analysis import ATTACHED_VALUE, analyze, identifiers, query_terms, sentences
 
+WORD = re.compile(r"[^\W\d_]{2}")
 NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?:/\d+)?(?![\w])")
 STEP_LINE = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
 SUPPORT_THRESHOLD = 0.70  # answers whose supported-sentence share is below this are rejected (DESIGN §6)
@@ -361,6 +362,8 @@ def compose_extractive(
             current, following = parts[at], parts[at + 1]
             if len(following.split()) > 40 or following.lower() in seen:
                 break
+            if not WORD.search(following):
+                break  # a fragment with no word ("?", "2.15." of a table of contents) is not an answer sentence
             add(following)
             if not current.rstrip().endswith(":"):
                 taken += 1  # what a lead-in introduces comes with it, whatever the count so far

@@ -335,3 +335,14 @@ def test_a_question_asking_which_option_prefers_a_reference_entry_to_a_usage_exa
     assert _is_entry("blackhole - the rule prescribes to silently drop the packet.", "")
     assert not _is_entry("ss -t -a List all TCP sockets and their connections.", "")
     assert not _is_entry("It is stepped at boot.", "The clock is off by minutes.")
+
+
+def test_reading_on_stops_at_a_fragment_without_words():
+    evidence = _evidence(
+        "2.14. Why are client log records dropped before reaching clientloglimit? ? "
+        "2.15. What happened to the commandkey directive?"
+    )
+    best = _pick("Why are client log records dropped before reaching clientloglimit?")
+    answer = _answer(compose_extractive("troubleshooting", "q", [best], evidence))
+    assert answer == [best.text]
+    assert verify(compose_extractive("troubleshooting", "q", [best], evidence), evidence).score == 1.0
