@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus
+from retrieval.analysis import ANALYZER_VERSION
 from retrieval.bm25 import pack_postings
 
 # One advisory lock serialises the statistics updates of concurrent ingests (df, N, total length), keeping
@@ -387,6 +388,7 @@ def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Do
     document.title = staged.title[:500] or document.title
     document.author = staged.author[:300] or document.author
     document.content_hash = staged.content_hash
+    document.analyzer_version = ANALYZER_VERSION
     document.version += 1
     document.status = DocumentStatus.INDEXED
     document.error = ""

@@ -51,6 +51,9 @@ class Document(models.Model):
     access_tier = models.CharField(max_length=20, choices=AccessTier.choices, default=AccessTier.INTERNAL)
     allowed_groups = models.ManyToManyField(Group, blank=True, related_name="documents")
     content_hash = models.CharField(max_length=64, blank=True)
+    analyzer_version = models.PositiveSmallIntegerField(
+        default=1, help_text="retrieval.analysis.ANALYZER_VERSION its chunks' postings were made with"
+    )
     version = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=20, choices=DocumentStatus.choices, default=DocumentStatus.PENDING)
     error = models.TextField(blank=True)

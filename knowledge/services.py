@@ -31,6 +31,7 @@ from knowledge.indexing import (
 )
 from knowledge.models import AccessTier, DocType, Document, DocumentStatus, IngestRun
 from knowledge.selectors import vendor_gazetteer
+from retrieval.analysis import ANALYZER_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -420,7 +421,14 @@ def files_stage(
             continue
         existing = known.get(source)
         indexed = existing is not None and existing.status == DocumentStatus.INDEXED
-        if not force and indexed and existing is not None and existing.content_hash == content_hash:
+        if (
+            not force
+            and indexed
+            and existing is not None
+            and existing.content_hash == content_hash
+            # postings made by an older analyser no longer match the questions' terms: index again
+            and existing.analyzer_version == ANALYZER_VERSION
+        ):
             summary.unchanged += 1
             continue
         try:

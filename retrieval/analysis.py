@@ -235,6 +235,11 @@ def _porter(w: str) -> str:
     return w
 
 
+# The version of what analyze() produces. Bump it whenever its output changes for some text: a document indexed
+# by an older version is re-indexed by the next ingest of its folder even when its file is unchanged, so that
+# its postings and the questions' terms agree again. 2: British spellings mapped to American ones.
+ANALYZER_VERSION = 2
+
 # British spellings, mapped to the American ones before stemming so that either finds both (vendor manuals mix
 # them: the dev corpus has "synchronisation" 71 times and "synchronization" 24). -ise/-isation/-yse endings
 # change only after a stem of four letters or more ("rise", "noise", "raise" stay); -our/-re words are listed,

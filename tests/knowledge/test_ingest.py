@@ -105,6 +105,24 @@ def test_lifecycle_new_unchanged_changed_deleted(small_corpus):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_document_indexed_by_an_older_analyser_is_indexed_again_though_unchanged(small_corpus):
+    from retrieval.analysis import ANALYZER_VERSION
+
+    first = ingest(small_corpus)
+    assert first.new == 3 and set(Document.objects.values_list("analyzer_version", flat=True)) == {
+        ANALYZER_VERSION
+    }
+    # as after an upgrade: one document's postings were made by the previous analyser
+    Document.objects.filter(source="bgp.md").update(analyzer_version=ANALYZER_VERSION - 1)
+    again = ingest(small_corpus)
+    assert (again.changed, again.unchanged) == (1, 2)
+    bgp = Document.objects.get(source="bgp.md")
+    assert bgp.analyzer_version == ANALYZER_VERSION and bgp.version == 2
+    stats_consistent()
+    assert ingest(small_corpus).unchanged == 3
+
+
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("method", ["blocks", "sql"])
 def test_bm25_scores_equal_a_reference_implementation(small_corpus, method):
     ingest(small_corpus)
