@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -133,10 +133,13 @@ INFORMAL = frozenset(
 )
 
 
-def distinctive_unknown_terms(terms: list[str], principal: Principal) -> list[str]:
+def distinctive_unknown_terms(
+    terms: list[str], principal: Principal, corrected: Collection[str] = ()
+) -> list[str]:
     """Question terms that occur in no chunk the principal may read and are not explained away as chat words,
     typos or compounds of known words (per-host, stop/start). Such a term means the corpus lacks the topic,
-    as far as this principal can know."""
+    as far as this principal can know. `corrected`: terms retrieval already corrected to a readable term
+    (`SearchResult.corrections`, found with an edit limit no larger than the one here): typos, looked up once."""
     from retrieval.search import ABBREVIATIONS
     from retrieval.stages import near_readable_terms, readable_terms
 
@@ -166,6 +169,7 @@ def distinctive_unknown_terms(terms: list[str], principal: Principal) -> list[st
             len(term) > 3
             and term not in INFORMAL
             and term not in shorthand
+            and term not in corrected
             # a misspelling of a term the principal can read (one edit for short words, two for long ones)
             and not near_readable_terms(term, principal, limit=1 if len(term) < 9 else 2, min_df=2)
         ):
@@ -351,13 +355,14 @@ def run_pipeline(
 
     # adequacy: distinctive terms missing from the whole corpus, and evidence that barely matches
     df, n_chunks = _corpus_df(list(search_terms))
-    unknown = distinctive_unknown_terms(search_terms, principal)
+    unknown = distinctive_unknown_terms(search_terms, principal, results[0].corrections)
     idf = {t: float(np.log(1 + (n_chunks - d + 0.5) / (d + 0.5))) for t, d in df.items()}
     for t in unknown:
         idf[t] = float(np.log(1 + (n_chunks + 0.5) / 0.5))
 
     embedder = get_embedder()
     query_vec = embed_query(rewritten)
+    pool_size = 12 if len(subs) == 1 else 16  # passages evaluated: more when sub-questions bring their own
 
     def evaluate(current_hits: list[Hit]) -> tuple[list[Evidence], list[ScoredSentence]]:
         from retrieval.search import neighbour_ids
@@ -384,7 +389,7 @@ def run_pipeline(
                             )
                         )
                         seen.add(row["chunk_id"])
-        pool = expanded[: 12 if len(subs) == 1 else 16]
+        pool = expanded[:pool_size]
         ranked = score_sentences(
             rewritten,
             pool,
@@ -418,7 +423,7 @@ def run_pipeline(
             # the sentence that answers this part is judged on what the part itself asks
             own = re.sub(r"\s*\([^()]*\)$", "", sub) or sub
             scored = score_sentences(
-                own, evidence_[:16], embed=embed_cached, query_vec=embed_query(own), idf=idf
+                own, evidence_[:pool_size], embed=embed_cached, query_vec=embed_query(own), idf=idf
             )
             best = next((s for s in scored if s.text not in taken), None)
             if best is not None and best.support >= MIN_SENTENCE_SCORE:

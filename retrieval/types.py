@@ -85,7 +85,7 @@ class SearchResult:
     vendors: list[str] = field(default_factory=list)
     entities: list[str] = field(default_factory=list)
     candidates: int = 0
-    # misspelt identifiers of the question -> the readable index term also searched for each
+    # misspelt names and words of the question -> the readable index term also searched for each
     corrections: dict[str, str] = field(default_factory=dict)
 
     def documents(self) -> list[str]:

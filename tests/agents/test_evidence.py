@@ -343,6 +343,6 @@ def test_reading_on_stops_at_a_fragment_without_words():
         "2.15. What happened to the commandkey directive?"
     )
     best = _pick("Why are client log records dropped before reaching clientloglimit?")
-    answer = _answer(compose_extractive("troubleshooting", "q", [best], evidence))
-    assert answer == [best.text]
-    assert verify(compose_extractive("troubleshooting", "q", [best], evidence), evidence).score == 1.0
+    draft = compose_extractive("troubleshooting", "q", [best], evidence)
+    assert _answer(draft) == [best.text]
+    assert verify(draft, evidence).score == 1.0
