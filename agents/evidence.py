@@ -265,6 +265,36 @@ def _comment_lines(text: str) -> frozenset[str]:
     )
 
 
+COMMENT = re.compile(r"^[ \t]*#+[ \t]?(.*)$")
+
+
+@lru_cache(maxsize=512)
+def _comment_subjects(text: str) -> dict[str, str]:
+    """A configuration example's '#' comment block describes the setting line right below it (a blank line may
+    sit between): "# This option is useful to quickly correct the clock ..." is about "! makestep 1.0 3".
+    Returns each sentence of such a block, as the sentence splitter returns it, with that setting line."""
+    parts = _split(text)
+    lines = text.splitlines()
+    subjects: dict[str, str] = {}
+    block: list[str] = []
+    for number, line in enumerate(lines):
+        comment = COMMENT.match(line)
+        if comment:
+            block.append(comment.group(1))
+            continue
+        if not line.strip() and block and number + 1 < len(lines) and not COMMENT.match(lines[number + 1]):
+            continue  # one blank line between a block and its setting
+        setting = " ".join(line.split())
+        words = setting.split()
+        if block and 1 <= len(words) <= 8 and not setting.endswith((".", ":", "?")) and setting in parts:
+            described = " ".join(" ".join(block).split())
+            for part in parts:
+                if part != setting and len(part.split()) >= 3 and part in described:
+                    subjects.setdefault(part, setting)
+        block = []
+    return subjects
+
+
 def _steps(text: str) -> list[str]:
     lines = [line.strip() for line in text.splitlines()]
     return [STEP_LINE.sub("", line) for line in lines if STEP_LINE.match(line)]
@@ -357,6 +387,10 @@ def compose_extractive(
             add(pick.text)
         if here is None:
             return
+        # the setting a comment describes, when the comment calls it "this option" or the question asks for a name
+        subject = _comment_subjects(evidence[pick.evidence_index].text).get(pick.text)
+        if subject is not None and not (NAMED_BACK.search(pick.text) or EXPECTS_NAME.search(question)):
+            subject = None
         at, taken = here, 0
         while taken < 3 and len(chosen) < room and at + 1 < len(parts):
             current, following = parts[at], parts[at + 1]
@@ -378,6 +412,8 @@ def compose_extractive(
             ):
                 break
             at += 1
+        if subject is not None and subject.lower() not in seen:
+            add(subject)
 
     # the next best sentences, then the top-ranked passage's own best sentence (retrieval rank is the
     # strongest single signal we have), then close runners-up while there is room. The first ones keep a

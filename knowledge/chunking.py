@@ -189,12 +189,26 @@ def _split_prose(text: str, budget: int, count: Callable[[str], int]) -> list[st
 
 
 def _split_code(text: str, budget: int, count: Callable[[str], int]) -> list[str]:
-    parts: list[str] = []
+    """Code splits between stanzas where it can: a '#' comment that follows a code line starts a stanza (the
+    comment describes the code below it), so a comment and its setting stay in one piece; a stanza over the
+    budget splits at line boundaries."""
+    stanzas: list[list[str]] = []
     for line in text.split("\n"):
-        if count(line) <= budget:
-            parts.append(line)
-        else:
-            parts.extend(_split_words(line, budget, count))
+        comment = line.lstrip().startswith("#")
+        if not stanzas or (comment and not stanzas[-1][-1].lstrip().startswith("#")):
+            stanzas.append([])
+        stanzas[-1].append(line)
+    parts: list[str] = []
+    for stanza in stanzas:
+        joined = "\n".join(stanza)
+        if count(joined) <= budget:
+            parts.append(joined)
+            continue
+        for line in stanza:
+            if count(line) <= budget:
+                parts.append(line)
+            else:
+                parts.extend(_split_words(line, budget, count))
     return [p for p in _enforce(_pack(parts, budget, count, "\n"), budget, count) if p.strip()]
 
 

@@ -781,6 +781,7 @@ _BULLET_MARK = re.compile(r"^[\u2022\u25cf\u25aa\u25e6\u2023\u2043\u00b7o*+-]\s+
 _CAPS_HEADING = re.compile(r"^[A-Z][A-Z0-9 /&(),'+_-]*[A-Z0-9)]:?$")
 _PROMPT = re.compile(r"^(?:\$ |# |\w[\w.-]*@[\w.-]+:\S*[$#] |[A-Za-z]:\\.*> |>>> )")
 _CODE_LINE = re.compile(r"(?:[{};\\]\s*$|^\s*(?:#|!|//|;)|^\s*[\w.-]+\s*=\s*\S*$|^\s*\}|^\s*<[^>]+>\s*$)")
+_DECORATION = re.compile(r"([#=*~_-])\1{9,}")
 _CONFIG_NAME = re.compile(r"(?:\.conf\b|\.nft\b|\.cfg\b|\.ini\b|\.ya?ml\b|\.example\d*\b|\.sample\b|conf\.)")
 
 
@@ -889,16 +890,21 @@ class _TextWalker:
         yield from self._paragraph(para, n)
 
     def _config_blocks(self) -> Iterator[_Raw]:
-        """Config samples: one code block per top-level stanza; blank lines inside braces do not split."""
+        """Config samples: one code block per top-level stanza; blank lines inside braces do not split, and a
+        block of '#' comments stays with the setting below it, which it describes ("# This option is useful
+        to quickly correct the clock ..." / blank line / "! makestep 1.0 3"). Rule lines ("#######") are
+        decoration and are left out."""
         block: list[str] = []
         depth = 0
         for line in self.lines:
             if line is None:
-                if depth <= 0 and block:
+                if depth <= 0 and block and not all(b.lstrip().startswith("#") for b in block):
                     yield _Raw("code", "\n".join(block))
                     block = []
-                elif block:
+                elif block and depth > 0:
                     block.append("")
+                continue
+            if _DECORATION.fullmatch(line.text):
                 continue
             block.append(" " * line.indent + line.text)
             code = line.text.split("#", 1)[0] if not line.text.startswith("#") else ""

@@ -235,10 +235,12 @@ def _porter(w: str) -> str:
     return w
 
 
-# The version of what analyze() produces. Bump it whenever its output changes for some text: a document indexed
-# by an older version is re-indexed by the next ingest of its folder even when its file is unchanged, so that
-# its postings and the questions' terms agree again. 2: British spellings mapped to American ones.
-ANALYZER_VERSION = 2
+# The version of how a file becomes chunks and postings: what analyze() produces, and the parsing and chunking
+# rules. Bump it whenever that output changes for some text: a document indexed by an older version is
+# re-indexed by the next ingest of its folder even when its file is unchanged, so that its chunks, postings and
+# the questions' terms agree again. 2: British spellings mapped to American ones. 3: a configuration example's
+# comment block stays in one chunk with the setting below it.
+ANALYZER_VERSION = 3
 
 # British spellings, mapped to the American ones before stemming so that either finds both (vendor manuals mix
 # them: the dev corpus has "synchronisation" 71 times and "synchronization" 24). -ise/-isation/-yse endings
@@ -542,10 +544,22 @@ def _continues_comment(previous: str, text: str) -> bool:
     above is prose that did not end its sentence (a Markdown heading is neither written in lower case nor
     wrapped; root shell commands such as "# mkdir /dev/net" are short and each stands alone)."""
     above = _HEADING_RE.match(previous)
-    if above is None or not text.strip()[:1].islower():
+    if above is None or not _starts_in_lower_case(text.strip()):
         return False
     prose = previous[above.end() :].strip()
     return len(prose.split()) >= 5 and not _ends_sentence(prose)
+
+
+def _starts_in_lower_case(text: str) -> bool:
+    """Does a wrapped line go on with the sentence above: a lower-case word, a number that is not a list item
+    ("1 second, an immediate time jump ..."), or a bracket or quote before a lower-case word ("(especially
+    backwards), so be careful!")?"""
+    if _LIST_ITEM_RE.match(text):
+        return False
+    first = text[:1]
+    if first in "([\"'":
+        return text[1:2].islower()
+    return first.islower() or first.isdigit()
 
 
 def _ends_sentence(line: str) -> bool:

@@ -202,6 +202,35 @@ def test_a_setting_picked_from_a_configuration_example_brings_the_comment_above_
     assert _answer(compose_extractive("parameter_lookup", "q", [picked], prose))[0] == picked.text
 
 
+def test_a_comment_that_calls_its_setting_this_option_brings_the_setting_line_below_it():
+    long = [
+        f"# Sentence {n} of the comment goes on about details that do not matter for this test at all."
+        for n in range(4)
+    ]
+    evidence = _evidence(
+        "### INITIAL CLOCK CORRECTION\n# This option is useful to quickly correct the clock on start.\n"
+        + "\n".join(long)
+        + "\n! makestep 1.0 3\n# A leap second is an occasional correction.\n"
+        + "\n".join(long)
+        + "\n! leapsecmode slew"
+    )
+    picked = _pick("This option is useful to quickly correct the clock on start.")
+    answer = _answer(
+        compose_extractive("troubleshooting", "how do I correct the clock quickly?", [picked], evidence)
+    )
+    assert answer[-1] == "! makestep 1.0 3"
+    assert len(answer) < 7  # reading on stopped inside the comment; the setting line came with it
+    # a comment that does not refer to its setting brings it only when the question asks for a name
+    leap = _pick("A leap second is an occasional correction.")
+    assert "! leapsecmode slew" not in _answer(
+        compose_extractive("troubleshooting", "leap second?", [leap], evidence)
+    )
+    named = _answer(
+        compose_extractive("troubleshooting", "which setting handles a leap second?", [leap], evidence)
+    )
+    assert named[-1] == "! leapsecmode slew"
+
+
 def test_a_parameter_lookup_puts_the_sentence_with_the_value_first():
     evidence = _evidence(
         "ntsport port This option specifies the TCP port on which the server listens for NTS-KE connections. "

@@ -190,6 +190,25 @@ def test_oversized_list_item_and_code_split_only_then():
     assert code_lines == code.splitlines()  # code split at line boundaries, each line whole
 
 
+def test_code_splits_between_a_comment_and_the_setting_it_describes_only_when_it_must():
+    stanzas = [
+        f"# comment {i} describes the setting below it in some detail\nsetting_{i} value one two"
+        for i in range(12)
+    ]
+    doc = doc_of(Block("code", "\n".join(stanzas), ("S",), None, None))
+    # 28: a line-by-line packing would fit a stanza and the next comment, but not its setting
+    chunks = chunk_blocks(doc, count_tokens=words, max_tokens=28)
+    assert_within(chunks, 28)
+    for i in range(12):  # every comment is in the chunk that holds its setting
+        holder = [c.text for c in chunks if f"setting_{i} value" in c.text]
+        assert holder and f"# comment {i} describes" in holder[0]
+    # one stanza over the budget still splits at line boundaries
+    big = "\n".join(f"# line {i} of a long comment" for i in range(20)) + "\nsetting value"
+    chunks = chunk_blocks(doc_of(Block("code", big, ("S",), None, None)), count_tokens=words, max_tokens=25)
+    assert_within(chunks, 25)
+    assert [line for c in chunks for line in c.text.splitlines()] == big.splitlines()
+
+
 def test_lead_in_line_stays_with_what_it_introduces():
     doc = doc_of(
         para(" ".join(["filler"] * 30) + ".", ("S",)),

@@ -215,6 +215,23 @@ def test_config_sample_keeps_stanzas_whole(tmp_path):
     assert doc.blocks[1].text == "vrrp_instance VI_1 {\n    state MASTER\n\n    priority 100\n}"
 
 
+def test_config_comment_block_stays_with_the_setting_below_it(tmp_path):
+    path = tmp_path / "chrony.conf.example.txt"
+    path.write_text(
+        "#" * 40 + "\n### INITIAL CLOCK CORRECTION\n# This option is useful to quickly correct the clock\n"
+        "# on start if it's off by a large amount.\n\n! makestep 1.0 3\n\n# A second comment.\n"
+        "# Still the second one.\n\n! rtcsync\n\nserver ntp.example.org iburst\n",
+        encoding="utf-8",
+    )
+    doc = parse_file(path)
+    assert [b.text for b in doc.blocks] == [
+        "### INITIAL CLOCK CORRECTION\n# This option is useful to quickly correct the clock\n"
+        "# on start if it's off by a large amount.\n! makestep 1.0 3",  # the rule line is decoration
+        "# A second comment.\n# Still the second one.\n! rtcsync",
+        "server ntp.example.org iburst",
+    ]
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [

@@ -444,6 +444,19 @@ def test_sentences_join_a_comment_wrapped_over_several_lines() -> None:
         "should be the same everywhere.",
     ]
     assert sentences("# Title\n## Installation steps\nText.") == ["Title", "Installation steps", "Text."]
+    # a wrapped line may go on with a number or a bracket, but not with a list item
+    assert sentences(
+        "# down your clock until it is correct.  If the error is above\n# 1 second, a time jump is applied.  Some"
+        " software can get upset if the clock jumps\n# (especially backwards), so be careful!"
+    ) == [
+        "down your clock until it is correct.",
+        "If the error is above 1 second, a time jump is applied.",
+        "Some software can get upset if the clock jumps (especially backwards), so be careful!",
+    ]
+    assert sentences("# Install the following packages on the server\n# 1. chrony") == [
+        "Install the following packages on the server",
+        "1. chrony",
+    ]
     # root shell commands are not wrapped prose
     assert sentences("# mkdir /dev/net\n# mknod /dev/net/tun c 10 200") == [
         "mkdir /dev/net",
