@@ -58,6 +58,7 @@ ENTRY_OPTION = re.compile(
 ENTRY_ITEM = re.compile(r"[a-z][\w-]* - [a-z]")
 ENTRY_TERM_LINE = re.compile(r"[a-z][\w-]*(?: [\w<>\[\]|.-]+){0,4}")
 ENTRY_BONUS = 0.15  # dev set: +1 answer (d023) from .15 up, none lost up to .2; below .15 nothing changes
+# ("which kind / type of rule ..." asks for a name as well: dev d022)
 
 
 def _is_entry(sentence: str, before: str) -> bool:
@@ -71,7 +72,7 @@ def _is_entry(sentence: str, before: str) -> bool:
 DEFAULT = re.compile(r"\bdefault(?:s|ed)?\b", re.IGNORECASE)
 EXPECTS_NAME = re.compile(
     r"\b(?:which|what)\s+(?:\w+[\s-]+){0,3}?(?:flag|option|setting|directive|command|parameter|statement|"
-    r"module|keyword|state|variable|property|file|directory|unit|signal|template|action)s?\b",
+    r"module|keyword|state|variable|property|file|directory|unit|signal|template|action|kind|type)s?\b",
     re.IGNORECASE,
 )
 

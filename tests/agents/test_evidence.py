@@ -357,6 +357,9 @@ def test_a_question_asking_which_option_prefers_a_reference_entry_to_a_usage_exa
     assert example.score - example.support < 0.15
     plain = score_sentences("do listening sockets get listed by default", evidence)
     assert all(s.score - s.support < 0.15 for s in plain)
+    # "which kind / type of ..." asks for a name too
+    kind = score_sentences("which kind of socket listing shows only the ones that are listening", evidence)
+    assert kind[0].text.startswith("-l, --listening") and kind[0].score - kind[0].support >= 0.15
     # a description below its short term line is an entry too; a usage example is not
     from agents.evidence import _is_entry
 
