@@ -57,6 +57,10 @@ ENTRY_OPTION = re.compile(
 )
 ENTRY_ITEM = re.compile(r"[a-z][\w-]* - [a-z]")
 ENTRY_TERM_LINE = re.compile(r"[a-z][\w-]*(?: [\w<>\[\]|.-]+){0,4}")
+# An item of a list of named entries: "blackhole - the rule prescribes ...", "GET_CONFIG -- (Client only) ...".
+# The sentence that introduces the list names what the entries are (states, rule types); an option list is left
+# out (dev: an option's lead-in misled d023).
+LIST_ENTRY = re.compile(r"[a-z][\w-]* - [a-z]|[A-Z][A-Z0-9_]{2,} -{1,2} \S")
 ENTRY_BONUS = 0.15  # dev set: +1 answer (d023) from .15 up, none lost up to .2; below .15 nothing changes
 # ("which kind / type of rule ..." asks for a name as well: dev d022)
 
@@ -188,8 +192,16 @@ def score_sentences(
         comments = _comment_lines(item.text)
         for position, sentence in enumerate(parts):
             if 3 <= len(sentence.split()) <= 90:
-                context = parts[position - 1] if position else ""
-                entry = _is_entry(sentence, context)
+                context = previous = parts[position - 1] if position else ""
+                if LIST_ENTRY.match(sentence):
+                    # an item of a list of entries ("GET_CONFIG -- Downloading configuration options"): the
+                    # sentence that introduces the list ("These are the OpenVPN states: ...") is its context too
+                    back = position - 1
+                    while back >= 0 and LIST_ENTRY.match(parts[back]) and position - back < 30:
+                        back -= 1
+                    if 0 <= back < position - 1:
+                        context = f"{parts[back]} {context}"
+                entry = _is_entry(sentence, previous)
                 if sentence in comments and position + 1 < len(parts):
                     context += " " + parts[position + 1]
                 candidates.append((sentence, index, position, context, entry))

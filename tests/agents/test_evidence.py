@@ -378,3 +378,19 @@ def test_reading_on_stops_at_a_fragment_without_words():
     draft = compose_extractive("troubleshooting", "q", [best], evidence)
     assert _answer(draft) == [best.text]
     assert verify(draft, evidence).score == 1.0
+
+
+def test_an_item_of_a_list_of_entries_is_read_with_the_sentence_that_introduces_the_list():
+    states = (
+        "These are the daemon states: CONNECTING -- the initial state.\n"
+        "WAIT -- (Client only) Waiting for the first response.\n"
+        "AUTH -- (Client only) Authenticating with the peer.\n"
+        "GET_CONFIG -- (Client only) Downloading options from the peer.\n"
+    )
+    question = "which daemon state means downloading options"
+    ranked = score_sentences(question, _evidence(states))
+    item = next(s for s in ranked if s.text.startswith("GET_CONFIG"))
+    # the list's lead-in ("daemon states") counts as the item's context; the item before it alone would not
+    alone = score_sentences(question, _evidence(states.replace("These are the daemon states: ", "")))
+    assert item.coverage > next(s for s in alone if s.text.startswith("GET_CONFIG")).coverage
+    assert ranked[0].text == item.text
