@@ -62,7 +62,6 @@ ENTRY_TERM_LINE = re.compile(r"[a-z][\w-]*(?: [\w<>\[\]|.-]+){0,4}")
 # out (dev: an option's lead-in misled d023).
 LIST_ENTRY = re.compile(r"[a-z][\w-]* - [a-z]|[A-Z][A-Z0-9_]{2,} -{1,2} \S")
 ENTRY_BONUS = 0.15  # dev set: +1 answer (d023) from .15 up, none lost up to .2; below .15 nothing changes
-# ("which kind / type of rule ..." asks for a name as well: dev d022)
 
 
 def _is_entry(sentence: str, before: str) -> bool:
@@ -74,6 +73,7 @@ def _is_entry(sentence: str, before: str) -> bool:
 
 # "what is the default ...", "... by default": the answer states a default
 DEFAULT = re.compile(r"\bdefault(?:s|ed)?\b", re.IGNORECASE)
+# "which option / command ...", and "which kind / type of rule ..." (dev d022): the answer is a name
 EXPECTS_NAME = re.compile(
     r"\b(?:which|what)\s+(?:\w+[\s-]+){0,3}?(?:flag|option|setting|directive|command|parameter|statement|"
     r"module|keyword|state|variable|property|file|directory|unit|signal|template|action|kind|type)s?\b",
@@ -190,17 +190,19 @@ def score_sentences(
     for index, item in enumerate(evidence):
         parts = _split(item.text)
         comments = _comment_lines(item.text)
+        lead_in: int | None = None  # the sentence that introduces the run of list entries being read
         for position, sentence in enumerate(parts):
+            is_item = LIST_ENTRY.match(sentence) is not None
+            if not is_item:
+                lead_in = None
+            elif lead_in is None:
+                lead_in = position - 1
             if 3 <= len(sentence.split()) <= 90:
                 context = previous = parts[position - 1] if position else ""
-                if LIST_ENTRY.match(sentence):
+                if is_item and lead_in is not None and max(0, position - 29) <= lead_in < position - 1:
                     # an item of a list of entries ("GET_CONFIG -- Downloading configuration options"): the
                     # sentence that introduces the list ("These are the OpenVPN states: ...") is its context too
-                    back = position - 1
-                    while back >= 0 and LIST_ENTRY.match(parts[back]) and position - back < 30:
-                        back -= 1
-                    if 0 <= back < position - 1:
-                        context = f"{parts[back]} {context}"
+                    context = f"{parts[lead_in]} {context}"
                 entry = _is_entry(sentence, previous)
                 if sentence in comments and position + 1 < len(parts):
                     context += " " + parts[position + 1]
@@ -355,6 +357,7 @@ def compose_extractive(
     # in the sentence AFTER the one that matches the question best ("ntsport port: This directive specifies
     # the TCP port ... The default port is 4460."), and a line ending in ':' or '?' introduces its answer.
     limit = 5 if template == "parameter_lookup" else max_sentences + 4
+    wants_name = EXPECTS_NAME.search(question) is not None
     floor = best.score * 0.7
     seen: set[str] = set()
 
@@ -400,10 +403,6 @@ def compose_extractive(
             add(pick.text)
         if here is None:
             return
-        # the setting a comment describes, when the comment calls it "this option" or the question asks for a name
-        subject = _comment_subjects(evidence[pick.evidence_index].text).get(pick.text)
-        if subject is not None and not (NAMED_BACK.search(pick.text) or EXPECTS_NAME.search(question)):
-            subject = None
         at, taken = here, 0
         while taken < 3 and len(chosen) < room and at + 1 < len(parts):
             current, following = parts[at], parts[at + 1]
@@ -425,8 +424,11 @@ def compose_extractive(
             ):
                 break
             at += 1
-        if subject is not None and subject.lower() not in seen:
-            add(subject)
+        # the setting a comment describes, when the comment calls it "this option" or the question asks for a name
+        if wants_name or NAMED_BACK.search(pick.text):
+            subject = _comment_subjects(evidence[pick.evidence_index].text).get(pick.text)
+            if subject is not None and subject.lower() not in seen:
+                add(subject)
 
     # the next best sentences, then the top-ranked passage's own best sentence (retrieval rank is the
     # strongest single signal we have), then close runners-up while there is room. The first ones keep a

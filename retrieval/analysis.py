@@ -544,13 +544,13 @@ def _continues_comment(previous: str, text: str) -> bool:
     above is prose that did not end its sentence (a Markdown heading is neither written in lower case nor
     wrapped; root shell commands such as "# mkdir /dev/net" are short and each stands alone)."""
     above = _HEADING_RE.match(previous)
-    if above is None or not _starts_in_lower_case(text.strip()):
+    if above is None or not _goes_on_with_sentence(text.strip()):
         return False
     prose = previous[above.end() :].strip()
     return len(prose.split()) >= 5 and not _ends_sentence(prose)
 
 
-def _starts_in_lower_case(text: str) -> bool:
+def _goes_on_with_sentence(text: str) -> bool:
     """Does a wrapped line go on with the sentence above: a lower-case word, a number that is not a list item
     ("1 second, an immediate time jump ..."), or a bracket or quote before a lower-case word ("(especially
     backwards), so be careful!")?"""
