@@ -4,7 +4,7 @@ Pure functions over small dataclasses; the only model used (optionally) is the s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -324,8 +324,13 @@ def compose_extractive(
     max_sentences: int = 3,
     hop: str = "single_hop",
     pinned: Sequence[ScoredSentence] = (),
+    continued_in: Mapping[int, int] | None = None,
 ) -> Draft:
-    """Build an answer from verbatim evidence sentences, shaped by the template."""
+    """Build an answer from verbatim evidence sentences, shaped by the template.
+
+    `continued_in` maps an evidence index to the index of the passage that continues it in its document (the
+    next chunk, when retrieval brought it too): reading on after a sentence goes on across the chunk boundary.
+    """
     if not ranked:
         return Draft(template, [])
     best = ranked[0]
@@ -369,8 +374,8 @@ def compose_extractive(
         if here is None:
             here = parts.index(pick.text) if pick.text in parts else None
 
-        def add(sentence: str) -> None:
-            chosen.append((sentence, pick.evidence_index))
+        def add(sentence: str, index: int = pick.evidence_index) -> None:
+            chosen.append((sentence, index))
             seen.add(sentence.lower())
 
         before: list[str] = []
@@ -403,19 +408,30 @@ def compose_extractive(
             add(pick.text)
         if here is None:
             return
+        # what follows the pick: the rest of its passage, then the passage that continues it (without the
+        # sentences the two chunks share: consecutive chunks overlap)
+        reading = [(sentence, pick.evidence_index) for sentence in parts]
+        successor = (continued_in or {}).get(pick.evidence_index)
+        if successor is not None and successor != pick.evidence_index:
+            shared = set(parts)
+            reading += [
+                (sentence, successor)
+                for sentence in _split(evidence[successor].text)
+                if sentence not in shared
+            ]
         at, taken = here, 0
-        while taken < 3 and len(chosen) < room and at + 1 < len(parts):
-            current, following = parts[at], parts[at + 1]
+        while taken < 3 and len(chosen) < room and at + 1 < len(reading):
+            current, (following, where) = reading[at][0], reading[at + 1]
             if len(following.split()) > 40 or following.lower() in seen:
                 break
             if not WORD.search(following):
                 break  # a fragment with no word ("?", "2.15." of a table of contents) is not an answer sentence
-            add(following)
+            add(following, where)
             if not current.rstrip().endswith(":"):
                 taken += 1  # what a lead-in introduces comes with it, whatever the count so far
             # keep going after or into a lead-in ("... with these commands (as root):"), after a short
             # sentence, or into a sentence that continues this one ("It is a hash table which ...")
-            after = parts[at + 2] if at + 2 < len(parts) else None
+            after = reading[at + 2][0] if at + 2 < len(reading) else None
             if not (
                 current.rstrip().endswith((":", "?"))
                 or following.rstrip().endswith(":")

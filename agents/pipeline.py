@@ -209,6 +209,20 @@ def _merge_results(results: list[SearchResult], final_k: int) -> list[Hit]:
     return merged[: max(final_k, 10)]
 
 
+def _continuations(evidence: list[Evidence]) -> dict[int, int]:
+    """Evidence index -> index of the passage that continues it in its document, for the pairs of consecutive
+    chunks that are both in the evidence (a hit and the neighbour fetched after it, or two adjacent hits)."""
+    from retrieval.search import neighbour_ids
+
+    position = {item.chunk_id: index for index, item in enumerate(evidence)}
+    links = neighbour_ids(list(position))
+    return {
+        index: position[following]
+        for chunk_id, index in position.items()
+        if (following := links.get(chunk_id, (None, None))[1]) is not None and following in position
+    }
+
+
 def _stale_notes(hits: list[Hit], cited: set[str]) -> list[str]:
     from django.conf import settings
 
@@ -520,12 +534,19 @@ def run_pipeline(
         pinned = trace.run(
             "sub_question_evidence", lambda: sub_question_picks(evidence), lambda p: f"{len(p)} pinned"
         )
+        continued_in = _continuations(evidence)
         for label, subset, pins in (
             ("merged_context", ranked, pinned),
             ("best_chunk", [s for s in ranked if s.evidence_index == ranked[0].evidence_index], []),
         ):
             candidate = compose_extractive(
-                template, rewritten, subset, evidence, hop=classification.hop, pinned=pins
+                template,
+                rewritten,
+                subset,
+                evidence,
+                hop=classification.hop,
+                pinned=pins,
+                continued_in=continued_in,
             )
             check = verify(candidate, evidence)
             trace.note(

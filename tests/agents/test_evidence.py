@@ -394,3 +394,25 @@ def test_an_item_of_a_list_of_entries_is_read_with_the_sentence_that_introduces_
     alone = score_sentences(question, _evidence(states.replace("These are the daemon states: ", "")))
     assert item.coverage > next(s for s in alone if s.text.startswith("GET_CONFIG")).coverage
     assert ranked[0].text == item.text
+
+
+def test_reading_on_goes_on_into_the_chunk_that_continues_the_passage():
+    # the best sentence ends its chunk; what it leads to opens the next chunk, which starts with the sentence
+    # the two share (consecutive chunks overlap)
+    lead = "Legacy parameters do not affect RainerScript actions, as this example shows."
+    evidence = _evidence(
+        f"It is recommended to use RainerScript actions. {lead}",
+        "Unrelated text about templates.",
+        f"{lead} Server1's action.resumeRetryCount parameter is not set, instead server2's is! "
+        "A goal of the new format was to avoid confusion.",
+    )
+    best = _pick(lead)
+    alone = compose_extractive("concept_explanation", "q", [best], evidence)
+    assert _answer(alone) == [lead]  # without the link the passage ends there
+    draft = compose_extractive("concept_explanation", "q", [best], evidence, continued_in={0: 2})
+    assert draft.sentences == [
+        (lead, 0),  # the shared sentence is read once
+        ("Server1's action.resumeRetryCount parameter is not set, instead server2's is!", 2),
+        ("A goal of the new format was to avoid confusion.", 2),
+    ]
+    assert verify(draft, evidence).score == 1.0  # each sentence cites the passage it comes from

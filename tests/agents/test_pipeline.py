@@ -333,3 +333,23 @@ def test_evaluate_scores_an_acl_question_on_the_allowed_user_s_run(sample_kb, tm
     )
     assert any(contains(insider["answer"], g) for g in gold["s027"]), insider["answer"]
     assert f"answer containment EM: {expected:.3f} (2 questions)" in stdout.getvalue()
+
+
+@pytest.mark.django_db
+def test_consecutive_chunks_in_the_evidence_are_linked_for_reading_on(sample_kb):
+    from agents.evidence import Evidence
+    from agents.pipeline import _continuations
+
+    document = next(d for d in Document.objects.all() if d.chunks.count() >= 3)
+    first, second, third = document.chunks.order_by("ordinal")[:3]
+    other = Chunk.objects.exclude(document=document).first()
+    assert other is not None
+
+    def evidence(chunk: Chunk) -> Evidence:
+        return Evidence(chunk.pk, document.source, document.title, "", chunk.text, 0.0)
+
+    # out of retrieval order and with another document's chunk between: first -> second -> third
+    pool = [evidence(second), evidence(other), evidence(first), evidence(third)]
+    assert _continuations(pool) == {2: 0, 0: 3}
+    # not consecutive: there is nothing to read on into
+    assert _continuations([evidence(first), evidence(third)]) == {}
