@@ -315,6 +315,22 @@ def _steps(text: str) -> list[str]:
     return [STEP_LINE.sub("", line) for line in lines if STEP_LINE.match(line)]
 
 
+def _list_goes_on(text: str, following: str) -> list[str]:
+    """The steps that continue `text`'s list in the next chunk `following`: the list must run to the end of
+    `text` and go on at the start of `following` (after the lines the two chunks share)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines or not STEP_LINE.match(lines[-1]):
+        return []
+    shared = set(lines)
+    rest = [line.strip() for line in following.splitlines() if line.strip() and line.strip() not in shared]
+    steps: list[str] = []
+    for line in rest:
+        if not STEP_LINE.match(line):
+            break
+        steps.append(STEP_LINE.sub("", line))
+    return steps
+
+
 def compose_extractive(
     template: str,
     question: str,
@@ -343,8 +359,14 @@ def compose_extractive(
             and _next_sentence(evidence[best.evidence_index].text, best.text) in steps
         )
         if len(steps) >= 2 and (best.text in steps or introduces):
-            chosen = [(step, best.evidence_index) for step in steps[:10]]
-            return Draft(template, chosen, preface="Steps:")
+            chosen = [(step, best.evidence_index) for step in steps]
+            successor = (continued_in or {}).get(best.evidence_index)
+            if successor is not None and successor != best.evidence_index:
+                chosen += [
+                    (step, successor)
+                    for step in _list_goes_on(evidence[best.evidence_index].text, evidence[successor].text)
+                ]
+            return Draft(template, chosen[:10], preface="Steps:")
     if template == "comparison_decision":
         per_doc: dict[str, ScoredSentence] = {}
         for sentence in ranked:

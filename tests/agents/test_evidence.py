@@ -416,3 +416,37 @@ def test_reading_on_goes_on_into_the_chunk_that_continues_the_passage():
         ("A goal of the new format was to avoid confusion.", 2),
     ]
     assert verify(draft, evidence).score == 1.0  # each sentence cites the passage it comes from
+
+
+def test_a_procedure_cut_by_the_chunk_boundary_goes_on_into_the_next_chunk():
+    first = (
+        "To fail over the DNS primary, run these commands:\n1. Freeze zone transfers on the primary.\n"
+        "2. Promote the secondary with rndc."
+    )
+    evidence = _evidence(
+        first,
+        "Unrelated text about NTP.",
+        # the next chunk repeats the last step (overlap), ends the list and goes on with prose
+        "2. Promote the secondary with rndc.\n3. Point the resolvers at the new primary.\n"
+        "4. Thaw zone transfers.\nAfterwards, check the serial numbers.",
+        # a chunk whose list starts after prose does not continue anything
+        "See the runbook index.\n1. Unrelated first step.",
+    )
+    best = _pick("To fail over the DNS primary, run these commands:")
+    draft = compose_extractive(
+        "procedure_sop", "steps to fail over the DNS primary", [best], evidence, continued_in={0: 2}
+    )
+    assert draft.sentences == [
+        ("Freeze zone transfers on the primary.", 0),
+        ("Promote the secondary with rndc.", 0),
+        ("Point the resolvers at the new primary.", 2),
+        ("Thaw zone transfers.", 2),
+    ]
+    assert verify(draft, evidence).score == 1.0
+    elsewhere = compose_extractive("procedure_sop", "q", [best], evidence, continued_in={0: 3})
+    assert len(elsewhere.sentences) == 2
+    # a list that ends before its chunk does is complete: the next chunk's list is another one
+    closed = _evidence(
+        first + "\nThe secondary now answers queries.", "3. Point the resolvers at the new primary."
+    )
+    assert len(compose_extractive("procedure_sop", "q", [best], closed, continued_in={0: 1}).sentences) == 2
