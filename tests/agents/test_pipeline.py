@@ -213,15 +213,17 @@ def test_llm_answer_with_a_changed_number_is_rejected_and_falls_back_to_extracti
 
 
 def _restricted_only_word() -> str:
-    """A word of a restricted sample document whose index terms occur in no open chunk."""
+    """A word of a restricted sample document whose index terms occur in no open chunk; not an everyday word (an
+    absent everyday word is left for the evidence to judge, see below)."""
     import re
 
     from django.db import connection
 
+    from agents.pipeline import _everyday_words
     from retrieval.analysis import analyze
 
     restricted = " ".join(Chunk.objects.filter(acl_open=False).values_list("text", flat=True))
-    words = sorted({w.lower() for w in re.findall(r"\b[A-Za-z]{7,}\b", restricted)})
+    words = sorted({w.lower() for w in re.findall(r"\b[A-Za-z]{7,}\b", restricted)} - _everyday_words())
     with connection.cursor() as cursor:
         for word in words:
             terms = analyze(word)
@@ -353,3 +355,30 @@ def test_consecutive_chunks_in_the_evidence_are_linked_for_reading_on(sample_kb)
     assert _continuations(pool) == {2: 0, 0: 3}
     # not consecutive: there is nothing to read on into
     assert _continuations([evidence(first), evidence(third)]) == {}
+
+
+@pytest.mark.django_db
+def test_a_question_in_everyday_words_the_documents_do_not_use_is_answered_from_the_evidence(sample_kb):
+    # "holidays" occurs in no document an employee may read (the change-freeze SOP says "Year-end"); an
+    # everyday word the readable corpus lacks is no sign that the topic is missing, so the evidence decides
+    assert not Chunk.objects.filter(text__icontains="holiday", acl_open=True).exists()
+    from agents.pipeline import everyday_terms
+    from retrieval.analysis import analyze
+
+    terms = everyday_terms("Do changes stop for the holidays on Juniper or dnsmasq boxes?")
+    assert {*analyze("holidays"), *analyze("changes")} <= terms
+    assert not terms & {*analyze("Juniper"), *analyze("dnsmasq")}  # a capitalised word, a tool's name
+    body = _answer("When do changes stop for the end-of-year holidays?", _user("eng9", "employees"))
+    assert not body["abstained"], body["answer"]
+    assert "15 December 18:00 UTC" in body["answer"]
+    # a name the corpus lacks still means the topic is missing, also when it is an everyday word written as
+    # a name ("Oracle"), and an everyday word next to it does not change that
+    for question in (
+        "When do changes stop for the qzvxwobbly holidays?",
+        "Which listener port does our Oracle use?",
+    ):
+        decisions = [s["decision"] for s in _answer(question, _user(f"eng{len(question)}"))["trace"]]
+        assert any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
+            question,
+            decisions,
+        )
