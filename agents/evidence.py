@@ -145,6 +145,22 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(sentences(text))
 
 
+@lru_cache(maxsize=512)
+def _split_below_title(text: str, title: str) -> tuple[str, ...]:
+    """The sentences of a chunk without the document's title line it may open with. The first chunk of a
+    document starts with its title, on a line of its own and without a full stop, so the splitter would glue
+    it to the first sentence ("Runbook - High CPU on core router Alert CORE-CPU-HIGH fires when ..."), which
+    then matches every question about the document's topic. A section heading stays: a reference entry's
+    heading names what its first sentence describes ("SysSock.RateLimit.Interval type | default ...")."""
+    first, _, rest = text.lstrip("\n").partition("\n")
+    return _split(rest) if title.strip() and first.strip() == title.strip() and rest.strip() else _split(text)
+
+
+def _passage(item: Evidence) -> tuple[str, ...]:
+    """The answer sentences of one evidence passage (see `_split_below_title`)."""
+    return _split_below_title(item.text, item.title)
+
+
 def score_sentences(
     question: str,
     evidence: Sequence[Evidence],
@@ -188,7 +204,7 @@ def score_sentences(
         set(analyze(item.section)) for item in evidence
     ]  # each passage's heading trail, analysed once
     for index, item in enumerate(evidence):
-        parts = _split(item.text)
+        parts = _passage(item)
         comments = _comment_lines(item.text)
         lead_in: int | None = None  # the sentence that introduces the run of list entries being read
         for position, sentence in enumerate(parts):
@@ -356,7 +372,7 @@ def compose_extractive(
         # the passage's list is the answer only when the best sentence is one of its steps or introduces it
         introduces = (
             best.text.rstrip().endswith(":")
-            and _next_sentence(evidence[best.evidence_index].text, best.text) in steps
+            and _next_sentence(evidence[best.evidence_index], best.text) in steps
         )
         if len(steps) >= 2 and (best.text in steps or introduces):
             chosen = [(step, best.evidence_index) for step in steps]
@@ -376,7 +392,7 @@ def compose_extractive(
         chosen = [(s.text, s.evidence_index) for s in picks]
         if hop == "multi_hop":
             # a chained question's answer often sits right after the bridging fact: keep the next sentence
-            following = _next_sentence(evidence[picks[0].evidence_index].text, picks[0].text)
+            following = _next_sentence(evidence[picks[0].evidence_index], picks[0].text)
             if following and len(following.split()) <= 40:
                 chosen.insert(1, (following, picks[0].evidence_index))
         return Draft(template, chosen)
@@ -391,7 +407,7 @@ def compose_extractive(
     def add_unit(pick: ScoredSentence, allow_lead_in: bool, room: int) -> None:
         """Add `pick` with what it needs around it; reading on stops once the answer holds `room` sentences.
         Neighbours are found by position in the passage, so a sentence repeated in it is never confused."""
-        parts = _split(evidence[pick.evidence_index].text)
+        parts = _passage(evidence[pick.evidence_index])
         here = pick.position if pick.position < len(parts) and parts[pick.position] == pick.text else None
         if here is None:
             here = parts.index(pick.text) if pick.text in parts else None
@@ -438,7 +454,7 @@ def compose_extractive(
             shared = set(parts)
             reading += [
                 (sentence, successor)
-                for sentence in _split(evidence[successor].text)
+                for sentence in _passage(evidence[successor])
                 if sentence not in shared
             ]
         at, taken = here, 0
@@ -532,8 +548,8 @@ def _value_first(question: str, unit: list[tuple[str, int]]) -> None:
             return
 
 
-def _next_sentence(text: str, sentence: str) -> str | None:
-    parts = _split(text)
+def _next_sentence(item: Evidence, sentence: str) -> str | None:
+    parts = _passage(item)
     for i, part in enumerate(parts[:-1]):
         if part == sentence:
             return parts[i + 1]

@@ -450,3 +450,24 @@ def test_a_procedure_cut_by_the_chunk_boundary_goes_on_into_the_next_chunk():
         first + "\nThe secondary now answers queries.", "3. Point the resolvers at the new primary."
     )
     assert len(compose_extractive("procedure_sop", "q", [best], closed, continued_in={0: 1}).sentences) == 2
+
+
+def test_the_title_line_a_document_opens_with_is_not_glued_to_its_first_sentence():
+    title = "Runbook - High CPU on core router"
+    text = (
+        f"{title}\nAlert\nCORE-CPU-HIGH fires when the CPU average is above 85 percent.\n"
+        "Diagnosis\n1. Find the busiest processes: show processes cpu sorted 5min"
+    )
+    runbook = Evidence(1, "runbook.md", title, f"{title} > Alert", text, 1.0)
+    ranked = score_sentences("high cpu on a core router: what do I check?", [runbook])
+    # a section heading stays with the sentence below it (a reference entry's heading names its subject); a
+    # heading alone ("Diagnosis") is too short to be a candidate anyway
+    assert {s.text for s in ranked} == {
+        "Alert CORE-CPU-HIGH fires when the CPU average is above 85 percent.",
+        "Find the busiest processes: show processes cpu sorted 5min",
+    }
+    # the title still counts, as the passage's context
+    assert ranked[0].coverage > 0
+    # the same text under another title is read as it is
+    other = Evidence(2, "other.md", "Other", "Other", text, 1.0)
+    assert any(s.text.startswith(title) for s in score_sentences("core router cpu", [other]))
