@@ -156,6 +156,13 @@ def _split_below_title(text: str, title: str) -> tuple[str, ...]:
     return _split(rest) if title.strip() and first.strip() == title.strip() and rest.strip() else _split(text)
 
 
+def _opens_section(item: Evidence) -> bool:
+    """Does the chunk start a section of its own (its first line is the heading its section trail ends with)?
+    Then it does not go on with what the chunk before it was saying."""
+    first = item.text.lstrip("\n").partition("\n")[0].strip()
+    return bool(first) and first == item.section.rpartition(" > ")[2].strip()
+
+
 def _passage(item: Evidence) -> tuple[str, ...]:
     """The answer sentences of one evidence passage (see `_split_below_title`)."""
     return _split_below_title(item.text, item.title)
@@ -450,12 +457,14 @@ def compose_extractive(
         # sentences the two chunks share: consecutive chunks overlap)
         reading = [(sentence, pick.evidence_index) for sentence in parts]
         successor = (continued_in or {}).get(pick.evidence_index)
-        if successor is not None and successor != pick.evidence_index:
+        if (
+            successor is not None
+            and successor != pick.evidence_index
+            and not _opens_section(evidence[successor])
+        ):
             shared = set(parts)
             reading += [
-                (sentence, successor)
-                for sentence in _passage(evidence[successor])
-                if sentence not in shared
+                (sentence, successor) for sentence in _passage(evidence[successor]) if sentence not in shared
             ]
         at, taken = here, 0
         while taken < 3 and len(chosen) < room and at + 1 < len(reading):

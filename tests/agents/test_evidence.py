@@ -416,6 +416,14 @@ def test_reading_on_goes_on_into_the_chunk_that_continues_the_passage():
         ("A goal of the new format was to avoid confusion.", 2),
     ]
     assert verify(draft, evidence).score == 1.0  # each sentence cites the passage it comes from
+    # a next chunk that opens a section of its own (its first line is its heading) does not go on with this one
+    new_section = Evidence(
+        3, "doc2.md", "Doc 2", "Actions > Pre-checks", "Pre-checks\nRun show ip bgp summary.", 0.8
+    )
+    draft = compose_extractive(
+        "concept_explanation", "q", [best], [*evidence, new_section], continued_in={0: 3}
+    )
+    assert _answer(draft) == [lead]
 
 
 def test_a_procedure_cut_by_the_chunk_boundary_goes_on_into_the_next_chunk():
