@@ -354,6 +354,11 @@ def _list_goes_on(text: str, following: str) -> list[str]:
     return steps
 
 
+CLOSE_TO_BEST = (
+    0.8  # a procedure's step scoring this share of the best sentence's score still makes the answer
+)
+
+
 def compose_extractive(
     template: str,
     question: str,
@@ -375,21 +380,25 @@ def compose_extractive(
     best = ranked[0]
     chosen: list[tuple[str, int]] = []
     if template == "procedure_sop":
-        steps = _steps(evidence[best.evidence_index].text)
-        # the passage's list is the answer only when the best sentence is one of its steps or introduces it
-        introduces = (
-            best.text.rstrip().endswith(":")
-            and _next_sentence(evidence[best.evidence_index], best.text) in steps
-        )
-        if len(steps) >= 2 and (best.text in steps or introduces):
-            chosen = [(step, best.evidence_index) for step in steps]
-            successor = (continued_in or {}).get(best.evidence_index)
-            if successor is not None and successor != best.evidence_index:
-                chosen += [
-                    (step, successor)
-                    for step in _list_goes_on(evidence[best.evidence_index].text, evidence[successor].text)
-                ]
-            return Draft(template, chosen[:10], preface="Steps:")
+        # a passage's list of steps is the answer when one of the best sentences is one of its steps (a step may
+        # hold several sentences) or introduces the list; not only the very best one: a "how do I" question is
+        # answered by the procedure even when a line above it ("The approved target release is ...") matches
+        # the question a little better
+        for pick in ranked[:3]:
+            if pick.score < best.score * CLOSE_TO_BEST:
+                break
+            passage = evidence[pick.evidence_index].text
+            steps = _steps(passage)
+            introduces = (
+                pick.text.rstrip().endswith(":")
+                and _next_sentence(evidence[pick.evidence_index], pick.text) in steps
+            )
+            if len(steps) >= 2 and (any(pick.text in step for step in steps) or introduces):
+                chosen = [(step, pick.evidence_index) for step in steps]
+                successor = (continued_in or {}).get(pick.evidence_index)
+                if successor is not None and successor != pick.evidence_index:
+                    chosen += [(step, successor) for step in _list_goes_on(passage, evidence[successor].text)]
+                return Draft(template, chosen[:10], preface="Steps:")
     if template == "comparison_decision":
         per_doc: dict[str, ScoredSentence] = {}
         for sentence in ranked:

@@ -479,3 +479,26 @@ def test_the_title_line_a_document_opens_with_is_not_glued_to_its_first_sentence
     # the same text under another title is read as it is
     other = Evidence(2, "other.md", "Other", "Other", text, 1.0)
     assert any(s.text.startswith(title) for s in score_sentences("core router cpu", [other]))
+
+
+def test_a_procedure_is_answered_with_its_steps_when_a_close_runner_up_is_one_of_them():
+    evidence = _evidence(
+        "The approved target release is IOS-XE 17.9.5a.\n"
+        "1. Add the package with install add.\n"
+        "2. Activate with an automatic rollback timer: install activate auto-abort-timer 45.\n"
+        "3. If everything matches, commit. If you do nothing, the router rolls back by itself."
+    )
+    opening = ScoredSentence("The approved target release is IOS-XE 17.9.5a.", 0, 0.50, 0.5, 0.0, 0, 0.5)
+    # the second sentence of step 3: a step may hold several sentences
+    step = ScoredSentence("If you do nothing, the router rolls back by itself.", 0, 0.45, 0.5, 0.0, 4, 0.45)
+    draft = compose_extractive(
+        "procedure_sop", "how do I upgrade so that it rolls back", [opening, step], evidence
+    )
+    assert draft.preface == "Steps:"
+    assert (
+        _answer(draft)[1]
+        == "Activate with an automatic rollback timer: install activate auto-abort-timer 45."
+    )
+    # a step far behind the best sentence does not decide the answer's shape
+    far = ScoredSentence(step.text, 0, 0.30, 0.5, 0.0, 4, 0.30)
+    assert compose_extractive("procedure_sop", "q", [opening, far], evidence).preface != "Steps:"
