@@ -354,9 +354,8 @@ def _list_goes_on(text: str, following: str) -> list[str]:
     return steps
 
 
-CLOSE_TO_BEST = (
-    0.8  # a procedure's step scoring this share of the best sentence's score still makes the answer
-)
+# a procedure's step scoring this share of the best sentence's score still makes the answer its steps
+CLOSE_TO_BEST = 0.8
 
 
 def compose_extractive(
