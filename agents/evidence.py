@@ -156,11 +156,18 @@ def _split_below_title(text: str, title: str) -> tuple[str, ...]:
     return _split(rest) if title.strip() and first.strip() == title.strip() and rest.strip() else _split(text)
 
 
-def _opens_section(item: Evidence) -> bool:
-    """Does the chunk start a section of its own (its first line is the heading its section trail ends with)?
-    Then it does not go on with what the chunk before it was saying."""
+def _continuation(
+    index: int, evidence: Sequence[Evidence], continued_in: Mapping[int, int] | None
+) -> int | None:
+    """The evidence index of the passage that goes on with passage `index`: the next chunk of its document, when
+    retrieval brought it and it does not open a section of its own (its first line is the heading its trail
+    ends with: it does not go on with what the chunk before it was saying)."""
+    following = (continued_in or {}).get(index)
+    if following is None:
+        return None
+    item = evidence[following]
     first = item.text.lstrip("\n").partition("\n")[0].strip()
-    return bool(first) and first == item.section.rpartition(" > ")[2].strip()
+    return None if first and first == item.section.rpartition(" > ")[2].strip() else following
 
 
 def _passage(item: Evidence) -> tuple[str, ...]:
@@ -307,11 +314,11 @@ COMMENT = re.compile(r"^[ \t]*#+[ \t]?(.*)$")
 
 
 @lru_cache(maxsize=512)
-def _comment_subjects(text: str) -> dict[str, str]:
+def _comment_subjects(text: str, title: str) -> dict[str, str]:
     """A configuration example's '#' comment block describes the setting line right below it (a blank line may
     sit between): "# This option is useful to quickly correct the clock ..." is about "! makestep 1.0 3".
-    Returns each sentence of such a block, as the sentence splitter returns it, with that setting line."""
-    parts = _split(text)
+    Returns each sentence of such a block, as the passage's sentences are read (`_passage`), with that line."""
+    parts = _split_below_title(text, title)
     lines = text.splitlines()
     subjects: dict[str, str] = {}
     block: list[str] = []
@@ -394,8 +401,8 @@ def compose_extractive(
             )
             if len(steps) >= 2 and (any(pick.text in step for step in steps) or introduces):
                 chosen = [(step, pick.evidence_index) for step in steps]
-                successor = (continued_in or {}).get(pick.evidence_index)
-                if successor is not None and successor != pick.evidence_index:
+                successor = _continuation(pick.evidence_index, evidence, continued_in)
+                if successor is not None:
                     chosen += [(step, successor) for step in _list_goes_on(passage, evidence[successor].text)]
                 return Draft(template, chosen[:10], preface="Steps:")
     if template == "comparison_decision":
@@ -464,12 +471,8 @@ def compose_extractive(
         # what follows the pick: the rest of its passage, then the passage that continues it (without the
         # sentences the two chunks share: consecutive chunks overlap)
         reading = [(sentence, pick.evidence_index) for sentence in parts]
-        successor = (continued_in or {}).get(pick.evidence_index)
-        if (
-            successor is not None
-            and successor != pick.evidence_index
-            and not _opens_section(evidence[successor])
-        ):
+        successor = _continuation(pick.evidence_index, evidence, continued_in)
+        if successor is not None:
             shared = set(parts)
             reading += [
                 (sentence, successor) for sentence in _passage(evidence[successor]) if sentence not in shared
@@ -497,7 +500,8 @@ def compose_extractive(
             at += 1
         # the setting a comment describes, when the comment calls it "this option" or the question asks for a name
         if wants_name or NAMED_BACK.search(pick.text):
-            subject = _comment_subjects(evidence[pick.evidence_index].text).get(pick.text)
+            item = evidence[pick.evidence_index]
+            subject = _comment_subjects(item.text, item.title).get(pick.text)
             if subject is not None and subject.lower() not in seen:
                 add(subject)
 
