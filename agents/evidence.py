@@ -102,6 +102,27 @@ class ScoredSentence:
     dense: float
     position: int
     support: float = 0.0  # the score before the answer-shape adjustments: how well the evidence matches
+    # the measurements the score was made of, named by SIGNALS: the learned answer selector reads them
+    signals: tuple[float, ...] = ()
+
+
+# What `score_sentences` measures about each sentence (ScoredSentence.signals, in this order).
+SIGNALS = (
+    "own_coverage",  # idf-weighted share of the question's terms in the sentence itself
+    "context_coverage",  # ... in the sentence with its heading trail and the sentence before it
+    "heading_coverage",  # ... in the passage's heading trail alone
+    "quoted",  # share of the question's identifiers and numbers the sentence repeats
+    "entry",  # the description of a reference entry (an option line, a 'term - description' item)
+    "new_tokens",  # values, identifiers or commands the question lacks
+    "name_fit",  # the question asks for a name and the sentence brings a new non-numeric token
+    "number_fit",  # the question asks for a quantity and the sentence states one
+    "default_fit",  # the question asks for a default and the sentence speaks of one
+    "question_mark",  # the sentence is a question (a FAQ heading)
+    "lead_in",  # the sentence ends with ':' (introduces what follows)
+    "words",  # length in words
+    "comment",  # a configuration example's comment above a setting
+    "step",  # one of its passage's list steps
+)
 
 
 @dataclass
@@ -113,6 +134,9 @@ class Draft:
     preface: str = ""
     notes: list[str] = field(default_factory=list)
     named: int | None = None  # the evidence index whose passage the preface names
+    lead: int = (
+        1  # the first sentences that make the answer's lead unit (the selected sentence and its context)
+    )
 
 
 @dataclass(frozen=True)
@@ -251,7 +275,8 @@ def score_sentences(
         ident = _quoted_share(q_ids, q_numbers, sentence)
         rank_prior = 1.0 / (1.0 + 0.15 * index)
         window = f"{context} {sentence}" if context and len(context.split()) <= 40 else sentence
-        scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0, window, entry])
+        measured = (own, in_context, covered(headings[index]))
+        scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0, window, entry, measured])
     scored.sort(key=lambda row: -(row[3] + 0.3 * row[4]) * row[5])
     scored = scored[:max_sentences]
     if embed is not None and query_vec is not None and scored:
@@ -266,24 +291,35 @@ def score_sentences(
     wants_name, wants_number = bool(EXPECTS_NAME.search(question)), bool(EXPECTS_NUMBER.search(question))
     wants_default = bool(DEFAULT.search(question))
     results = []
-    for sentence, index, position, coverage, ident, prior, dense, _window, entry in scored:
+    steps_of = [frozenset(_steps(item.text)) for item in evidence]
+    for sentence, index, position, coverage, ident, prior, dense, _window, entry, measured in scored:
         support = score = (0.55 * coverage + 0.35 * max(0.0, dense) + 0.10 * ident) * (0.7 + 0.3 * prior)
-        if sentence.rstrip().endswith("?"):
+        new = _critical_tokens(sentence) - q_tokens  # values, identifiers, commands the question lacks
+        asks_question = sentence.rstrip().endswith("?")
+        name_fit = wants_name and any(not NUMBER.fullmatch(t) for t in new)
+        number_fit = wants_number and HAS_NUMBER.search(sentence) is not None
+        default_fit = wants_default and DEFAULT.search(sentence) is not None
+        if asks_question:
             score *= 0.75  # a FAQ heading restates the question; its answer comes after it
         else:
-            new = _critical_tokens(sentence) - q_tokens  # values, identifiers, commands the question lacks
-            if new:
-                score += 0.03
+            score += 0.03 * bool(new) + 0.06 * name_fit + ENTRY_BONUS * (wants_name and entry)
             # the answer type the question announces: a name (which option / command ...) or a quantity
-            if wants_name and any(not NUMBER.fullmatch(t) for t in new):
-                score += 0.06
-            if wants_name and entry:
-                score += ENTRY_BONUS
-            if wants_number and HAS_NUMBER.search(sentence):
-                score += 0.06
-            if wants_default and DEFAULT.search(sentence):
-                score += 0.06
-        results.append(ScoredSentence(sentence, index, score, coverage, dense, position, support))
+            score += 0.06 * number_fit + 0.06 * default_fit
+        signals = (
+            *measured,
+            ident,
+            float(entry),
+            float(bool(new)),
+            float(name_fit),
+            float(number_fit),
+            float(default_fit),
+            float(asks_question),
+            float(sentence.rstrip().endswith(":")),
+            float(len(sentence.split())),
+            float(sentence in _comment_lines(evidence[index].text)),
+            float(any(sentence in step for step in steps_of[index])),
+        )
+        results.append(ScoredSentence(sentence, index, score, coverage, dense, position, support, signals))
     results.sort(key=lambda s: (-s.score, s.evidence_index, s.position))
     return results
 
@@ -523,6 +559,7 @@ def compose_extractive(
     add_unit(best, allow_lead_in=True, room=limit - reserved)
     if template == "parameter_lookup":
         _value_first(question, chosen)
+    lead = len(chosen)
     for position, sentence in enumerate(close + [s for s in ranked[3:] if s.score >= floor]):
         if len(chosen) >= limit:
             break
@@ -531,8 +568,8 @@ def compose_extractive(
             add_unit(sentence, allow_lead_in=False, room=limit - len(later))
     name = source_name(evidence[best.evidence_index])
     if not name:
-        return Draft(template, chosen)
-    return Draft(template, chosen, preface=f"From {name}:", named=best.evidence_index)
+        return Draft(template, chosen, lead=lead)
+    return Draft(template, chosen, preface=f"From {name}:", named=best.evidence_index, lead=lead)
 
 
 def source_name(item: Evidence) -> str:

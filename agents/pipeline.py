@@ -20,6 +20,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from agents.answerer import (
+    MAX_CANDIDATES,
+    QuestionFacts,
+    Selection,
+    next_sentences,
+    select,
+    sentence_features,
+)
 from agents.evidence import (
     EXPECTS_NUMBER,
     HAS_NUMBER,
@@ -31,10 +39,10 @@ from agents.evidence import (
     SentenceCheck,
     compose_extractive,
     score_sentences,
-    source_name,
     verify,
 )
 from agents.memory import Turn, rewrite_follow_up
+from agents.shaping import shape
 from retrieval.analysis import analyze, identifiers, sentences
 from retrieval.types import Filters, Hit, Principal, SearchConfig, SearchResult
 
@@ -208,24 +216,18 @@ def distinctive_unknown_terms(
     return missing
 
 
-def _source_labels(draft: Draft, evidence: list[Evidence], *, every_source: bool) -> list[str]:
-    """ "From <document> > <section>: " before the first sentence taken from each further section, so that an
-    answer drawn from several places says where each part comes from (the heading often names what the
-    sentence calls "this module"). The first section is named by the answer's preface; in a list of sources
-    (`every_source`) each entry names its own."""
-    shown: set[tuple[str, str]] = set()
-    if draft.named is not None:
-        shown.add((evidence[draft.named].source, evidence[draft.named].section))
-    labels = []
-    for _sentence, index in draft.sentences:
-        if not 0 <= index < len(evidence):
-            labels.append("")
-            continue
-        item = evidence[index]
-        key = (item.source, item.section)
-        labels.append(f"From {source_name(item)}: " if key not in shown and (shown or every_source) else "")
-        shown.add(key)
-    return labels
+def _pool_coverage(terms: list[str], pool: list[Evidence], idf: dict[str, float]) -> float:
+    """The idf-weighted share of the question's search terms that occur anywhere in the evidence pool (text,
+    title or heading trail): a question about something the readable documents never mention leaves its
+    distinctive terms uncovered even when its everyday words match well."""
+    if not terms:
+        return 0.0
+    present: set[str] = set()
+    for item in pool:
+        present.update(analyze(f"{item.title} {item.section} {item.text}"))
+    weights = {t: idf.get(t, 1.0) for t in terms}
+    total = sum(weights.values()) or 1.0
+    return sum(w for t, w in weights.items() if t in present) / total
 
 
 def _merge_results(results: list[SearchResult], final_k: int) -> list[Hit]:
@@ -319,13 +321,19 @@ def run_pipeline(
     history: list[Turn],
     filters: Filters | None = None,
     config: SearchConfig | None = None,
+    observe: dict[str, Any] | None = None,
 ) -> PipelineResult:
     """Answer one question for one principal. Raises nothing for bad questions: a guard refusal is a
-    verdict ("blocked"), so that it is audited like any answer."""
+    verdict ("blocked"), so that it is audited like any answer.
+
+    `observe`: when given, the answer selector's inputs for the first evidence pool are stored in it (the
+    candidates, their feature rows and the question's facts): `manage.py train_answerer --collect` learns
+    from them."""
     from django.conf import settings
 
     from agents import classify as classify_mod
     from agents import guardrails
+    from agents.answerer import get_answerer
     from agents.llm import LLMError, get_llm
     from retrieval.embedders import get_embedder
     from retrieval.search import chunks_by_ids, embed_query, search
@@ -481,7 +489,8 @@ def run_pipeline(
         "evaluate_chunks", lambda: evaluate(hits), lambda r: f"{len(r[1])} candidate sentence(s)"
     )
 
-    def adequate(ranked_: list[ScoredSentence]) -> tuple[bool, str]:
+    def adequate_by_rules(ranked_: list[ScoredSentence]) -> tuple[bool, str]:
+        """The hand-set adequacy rules, used when no trained answer selector is installed."""
         if unknown:
             return (
                 False,
@@ -499,7 +508,39 @@ def run_pipeline(
             return False, "the question asks for a quantity and no close evidence sentence states one"
         return True, f"sufficient (coverage {best.coverage:.2f}, score {best.support:.2f})"
 
-    ok, why = adequate(ranked)
+    answerer = get_answerer()
+
+    def facts_for(evidence_: list[Evidence]) -> QuestionFacts:
+        return QuestionFacts(
+            unknown_terms=len(unknown),
+            pool_coverage=_pool_coverage(search_terms, evidence_[:pool_size], idf),
+            top_fused=hits[0].score if hits else 0.0,
+            wants_number=EXPECTS_NUMBER.search(rewritten) is not None,
+            question_words=len(rewritten.split()),
+            multi_hop=classification.hop == "multi_hop",
+        )
+
+    if observe is not None:
+        pool = ranked[:MAX_CANDIDATES]
+        observe.update(
+            candidates=[s.text for s in pool],
+            next_sentences=next_sentences(pool, evidence),
+            rows=sentence_features(pool, evidence, next_sentences(pool, evidence)).tolist(),
+            facts=facts_for(evidence),
+            ranked=pool,
+        )
+
+    selections: dict[int, Selection] = {}
+
+    def adequate(ranked_: list[ScoredSentence], evidence_: list[Evidence]) -> tuple[bool, str]:
+        """Answer or abstain: the trained selector's calibrated P(answerable) against its threshold."""
+        if answerer is None:
+            return adequate_by_rules(ranked_)
+        chosen = select(answerer, ranked_, evidence_, facts_for(evidence_))
+        selections[id(ranked_)] = chosen
+        return chosen.answer, chosen.describe()
+
+    ok, why = adequate(ranked, evidence)
     trace.note("adequacy", why)
     if not ok and not unknown and len(subs) == 1:
         # one reformulation: the question's distinctive terms only (drops chatter that dilutes retrieval)
@@ -515,10 +556,12 @@ def run_pipeline(
             )
             hits2 = _merge_results([again, results[0]], config.final_k)
             evidence2, ranked2 = evaluate(hits2)
-            ok2, why2 = adequate(ranked2)
+            ok2, why2 = adequate(ranked2, evidence2)
             trace.note("adequacy", why2)
             if ok2:
                 hits, evidence, ranked, ok = hits2, evidence2, ranked2, True
+    if id(ranked) in selections:
+        ranked = selections[id(ranked)].ranked  # most probable answer sentence first
 
     retrieved = list(dict.fromkeys(h.source for h in hits))
 
@@ -592,21 +635,10 @@ def run_pipeline(
     if draft is None or attribution is None or not attribution.passed:
         return abstain(f"{ABSTAIN_MESSAGE} No answer could be verified against the documents.")
 
-    # compose: number citations in order of first use
-    refs: dict[int, int] = {}
-    lines = []
-    for sentence, index in draft.sentences:
-        ref = refs.setdefault(index, len(refs) + 1)
-        lines.append((sentence, ref))
-    bullets = template == "comparison_decision" and len(lines) > 1
-    labels = _source_labels(draft, evidence, every_source=bullets)
-    if template == "procedure_sop" and draft.preface == "Steps:":
-        body = "\n".join(f"{i}. {s} [{r}]" for i, (s, r) in enumerate(lines, start=1))
-    elif bullets:
-        body = "\n".join(f"- {label}{s} [{r}]" for (s, r), label in zip(lines, labels, strict=True))
-    else:
-        body = " ".join(f"{label}{s} [{r}]" for (s, r), label in zip(lines, labels, strict=True))
-    answer = f"{draft.preface}\n{body}".strip() if draft.preface and draft.preface != "Steps:" else body
+    # compose: the lead first, sources grouped and named once, citations numbered in order of first use
+    shaped = shape(draft, evidence)
+    refs = shaped.refs
+    answer = shaped.text
 
     answer, masked = trace.run(
         "guard_output_pii",
