@@ -27,13 +27,13 @@ HAS_NUMBER = re.compile(
     re.IGNORECASE,
 )
 # A sentence that opens with a pronoun or demonstrative continues the one before it ("Effectively, this is the
-# nft-equivalent of iptables-save": "this" is the previous sentence's subject).
+# same as a full restart": "this" is the previous sentence's subject).
 ANAPHOR = re.compile(
     r"^(?:(?:effectively|therefore|thus|hence|so|also|however|otherwise|in (?:this|that) case|by design),?\s+)?"
     r"(?:this|that|these|those|it|its|they|their|such|the latter|the former)\b",
     re.IGNORECASE,
 )
-# A sentence that names its subject only as "this option" (a manual's entry text: "--explicit-exit-notify n
+# A sentence that names its subject only as "this option" (a manual's entry text: "--notify-peers n
 # Send an exit notification ... In client mode, this option will tell the server ...") refers to the entry
 # named in the sentence before it.
 NAMED_BACK = re.compile(
@@ -44,24 +44,24 @@ NAMED_BACK = re.compile(
 
 def _names_back(sentence: str) -> bool:
     """Prose that calls its subject "this option" ("In client mode, this option ..."); an entry line that
-    starts with its own term ("ntsport port This option specifies ...") names it already."""
+    starts with its own term ("listen-port port This option specifies ...") names it already."""
     return sentence[:1].isupper() and NAMED_BACK.search(sentence) is not None
 
 
 # A reference entry, the answer shape of "which option / directive / command ..." (its name is what is asked):
-# an option line with its description ("-l, --listening Display only listening sockets"), a "term - description"
-# item ("blackhole - the rule prescribes ..."), or a description right below its short term line
-# ("makestep threshold limit" / "This directive forces chronyd to step ...").
+# an option line with its description ("-q, --quiet Print nothing but errors"), a "term - description"
+# item ("discard - the packet is dropped ..."), or a description right below its short term line
+# ("resync threshold limit" / "This directive makes the daemon step ...").
 ENTRY_OPTION = re.compile(
     r"-{1,2}[A-Za-z][\w-]*(?:[ =][<\[]?[\w|.,-]+[>\]]?)?(?:,\s*-{1,2}[A-Za-z][\w-]*(?:[ =]\S+)?)*\s+[A-Z]"
 )
 ENTRY_ITEM = re.compile(r"[a-z][\w-]* - [a-z]")
 ENTRY_TERM_LINE = re.compile(r"[a-z][\w-]*(?: [\w<>\[\]|.-]+){0,4}")
-# An item of a list of named entries: "blackhole - the rule prescribes ...", "GET_CONFIG -- (Client only) ...".
+# An item of a list of named entries: "discard - the packet is dropped ...", "SYNC_STATE -- (Client only) ...".
 # The sentence that introduces the list names what the entries are (states, rule types); an option list is left
-# out (dev: an option's lead-in misled d023).
+# out (an option list's lead-in describes the command, not each option).
 LIST_ENTRY = re.compile(r"[a-z][\w-]* - [a-z]|[A-Z][A-Z0-9_]{2,} -{1,2} \S")
-ENTRY_BONUS = 0.15  # dev set: +1 answer (d023) from .15 up, none lost up to .2; below .15 nothing changes
+ENTRY_BONUS = 0.15  # hand-set; the learned selector reads the entry signal itself (agents/answerer.py)
 
 
 def _is_entry(sentence: str, before: str) -> bool:
@@ -73,7 +73,7 @@ def _is_entry(sentence: str, before: str) -> bool:
 
 # "what is the default ...", "... by default": the answer states a default
 DEFAULT = re.compile(r"\bdefault(?:s|ed)?\b", re.IGNORECASE)
-# "which option / command ...", and "which kind / type of rule ..." (dev d022): the answer is a name
+# "which option / command ...", and "which kind / type of rule ...": the answer is a name
 EXPECTS_NAME = re.compile(
     r"\b(?:which|what)\s+(?:\w+[\s-]+){0,3}?(?:flag|option|setting|directive|command|parameter|statement|"
     r"module|keyword|state|variable|property|file|directory|unit|signal|template|action|kind|type)s?\b",
@@ -175,7 +175,7 @@ def _split_below_title(text: str, title: str) -> tuple[str, ...]:
     document starts with its title, on a line of its own and without a full stop, so the splitter would glue
     it to the first sentence ("Runbook - High CPU on core router Alert CORE-CPU-HIGH fires when ..."), which
     then matches every question about the document's topic. A section heading stays: a reference entry's
-    heading names what its first sentence describes ("SysSock.RateLimit.Interval type | default ...")."""
+    heading names what its first sentence describes ("Queue.Size type | default ...")."""
     first, _, rest = text.lstrip("\n").partition("\n")
     return _split(rest) if title.strip() and first.strip() == title.strip() and rest.strip() else _split(text)
 
@@ -232,7 +232,7 @@ def score_sentences(
     def covered(terms: set[str]) -> float:
         return sum(w for t, w in weights.items() if t in terms or alternatives.get(t) in terms) / total
 
-    # identifiers and numbers the question quotes ("auth_pass", "377"): a sentence repeating them is on topic
+    # identifiers and numbers the question quotes ("max_retries", "120"): a sentence repeating them is on topic
     q_ids = {i.lower() for i in identifiers(question)}
     q_numbers = {m.group(0) for m in NUMBER.finditer(question)} - q_ids
     # (sentence, evidence index, position in its passage, its context: the sentence before it, and for a
@@ -254,8 +254,8 @@ def score_sentences(
             if 3 <= len(sentence.split()) <= 90:
                 context = previous = parts[position - 1] if position else ""
                 if is_item and lead_in is not None and max(0, position - 29) <= lead_in < position - 1:
-                    # an item of a list of entries ("GET_CONFIG -- Downloading configuration options"): the
-                    # sentence that introduces the list ("These are the OpenVPN states: ...") is its context too
+                    # an item of a list of entries ("SYNC_STATE -- Synchronising the state table"): the
+                    # sentence that introduces the list ("These are the session states: ...") is its context too
                     context = f"{parts[lead_in]} {context}"
                 entry = _is_entry(sentence, previous)
                 if sentence in comments and position + 1 < len(parts):
@@ -352,7 +352,7 @@ COMMENT = re.compile(r"^[ \t]*#+[ \t]?(.*)$")
 @lru_cache(maxsize=512)
 def _comment_subjects(text: str, title: str) -> dict[str, str]:
     """A configuration example's '#' comment block describes the setting line right below it (a blank line may
-    sit between): "# This option is useful to quickly correct the clock ..." is about "! makestep 1.0 3".
+    sit between): "# Use this to bound the retry delay ..." is about "! retry_delay 5 30".
     Returns each sentence of such a block, as the passage's sentences are read (`_passage`), with that line."""
     parts = _split_below_title(text, title)
     lines = text.splitlines()
@@ -455,8 +455,8 @@ def compose_extractive(
                 chosen.insert(1, (following, picks[0].evidence_index))
         return Draft(template, chosen)
     # Answer units: a chosen sentence plus what follows it in its passage. The value or the reason is often
-    # in the sentence AFTER the one that matches the question best ("ntsport port: This directive specifies
-    # the TCP port ... The default port is 4460."), and a line ending in ':' or '?' introduces its answer.
+    # in the sentence AFTER the one that matches the question best ("listen-port port: This directive specifies
+    # the TCP port ... The default port is 7000."), and a line ending in ':' or '?' introduces its answer.
     limit = 5 if template == "parameter_lookup" else max_sentences + 4
     wants_name = EXPECTS_NAME.search(question) is not None
     floor = best.score * 0.7
@@ -477,7 +477,7 @@ def compose_extractive(
         before: list[str] = []
         if here is not None:
             if allow_lead_in and here > 0:
-                # a definition list entry ("makestep threshold limit" then its description): the term line
+                # a definition list entry ("resync threshold limit" then its description): the term line
                 # names the thing the question asks for, so it leads the answer
                 lead_in = parts[here - 1]
                 if len(lead_in.split()) <= 6 and not lead_in.rstrip().endswith((".", ":", "?")):
@@ -492,7 +492,7 @@ def compose_extractive(
             ):
                 at -= 1
             before = list(dict.fromkeys([*parts[at:here], *before])) if at < here else before
-            # a setting line of a configuration example ("auth_pass 1234 }") is explained by the comment
+            # a setting line of a configuration example ("max_retries 5 }") is explained by the comment
             # right above it ("# Only the first eight (8) characters are used.")
             comments = _comment_lines(evidence[pick.evidence_index].text)
             if not before and here > 0 and parts[here - 1] in comments and pick.text not in comments:
@@ -583,13 +583,13 @@ def source_name(item: Evidence) -> str:
 def _value_first(question: str, unit: list[tuple[str, int]]) -> None:
     """Parameter lookups answer with the value first: within the first answer unit, move the first sentence that
     states a value the question lacks (and a default or a quantity when the question asks for one) to the
-    front. "ntsport port This option specifies the TCP port ... The default is 4460." becomes "The default is
-    4460. ntsport port This option ...". Every sentence stays verbatim and keeps its citation."""
+    front. "listen-port port This option specifies the TCP port ... The default is 7000." becomes "The default
+    is 7000. listen-port port This option ...". Every sentence stays verbatim and keeps its citation."""
     asked = _critical_tokens(question)
     wants_default, wants_number = bool(DEFAULT.search(question)), bool(EXPECTS_NUMBER.search(question))
 
     def states_value(sentence: str) -> bool:
-        # a sentence that refers back ("It defaults to 4460.") would lose what it refers to at the front
+        # a sentence that refers back ("It defaults to 7000.") would lose what it refers to at the front
         if sentence.rstrip().endswith(("?", ":")) or ANAPHOR.match(sentence):
             return False
         if not (_critical_tokens(sentence) - asked):
