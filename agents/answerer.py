@@ -47,6 +47,7 @@ SENTENCE_FEATURES = (
     "dense_gap",
     "log_support_rank",
     "log_score_rank",
+    "log_dense_rank",
     "next_has_number",
 )
 QUESTION_FEATURES = (
@@ -177,6 +178,7 @@ def sentence_features(
     best_support = max(s.support for s in ranked)
     best_dense = max(s.dense for s in ranked)
     support_rank = {id(s): r for r, s in enumerate(sorted(ranked, key=lambda s: -s.support))}
+    dense_rank = {id(s): r for r, s in enumerate(sorted(ranked, key=lambda s: -s.dense))}
     rows = []
     for score_rank, s in enumerate(ranked):
         item = evidence[s.evidence_index]
@@ -198,6 +200,7 @@ def sentence_features(
                 best_dense - s.dense,
                 math.log1p(support_rank[id(s)]),
                 math.log1p(score_rank),
+                math.log1p(dense_rank[id(s)]),
                 float(_has_number(next_sentence.get(s.text, ""))),
             ]
         )

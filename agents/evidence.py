@@ -111,6 +111,7 @@ SIGNALS = (
     "own_coverage",  # idf-weighted share of the question's terms in the sentence itself
     "context_coverage",  # ... in the sentence with its heading trail and the sentence before it
     "heading_coverage",  # ... in the passage's heading trail alone
+    "title_coverage",  # ... in its document's title
     "quoted",  # share of the question's identifiers and numbers the sentence repeats
     "entry",  # the description of a reference entry (an option line, a 'term - description' item)
     "new_tokens",  # values, identifiers or commands the question lacks
@@ -241,6 +242,7 @@ def score_sentences(
     headings = [
         set(analyze(item.section)) for item in evidence
     ]  # each passage's heading trail, analysed once
+    titles = [set(analyze(item.title)) for item in evidence]
     for index, item in enumerate(evidence):
         parts = _passage(item)
         comments = _comment_lines(item.text)
@@ -275,7 +277,7 @@ def score_sentences(
         ident = _quoted_share(q_ids, q_numbers, sentence)
         rank_prior = 1.0 / (1.0 + 0.15 * index)
         window = f"{context} {sentence}" if context and len(context.split()) <= 40 else sentence
-        measured = (own, in_context, covered(headings[index]))
+        measured = (own, in_context, covered(headings[index]), covered(titles[index]))
         scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0, window, entry, measured])
     scored.sort(key=lambda row: -(row[3] + 0.3 * row[4]) * row[5])
     scored = scored[:max_sentences]
