@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from athena.apis import HealthApi
 
@@ -8,6 +8,11 @@ api_v1 = [
     path("health", HealthApi.as_view(), name="health"),
     path("schema", SpectacularAPIView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path(
+        "redoc",
+        SpectacularRedocView.as_view(url_name="schema", template_name="api/redoc.html"),
+        name="api-redoc",
+    ),
 ]
 
 urlpatterns = [

@@ -7,3 +7,9 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast log
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 MEDIA_ROOT = var_dir() / "test-media"
 ATHENA_REALTIME_VIA_CELERY = False  # tests call the service in-process unless they start a worker
+# Django's test client renders pages without a collectstatic run: plain names, no manifest. The browser tests
+# start gunicorn with the local settings and a collected manifest, so the served path is still the real one.
+STORAGES = {
+    **STORAGES,  # noqa: F405
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
