@@ -6,6 +6,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.templatetags.static import static
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularRedocView
 
 # Redoc's bundle always draws its vendor's logo from the vendor's CDN. The product runs offline and promises
@@ -25,6 +26,7 @@ def favicon(request: HttpRequest) -> HttpResponse:
 class RedocPage(SpectacularRedocView):
     template_name = "api/redoc.html"
 
+    @extend_schema(exclude=True)  # a page about the API, not part of it
     def get(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         response = super().get(request, *args, **kwargs)
         response["Content-Security-Policy"] = REDOC_CONTENT_SECURITY_POLICY
