@@ -47,7 +47,12 @@ def _ask(driver: Any, text: str, *, answers_before: int) -> Any:
     box.clear()
     box.send_keys(text)
     box.send_keys(Keys.ENTER)
-    wait(driver, lambda d: len(_by_css(d, ".turn.answered")) > answers_before, timeout=120)
+    wait(
+        driver,
+        lambda d: len(_by_css(d, ".turn.answered")) > answers_before or _one(d, "#ask-error").is_displayed(),
+        timeout=120,
+    )
+    assert not _one(driver, "#ask-error").is_displayed(), _one(driver, "#ask-error").text
     return _by_css(driver, ".turn.answered")[-1]
 
 
@@ -256,6 +261,7 @@ def test_admin_changes_a_documents_groups_and_it_is_audited(browser, web_server,
 def test_errors_read_like_a_product(browser, web_server, sample_site, celery_worker_process, shot) -> None:  # type: ignore[no-untyped-def]
     from django.conf import settings
     from django.contrib.auth.models import User
+    from selenium.webdriver.common.keys import Keys
 
     from athena import throttling
 
@@ -265,11 +271,18 @@ def test_errors_read_like_a_product(browser, web_server, sample_site, celery_wor
     login(driver, base, "alice")
     wait(driver, _present("#question"))
 
-    # personal data: refused, and the page says why
-    _ask(driver, "My SSN is 078-05-1120, can I reset my VPN token?", answers_before=0)
-    refusal = _by_css(driver, ".turn.answered")[-1].text
-    assert "personal data" in refusal.lower() and "social security" in refusal.lower(), refusal
+    # personal data: refused, and the page says why; the question stays in the box to be corrected
+    pii_question = "My SSN is 536-22-1234, can I reset my VPN token?"
+    box = _one(driver, "#question")
+    box.send_keys(pii_question)
+    box.send_keys(Keys.ENTER)
+    wait(driver, lambda d: _one(d, "#ask-error").is_displayed())
+    refusal = _one(driver, "#ask-error").text
+    assert "Social Security number" in refusal and "Personal data must not be sent" in refusal, refusal
+    assert _one(driver, "#question").get_attribute("value") == pii_question
+    assert not _by_css(driver, ".turn.pending")
     shot("01-pii")
+    box.clear()
 
     # the hourly limit used up: 429, and the page says when the user can ask again
     while throttling.ask_throttle_hit(alice) > 0:

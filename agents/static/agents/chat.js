@@ -279,7 +279,11 @@
     turn.appendChild(el("div", { className: "question-bubble", text: askedText }));
     var answerBox = el("div", { className: "answer" });
     answerBox.appendChild(answerBlocks(data.answer || "", data.citations, turn));
-    if (data.abstained) {
+    var refused = data.verdict === "blocked";
+    if (refused) {
+      turn.classList.add("refused");
+      answerBox.insertBefore(el("p", { className: "refusal-label", text: "Not answered" }), answerBox.firstChild);
+    } else if (data.abstained) {
       var searched = el("div", { className: "searched" }, [el("strong", { text: "What was searched: " })]);
       var notes = (data.notes || []).slice();
       if (data.retrieved && data.retrieved.length) {
