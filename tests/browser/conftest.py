@@ -190,9 +190,11 @@ def shot(browser, request) -> Callable[[str], Path]:  # type: ignore[no-untyped-
 
 
 def wait(driver: Any, condition: Callable[[Any], Any], timeout: float = 90) -> Any:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout).until(condition)
+    # an element read while the page is being replaced (a form submitted) is stale: look again
+    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
 
 
 def login(driver: Any, base: str, username: str, *, next_path: str = "/") -> None:

@@ -322,7 +322,8 @@
     if (answerId) { answerBox.appendChild(feedbackBox(answerId, vote)); }
     turn.appendChild(answerBox);
     $("thread").appendChild(turn);
-    turn.scrollIntoView({ block: "end" });
+    // an answer is read from its start: the question and the lead sentence come into view first
+    turn.scrollIntoView({ block: "start" });
     renderEvidence(data);
     renderTrace(data);
   }
