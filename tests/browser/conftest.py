@@ -194,7 +194,9 @@ def wait(driver: Any, condition: Callable[[Any], Any], timeout: float = 90) -> A
     from selenium.webdriver.support.ui import WebDriverWait
 
     # an element read while the page is being replaced (a form submitted) is stale: look again
-    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
+        condition
+    )
 
 
 def login(driver: Any, base: str, username: str, *, next_path: str = "/") -> None:
