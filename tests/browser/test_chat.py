@@ -298,3 +298,48 @@ def test_errors_read_like_a_product(browser, web_server, sample_site, celery_wor
     )
     shot("02-throttled")
     _clear_throttle("alice")
+
+
+def test_alice_uploads_a_docx_asks_about_it_and_bob_cannot_see_it(
+    browser, web_server, sample_site, celery_worker_process, shot, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    import docx
+
+    driver, base = browser, web_server
+    title = "Zebrafrost badge printer"
+    question = "How do I reset the Zebrafrost badge printer?"
+    document = docx.Document()
+    document.add_heading(title, level=1)
+    document.add_heading("Resetting the printer", level=2)
+    document.add_paragraph(
+        "To reset the Zebrafrost badge printer, hold the feed button for 12 seconds until the status light "
+        "blinks amber, then release it and wait for the calibration label."
+    )
+    document.add_paragraph("The printer keeps its badge templates across a reset.")
+    path = tmp_path / "zebrafrost-printer.docx"
+    document.save(str(path))
+
+    for user in ("alice", "noc-bob"):
+        _clear_throttle(user)
+    login(driver, base, "alice")
+    wait(driver, _present("#upload-file"))
+    _one(driver, "#upload-file").send_keys(str(path))
+    _one(driver, "#upload-submit").click()
+    wait(driver, lambda d: "is ready" in _one(d, "#upload-status").text, timeout=240)
+    assert "private to you" in _one(driver, "#upload-status").text
+    shot("01-uploaded")
+    turn = _ask(driver, question, answers_before=0)
+    titles = [t.text for t in turn.find_elements("css selector", ".sources .source-title")]
+    assert title in titles, (titles, turn.text)
+    assert turn.find_element("css selector", ".sources .tier").text == "confidential"
+    # the passage's heading is in the source list, not glued before the quoted sentence
+    assert "Resetting the printer To reset" not in turn.text, turn.text
+    assert "To reset the Zebrafrost badge printer" in turn.find_element("css selector", ".answer-lead").text
+    shot("02-answer-from-upload")
+
+    login(driver, base, "noc-bob")
+    wait(driver, _present("#question"))
+    other = _ask(driver, question, answers_before=0)
+    assert "Zebrafrost badge printer" not in other.text.replace(question, "")
+    assert title not in [t.text for t in other.find_elements("css selector", ".sources .source-title")]
+    shot("03-bob-cannot-see-it")

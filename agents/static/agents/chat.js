@@ -187,9 +187,30 @@
     });
     titles.sort(function (a, b) { return b.length - a.length; });
     titles.forEach(function (title) {
-      var escaped = title.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-      text = text.replace(new RegExp("(^|\\s)([-\u2022]\\s+)?From " + escaped + ":[ \\t]*", "g"),
+      text = text.replace(new RegExp("(^|\\s)([-\u2022]\\s+)?From " + escapeRegExp(title) + ":[ \\t]*", "g"),
         function (all, before, bullet) { return before + (bullet || ""); });
+    });
+    return text;
+  }
+
+  function escapeRegExp(text) { return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
+
+  // A quoted sentence can carry the heading above it ("Rollback after commit If a problem appears"): the
+  // heading is in the source list already, so a heading of a cited section glued to the start of a sentence
+  // (the sentence going on with a capital letter, no punctuation between) is left out
+  function withoutGluedHeadings(text, citations) {
+    var headings = [];
+    (citations || []).forEach(function (c) {
+      [c.title].concat(String(c.section || "").split(" > ")).forEach(function (h) {
+        h = (h || "").trim();
+        if (h && h.split(/\s+/).length <= 12 && headings.indexOf(h) < 0) { headings.push(h); }
+      });
+    });
+    headings.sort(function (a, b) { return b.length - a.length; });
+    headings.forEach(function (heading) {
+      var pattern = new RegExp("(^|\\n|\\]\\s+|^\\s*\\d+[.)]\\s+|\\n\\s*\\d+[.)]\\s+|[-\u2022]\\s+)" +
+                               escapeRegExp(heading) + "\\s+(?=[A-Z0-9`])", "g");
+      text = text.replace(pattern, "$1");
     });
     return text;
   }
@@ -198,7 +219,8 @@
     var container = el("div", { className: "answer-text" });
     var byRef = {};
     (citations || []).forEach(function (c) { byRef[String(c.ref)] = c; });
-    var lines = withoutSourceLabels(text, citations).split("\n").filter(function (line) { return line.trim(); });
+    var lines = withoutGluedHeadings(withoutSourceLabels(text, citations), citations).split("\n")
+      .filter(function (line) { return line.trim(); });
     var list = null;
     var hasLead = false;
     lines.forEach(function (line) {
@@ -521,14 +543,40 @@
     var form = new FormData();
     form.append("file", file);
     $("upload-status").textContent = "Uploading and indexing " + file.name + "…";
+    $("upload-submit").disabled = true;
     api("POST", "/api/v1/documents/upload", form, true).then(function (doc) {
-      var name = doc.title || doc.source;
-      $("upload-status").textContent = doc.status === "indexed"
-        ? name + " is ready (" + doc.chunk_count + " passages, private to you, expires " + fmtDate(doc.expires_at) +
-          "). Ask about it above."
-        : name + " is being indexed; ask about it in a minute.";
-    }).catch(function (error) { $("upload-status").textContent = error.message; });
+      showUpload(doc, file.name, Date.now());
+    }).catch(function (error) {
+      $("upload-status").textContent = error.message;
+      $("upload-submit").disabled = false;
+    });
   });
+
+  // the worker indexes an upload in the background: say so, and say when it is ready
+  function showUpload(doc, fileName, started) {
+    var name = doc.title || fileName;
+    if (doc.status === "indexed") {
+      $("upload-status").textContent = name + " is ready (" + doc.chunk_count + " passages, private to you, expires " +
+        fmtDate(doc.expires_at) + "). Ask about it.";
+      $("upload-submit").disabled = false;
+      return;
+    }
+    if (doc.status === "failed") {
+      $("upload-status").textContent = name + " could not be read" + (doc.error ? ": " + doc.error : ".");
+      $("upload-submit").disabled = false;
+      return;
+    }
+    if (Date.now() - started > 300000) {
+      $("upload-status").textContent = name + " is still being indexed; it will be searchable once it is done.";
+      $("upload-submit").disabled = false;
+      return;
+    }
+    $("upload-status").textContent = "Indexing " + name + "…";
+    setTimeout(function () {
+      api("GET", "/api/v1/documents/" + doc.id).then(function (latest) { showUpload(latest, fileName, started); })
+        .catch(function (error) { $("upload-status").textContent = error.message; $("upload-submit").disabled = false; });
+    }, 1500);
+  }
 
   updateCounter();
   loadConversations();
