@@ -10,12 +10,16 @@ Screenshots of every step are written to var/screenshots/ (not committed) for a 
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +59,10 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.fixture(scope="session")
-def web_server(django_db_setup, tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """gunicorn as `make run` starts it, serving the test database; returns its base URL."""
-    import sys
-
+@contextmanager
+def _gunicorn(static_root: Path, **env_overrides: str) -> Iterator[str]:
+    """gunicorn as `make run` starts it (the stack's command line and environment), serving the test
+    database; yields its base URL. `env_overrides` are configuration, as an operator would set it."""
     from django.conf import settings
 
     from athena.paths import var_dir
@@ -68,47 +71,80 @@ def web_server(django_db_setup, tmp_path_factory) -> Iterator[str]:  # type: ign
     port = _free_port()
     stack = Stack(components=["web"], port=port)
     env = stack.environment()
+    env.pop("ATHENA_DEBUG", None)
     env.update(
         {
             # the test run exports the test settings; the server people use runs with the stack's own
             "DJANGO_SETTINGS_MODULE": Stack.SETTINGS_MODULE,
             "ATHENA_DB_NAME": str(settings.DATABASES["default"]["NAME"]),
-            # collected here, so that a developer's running `make run` keeps its own folder
-            "ATHENA_STATIC_ROOT": str(tmp_path_factory.mktemp("static")),
+            "ATHENA_STATIC_ROOT": str(static_root),
+            **env_overrides,
         }
     )
-    env.pop("ATHENA_DEBUG", None)
-    # what `manage.py bootstrap` (make run) does before the stack serves
-    subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
-    )
+    if not (static_root / "staticfiles.json").exists():
+        # what `manage.py bootstrap` (make run) does before the stack serves
+        subprocess.run(
+            [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+        )
     log_path = var_dir() / "log" / "test-web.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen(
-        stack.service("web").argv,
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not _port_open(port):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"gunicorn did not start; see {log_path}")
-        time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}"
-    import os
-    import signal
-
-    os.killpg(proc.pid, signal.SIGTERM)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            stack.service("web").argv,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-    log.close()
+        deadline = time.monotonic() + 60
+        while not _port_open(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"gunicorn did not start; see {log_path}")
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="session")
+def static_root(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """collectstatic's folder for the test servers, so that a developer's running `make run` keeps its own."""
+    return Path(tmp_path_factory.mktemp("static"))
+
+
+@pytest.fixture(scope="session")
+def web_server(django_db_setup, static_root) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """The server `make run` starts, on a free port, on the test database."""
+    with _gunicorn(static_root) as url:
+        yield url
+
+
+@pytest.fixture()
+def web_server_without_worker(django_db_setup, static_root) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """The same server whose broker no worker listens to (a Redis database of its own), waiting 3 s for an
+    answer instead of 120: what a person sees while the answering workers are down or saturated."""
+    import redis
+    from django.conf import settings
+
+    from urllib.parse import urlsplit
+
+    broker = urlsplit(settings.REDIS_URL)._replace(path="/13").geturl()
+    try:
+        with _gunicorn(static_root, REDIS_URL=broker, ATHENA_ANSWER_TIMEOUT_SECONDS="3") as url:
+            yield url
+    finally:
+        client = redis.Redis.from_url(broker)
+        client.flushdb()  # the unanswered task and the throttle counters of this test only
+        client.close()
 
 
 @pytest.fixture(scope="module")

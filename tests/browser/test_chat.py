@@ -343,3 +343,19 @@ def test_alice_uploads_a_docx_asks_about_it_and_bob_cannot_see_it(
     assert "Zebrafrost badge printer" not in other.text.replace(question, "")
     assert title not in [t.text for t in other.find_elements("css selector", ".sources .source-title")]
     shot("03-bob-cannot-see-it")
+
+
+def test_no_worker_answering_reads_as_busy(browser, web_server_without_worker, sample_site, shot) -> None:  # type: ignore[no-untyped-def]
+    driver, base = browser, web_server_without_worker
+    login(driver, base, "alice")
+    wait(driver, _present("#question"))
+    box = _one(driver, "#question")
+    box.send_keys("How do I check NTP drift?")
+    _one(driver, "#ask-submit").click()
+    wait(driver, _present(".turn.pending"), timeout=10)
+    wait(driver, lambda d: _one(d, "#ask-error").is_displayed(), timeout=60)
+    message = _one(driver, "#ask-error").text
+    assert message.startswith("Athena is busy") and "try again in a minute" in message, message
+    assert not _by_css(driver, ".turn.pending")
+    assert _one(driver, "#question").get_attribute("value") == "How do I check NTP drift?"
+    shot("01-busy")

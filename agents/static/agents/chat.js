@@ -105,13 +105,15 @@
       loadConversations();
     }).catch(function (error) {
       pending.remove();
+      // nothing was answered: an empty thread shows its welcome text again
+      if ($("welcome") && !document.querySelector("#thread .turn")) { $("welcome").hidden = false; }
       showError(errorText(error));
     }).then(function () { setBusy(false); question.focus(); });
   });
 
   function pendingTurn(text) {
     var welcome = $("welcome");
-    if (welcome) { welcome.remove(); }
+    if (welcome) { welcome.hidden = true; }
     var turn = el("article", { className: "turn pending", "aria-busy": "true" }, [
       el("div", { className: "question-bubble", text: text }),
       el("div", { className: "answer working" }, [el("span", { className: "spinner", "aria-hidden": "true" }),
