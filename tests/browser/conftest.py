@@ -132,10 +132,10 @@ def web_server(django_db_setup, static_root) -> Iterator[str]:  # type: ignore[n
 def web_server_without_worker(django_db_setup, static_root) -> Iterator[str]:  # type: ignore[no-untyped-def]
     """The same server whose broker no worker listens to (a Redis database of its own), waiting 3 s for an
     answer instead of 120: what a person sees while the answering workers are down or saturated."""
+    from urllib.parse import urlsplit
+
     import redis
     from django.conf import settings
-
-    from urllib.parse import urlsplit
 
     broker = urlsplit(settings.REDIS_URL)._replace(path="/13").geturl()
     try:
@@ -249,7 +249,13 @@ def login(driver: Any, base: str, username: str, *, next_path: str = "/") -> Non
 def axe_violations(
     driver: Any, *, impacts: tuple[str, ...] = ("serious", "critical")
 ) -> list[dict[str, Any]]:
-    """Run axe-core (WCAG 2.x A and AA rules) on the current page; the violations of the given impacts."""
+    """Run axe-core (WCAG 2.x A and AA rules) on the current page; the violations of the given impacts. Every
+    violation, whatever its impact, is also written to var/screenshots/axe-<page>.json for a reviewer."""
+    import json
+    import re
+
+    from athena.paths import var_dir
+
     assert AXE_JS.is_file(), "axe-core not installed (run scripts/browser-deps.sh)"
     driver.execute_script(AXE_JS.read_text())
     driver.set_script_timeout(60)
@@ -259,7 +265,7 @@ def axe_violations(
         "  .then(r => done(r.violations)).catch(e => done([{id: 'axe-error', impact: 'critical',"
         "  description: String(e), nodes: []}]));"
     )
-    return [
+    summary = [
         {
             "id": v["id"],
             "impact": v["impact"],
@@ -267,5 +273,11 @@ def axe_violations(
             "nodes": [n.get("target") for n in v.get("nodes", [])][:5],
         }
         for v in result
-        if v.get("impact") in impacts
     ]
+    page = re.sub(r"[^a-z0-9]+", "-", driver.current_url.split("//", 1)[-1].split("/", 1)[-1].lower()).strip(
+        "-"
+    )
+    folder = var_dir() / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"axe-{page or 'home'}.json").write_text(json.dumps(summary, indent=1))
+    return [v for v in summary if v["impact"] in impacts]

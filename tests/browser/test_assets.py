@@ -12,7 +12,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from tests.browser.conftest import login, wait
+from tests.browser.conftest import axe_violations, login, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db]
 
@@ -91,6 +91,8 @@ def test_every_page_asset_is_served_by_the_server(browser, web_server, sample_si
     header = driver.find_element(By.CSS_SELECTOR, ".topbar")
     assert header.value_of_css_property("display") == "flex"
     shot("01-login")
+    violations = axe_violations(driver)
+    assert not violations, violations
 
     login(driver, base, "alice")
     _check_page(driver, base, ready_css="#conversation-list li:not(.loading)", expect=("athena.", "chat."))
