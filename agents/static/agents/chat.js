@@ -174,9 +174,11 @@
     return node;
   }
 
-  // the first sentence (with its citations) and the rest of a paragraph
+  // the first sentence (with its citations) and the rest of a paragraph: an answer's sentences each end with
+  // their [n]; text without citations (an abstention) is split at its first full stop
   function leadSplit(line) {
-    var match = /^(.+?[.!?:](?:\s*\[\d+\])*)\s+(\S[\s\S]*)$/.exec(line);
+    var match = /^(.+?\[\d+\](?:\s*\[\d+\])*)\s+(\S[\s\S]*)$/.exec(line) ||
+      (/\[\d+\]/.test(line) ? null : /^(.+?[.!?])\s+(\S[\s\S]*)$/.exec(line));
     return match ? [match[1], match[2]] : [line, ""];
   }
 
