@@ -520,7 +520,12 @@
         });
         list.appendChild(el("li", {}, [open, remove]));
       });
-    }).catch(function () { /* the list is a convenience; asking still works */ });
+    }).catch(function () {
+      // the list is a convenience; asking still works
+      var list = $("conversation-list");
+      list.innerHTML = "";
+      list.appendChild(el("li", { className: "muted", text: "Conversations could not be loaded." }));
+    });
   }
 
   function openConversation(id) {
