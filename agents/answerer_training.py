@@ -35,6 +35,7 @@ FOLDS = 5
 # the abstention targets the threshold is chosen for: abstain on at least this share of the questions the
 # readable documents cannot answer, then answer as many answerable ones as possible
 ABSTENTION_TARGET = 0.85
+FALSE_ABSTENTION_CAP = 0.10  # at most this share of answerable questions turned away (cross-validated)
 C_SENTENCE = 1.0
 C_QUESTION = 1.0
 
@@ -79,6 +80,8 @@ def _facts(run: dict[str, Any]) -> QuestionFacts:
         unknown_terms=int(facts.get("unknown_terms", 0)),
         pool_coverage=float(facts.get("pool_coverage", 0.0)),
         top_fused=float(facts.get("top_fused", 0.0)),
+        top_dense=float(facts.get("top_dense", 0.0)),
+        top_bm25=float(facts.get("top_bm25", 0.0)),
         wants_number=bool(facts.get("wants_number", False)),
         question_words=int(facts.get("question_words", 0)),
         multi_hop=bool(facts.get("multi_hop", False)),
@@ -105,6 +108,21 @@ def _fit(x: np.ndarray, y: np.ndarray, names: Sequence[str], c: float) -> Linear
         tuple(float(v) for v in model.coef_[0]),
         float(model.intercept_[0]),
     )
+
+
+def _ruled_out(runs: Sequence[dict[str, Any]]) -> np.ndarray:
+    """Runs the pipeline abstains on before the threshold: a distinctive term no readable document holds."""
+    return np.asarray([int((r.get("facts") or {}).get("unknown_terms", 0)) > 0 for r in runs])
+
+
+def _evidence_answers(run: dict[str, Any]) -> bool:
+    """Answerable, and either scored on retrieval only (no gold answer string) or the gold answer is in a
+    candidate sentence or the sentence after one."""
+    if not run["answerable"]:
+        return False
+    if not run["has_gold_answer"]:
+        return True
+    return bool(any(run["labels"]) or any(run.get("next_labels", [])))
 
 
 def _sentence_data(runs: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -160,20 +178,29 @@ def _calibration_error(y: np.ndarray, p: np.ndarray, bins: int = 10) -> float:
     return float(error)
 
 
-def choose_threshold(answerable: np.ndarray, p: np.ndarray, target: float = ABSTENTION_TARGET) -> float:
-    """The threshold that abstains on at least `target` of the unanswerable runs with the fewest abstentions on
-    answerable ones; when none reaches the target, the one that maximises abstention minus false abstention."""
-    negatives, positives = p[answerable == 0], p[answerable == 1]
-    candidates = np.unique(np.concatenate([p, [0.0, 1.0 + 1e-9]]))
-    best: tuple[float, float] | None = None
-    fallback: tuple[float, float] = (-2.0, 0.5)
-    for t in candidates:
-        abstention = float((negatives < t).mean()) if negatives.size else 1.0
-        false_abstention = float((positives < t).mean()) if positives.size else 0.0
-        if abstention >= target and (best is None or false_abstention < best[0]):
-            best = (false_abstention, float(t))
-        fallback = max(fallback, (abstention - false_abstention, float(t)))
-    return best[1] if best is not None else fallback[1]
+def choose_threshold(
+    answerable: np.ndarray,
+    p: np.ndarray,
+    ruled_out: np.ndarray | None = None,
+    cap: float = FALSE_ABSTENTION_CAP,
+) -> float:
+    """The threshold that abstains on the most unanswerable runs while turning away at most `cap` of the
+    answerable ones (runs in `ruled_out` abstain whatever the threshold: a term no readable document holds).
+
+    The dev set's train split cannot meet both targets at once (abstention >= .85 with false abstention
+    <= .10): the selector's P(answerable) separates them with a cross-validated AUC of about .84. A wrong
+    abstention costs an answer the documents hold, so the false-abstention bound is kept and the abstention
+    reached under it is reported."""
+    ruled = np.zeros_like(answerable, dtype=bool) if ruled_out is None else ruled_out.astype(bool)
+    negatives, positives = answerable == 0, answerable == 1
+    best = (-1.0, 0.0)
+    for t in np.unique(np.concatenate([p, [0.0]])):
+        abstains = ruled | (p < t)
+        false_abstention = float(abstains[positives].mean()) if positives.any() else 0.0
+        abstention = float(abstains[negatives].mean()) if negatives.any() else 1.0
+        if false_abstention <= cap and abstention > best[0]:
+            best = (abstention, float(t))
+    return best[1]
 
 
 @dataclass
@@ -210,7 +237,7 @@ def _figures(
     answerable = np.asarray([int(r["answerable"]) for r in runs])
     unanswerable = np.asarray([r["type"] == "unanswerable" for r in runs])
     outsider = np.asarray([r["type"] == "acl" and not r["answerable"] for r in runs])
-    answered = question_p >= t
+    answered = (question_p >= t) & ~_ruled_out(runs)
     return {
         "sentence AUC": _auc(y_sentence, p_sentence),
         "sentence calibration error": _calibration_error(y_sentence, p_sentence),
@@ -259,18 +286,22 @@ def fit_answerer(runs: Sequence[dict[str, Any]], *, seed: int = 0) -> tuple[Answ
             oof_sentence[i] = model.probabilities(_rows(train[i]))
         oof_question_rows[held] = _question_rows([train[i] for i in held], model)
     y_question = np.asarray([int(r["answerable"]) for r in train])
+    # the abstention model learns whether the evidence holds an answer: an answerable question whose answer no
+    # candidate states looks, to the pipeline, like an unanswerable one (the threshold is still chosen on
+    # whether the question is answerable)
+    y_fit = np.asarray([int(_evidence_answers(r)) for r in train])
     oof_question_p = np.zeros(len(train))
     for fold in range(FOLDS):
         held_mask = np.asarray(folds) == fold
         if not held_mask.any():
             continue
-        model_q = _fit(oof_question_rows[~held_mask], y_question[~held_mask], QUESTION_FEATURES, C_QUESTION)
+        model_q = _fit(oof_question_rows[~held_mask], y_fit[~held_mask], QUESTION_FEATURES, C_QUESTION)
         oof_question_p[held_mask] = model_q.probabilities(oof_question_rows[held_mask])
-    threshold = choose_threshold(y_question, oof_question_p)
+    threshold = choose_threshold(y_question, oof_question_p, _ruled_out(train))
 
     sentence = _fit(*_sentence_data(train), SENTENCE_FEATURES, C_SENTENCE)
     # the abstention model learns from out-of-fold sentence probabilities: in-sample ones would be too sure
-    answerable = _fit(oof_question_rows, y_question, QUESTION_FEATURES, C_QUESTION)
+    answerable = _fit(oof_question_rows, y_fit, QUESTION_FEATURES, C_QUESTION)
     body = json.dumps([sentence.to_json(), answerable.to_json(), round(threshold, 6)], sort_keys=True)
     answerer = Answerer(sentence, answerable, threshold, hashlib.sha256(body.encode()).hexdigest()[:12])
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from agents.evidence import Draft, Evidence
 
-MAX_WORDS = 80  # a short answer: about three sentences of a manual
+MAX_WORDS = 80  # a short answer: about three sentences of a manual (ATHENA_ANSWER_MAX_WORDS)
 MAX_HEADING_WORDS = 8
 
 
@@ -76,13 +76,20 @@ def _title(index: int, evidence: Sequence[Evidence]) -> str:
     return item.title or item.source
 
 
+def _max_words() -> int:
+    from django.conf import settings
+
+    return int(getattr(settings, "ATHENA_ANSWER_MAX_WORDS", MAX_WORDS)) if settings.configured else MAX_WORDS
+
+
 def _capped(sentences: Sequence[tuple[str, int]], lead: int) -> list[tuple[str, int]]:
-    """Whole sentences up to MAX_WORDS; the first `lead` sentences (the answer's lead unit) always stay."""
+    """Whole sentences up to the word budget; the first `lead` sentences (the answer's lead unit) always stay."""
+    budget = _max_words()
     kept: list[tuple[str, int]] = []
     words = 0
     for position, (sentence, index) in enumerate(sentences):
         length = len(sentence.split())
-        if position >= lead and words + length > MAX_WORDS:
+        if position >= lead and words + length > budget:
             break
         kept.append((sentence, index))
         words += length

@@ -5,6 +5,7 @@ distinctive terms only) before the pipeline abstains."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -67,10 +68,19 @@ def facts(state: AnswerState, evidence: Sequence[Evidence]) -> QuestionFacts:
         unknown_terms=len(state.terms.unknown),
         pool_coverage=pool_coverage(state.terms.search, evidence[: state.pool_size], state.terms.idf),
         top_fused=state.hits[0].score if state.hits else 0.0,
+        top_dense=max((h.scores.get("dense", 0.0) for h in state.hits), default=0.0),
+        top_bm25=math.log1p(max((h.scores.get("bm25", 0.0) for h in state.hits), default=0.0)),
         wants_number=EXPECTS_NUMBER.search(state.rewritten) is not None,
         question_words=len(state.rewritten.split()),
         multi_hop=state.hop == "multi_hop",
     )
+
+
+def chunk_scores(state: AnswerState) -> dict[int, dict[str, float]]:
+    """Chunk id -> its per-source retrieval scores, for the hits of the first search and of a reformulation."""
+    scores = {h.chunk_id: h.scores for result in state.results for h in result.hits}
+    scores.update({h.chunk_id: h.scores for h in state.hits})
+    return scores
 
 
 def pool_coverage(terms: Sequence[str], pool: Sequence[Evidence], idf: dict[str, float]) -> float:
@@ -95,7 +105,7 @@ def adequate(
     if answerer is None:
         ok, why = adequate_by_rules(state, ranked)
         return ok, why, None
-    chosen = select(answerer, ranked, evidence, facts(state, evidence))
+    chosen = select(answerer, ranked, evidence, facts(state, evidence), chunk_scores(state))
     return chosen.answer, chosen.describe(), chosen
 
 
@@ -138,7 +148,8 @@ def _reformulated(state: AnswerState) -> AnswerState | None:
     again = search(reformulated, state.principal, state.filters, config)
     hits = merge_results([again, state.results[0]], config.final_k)
     evidence, ranked = evaluate_pool(state, hits)
-    ok, why, selection = adequate(state, ranked, evidence)
+    probe = replace(state, hits=tuple(hits), results=(*state.results, again))
+    ok, why, selection = adequate(probe, ranked, evidence)
     state = state.noted("reformulate", f"retried as '{reformulated}'", (time.perf_counter() - started) * 1000)
     state = state.noted("adequacy", why)
     if not ok:
@@ -156,6 +167,6 @@ def _observe(state: AnswerState) -> None:
     state.observe.update(
         candidates=[s.text for s in pool],
         next_sentences=following,
-        rows=sentence_features(pool, state.evidence, following).tolist(),
+        rows=sentence_features(pool, state.evidence, following, chunk_scores(state)).tolist(),
         facts=facts(state, state.evidence),
     )
