@@ -664,3 +664,81 @@ def verify(draft: Draft, evidence: Sequence[Evidence]) -> Attribution:
         )
     score = sum(1 for c in checks if c.supported) / len(checks) if checks else 0.0
     return Attribution(round(score, 3), tuple(checks))
+
+
+def compose_ranked(
+    template: str,
+    question: str,
+    ranked: Sequence[ScoredSentence],
+    evidence: Sequence[Evidence],
+    *,
+    units: int = 3,
+    continued_in: Mapping[int, int] | None = None,
+) -> Draft:
+    """An answer from the selector's most probable sentences, each as a unit: the sentence, what it needs
+    before it (the sentence it refers back to, a definition entry's term line, the comment above a setting)
+    and the sentence after it (a value or a reason often follows the sentence that matches the question best).
+    The first unit is the answer's lead; the shaper keeps it whole and fits the rest into the word budget.
+
+    Args:
+        template: the answer template (procedures and comparisons use `compose_extractive`).
+        question: the (rewritten) question.
+        ranked: candidates, most probable answer first.
+        evidence: the passages the candidates index.
+        units: how many of the most probable sentences make units.
+        continued_in: evidence index -> the passage that continues it in its document.
+    Returns:
+        a Draft whose `lead` counts the first unit's sentences.
+    """
+    chosen: list[tuple[str, int]] = []
+    seen: set[str] = set()
+    lead = 0
+
+    def add(sentence: str, index: int) -> None:
+        if sentence.lower() not in seen:
+            chosen.append((sentence, index))
+            seen.add(sentence.lower())
+
+    for pick in ranked[:units]:
+        if pick.text.lower() in seen:
+            continue
+        index = pick.evidence_index
+        parts = _passage(evidence[index])
+        here = pick.position if pick.position < len(parts) and parts[pick.position] == pick.text else None
+        if here is None and pick.text in parts:
+            here = parts.index(pick.text)
+        if here is not None:
+            at = here
+            while at > 0 and here - at < 2 and (ANAPHOR.match(parts[at]) or _names_back(parts[at])):
+                at -= 1
+            before = list(parts[at:here])
+            term_line = parts[here - 1] if here > 0 else ""
+            if (
+                not before
+                and term_line
+                and len(term_line.split()) <= 6
+                and not term_line.rstrip().endswith((".", ":", "?"))
+            ):
+                before = [term_line]
+            if not before and here > 0 and term_line in _comment_lines(evidence[index].text):
+                before = [term_line]
+            for sentence in before:
+                if len(sentence.split()) <= 40:
+                    add(sentence, index)
+        add(pick.text, index)
+        if not lead and template == "parameter_lookup":
+            _value_first(question, chosen)  # within the pick and what it needs, not the sentence after it
+        following: tuple[str, int] | None = None
+        if here is not None and here + 1 < len(parts):
+            following = (parts[here + 1], index)
+        elif here is not None:
+            successor = _continuation(index, evidence, continued_in)
+            if successor is not None:
+                shared = set(parts)
+                rest = [s for s in _passage(evidence[successor]) if s not in shared]
+                following = (rest[0], successor) if rest else None
+        if following and len(following[0].split()) <= 40 and WORD.search(following[0]):
+            add(*following)
+        if not lead:
+            lead = len(chosen)
+    return Draft(template, chosen, lead=max(lead, 1))

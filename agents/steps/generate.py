@@ -16,6 +16,7 @@ from agents.evidence import (
     Evidence,
     ScoredSentence,
     compose_extractive,
+    compose_ranked,
     score_sentences,
     verify,
 )
@@ -24,7 +25,11 @@ from agents.steps.state import ABSTAIN_MESSAGE, AnswerState
 from retrieval.analysis import sentences
 from retrieval.types import Hit
 
-DISAGREEMENT_CLOSENESS = 0.85  # the runner-up's score relative to the best for two sources to "disagree"
+DISAGREEMENT_CLOSENESS = 0.85
+# with the trained selector, prose answers are made of its most probable sentences (each with what it needs
+# around it); a procedure's steps and a comparison's one-per-document bullets keep their own composers
+UNIT_SHAPED_BY_RULES = frozenset({"procedure_sop", "comparison_decision"})
+UNITS = 3  # the runner-up's score relative to the best for two sources to "disagree"
 
 
 @dataclass(frozen=True)
@@ -82,19 +87,32 @@ def _extractive(state: AnswerState) -> tuple[Draft | None, Attribution | None, A
     pinned = sub_question_picks(state, evidence)
     state = state.noted("sub_question_evidence", f"{len(pinned)} pinned")
     continued_in = continuations(evidence)
+    by_probability = state.selection is not None and state.template not in UNIT_SHAPED_BY_RULES
     for label, subset, pins in (
         ("merged_context", ranked, pinned),
         ("best_chunk", [s for s in ranked if s.evidence_index == ranked[0].evidence_index], []),
     ):
-        candidate = compose_extractive(
-            state.template,
-            state.rewritten,
-            subset,
-            evidence,
-            hop=state.hop,
-            pinned=pins,
-            continued_in=continued_in,
-        )
+        if by_probability:
+            # the selector's most probable sentences, each sub-question's best right after the lead
+            order = list({id(s): s for s in [*subset[:1], *pins, *subset[1:]]}.values())
+            candidate = compose_ranked(
+                state.template,
+                state.rewritten,
+                order,
+                evidence,
+                units=UNITS + len(pins),
+                continued_in=continued_in,
+            )
+        else:
+            candidate = compose_extractive(
+                state.template,
+                state.rewritten,
+                subset,
+                evidence,
+                hop=state.hop,
+                pinned=pins,
+                continued_in=continued_in,
+            )
         check = verify(candidate, evidence)
         state = state.noted(
             f"generate_extractive:{label}",

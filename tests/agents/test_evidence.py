@@ -475,3 +475,22 @@ def test_a_procedure_is_answered_with_its_steps_when_a_close_runner_up_is_one_of
     # a step far behind the best sentence does not decide the answer's shape
     far = ScoredSentence(step.text, 0, 0.30, 0.5, 0.0, 4, 0.30)
     assert compose_extractive("procedure_sop", "q", [opening, far], evidence).preface != "Steps:"
+
+
+def test_the_selectors_sentences_become_units_with_what_they_need_around_them():
+    from agents.evidence import compose_ranked
+
+    evidence = _evidence(
+        "Retry settings. The agent retries failed uploads. It waits 30 seconds between attempts. "
+        "Uploads larger than 2 GB are split. Each part is sent on its own connection."
+    )
+    ranked = score_sentences("How long does the agent wait between upload retries?", evidence)
+    waits = next(s for s in ranked if s.text.startswith("It waits"))
+    split = next(s for s in ranked if s.text.startswith("Uploads larger"))
+    draft = compose_ranked("parameter_lookup", "How long between retries?", [waits, split], evidence)
+    texts = [t for t, _ in draft.sentences]
+    # "It" refers back: the sentence it names comes first; the value-first rule keeps a referring sentence put
+    assert texts[:2] == ["The agent retries failed uploads.", "It waits 30 seconds between attempts."]
+    assert draft.lead == 3  # the lead unit: the sentence before, the pick and the sentence after
+    # the second pick already came with the lead (the sentence after it): it is not repeated, nor read on from
+    assert texts == [*texts[:2], "Uploads larger than 2 GB are split."]
