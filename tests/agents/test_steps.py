@@ -1,0 +1,79 @@
+"""Each answering step on its own, over a real database, embedder and selector (the twin fixture corpus)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from django.contrib.auth.models import User
+
+from agents.steps import ANSWERING, AnswerState, run_steps
+from agents.steps.clarify import Clarify
+from agents.steps.classify import Classify
+from agents.steps.compose import Compose
+from agents.steps.decide import Decide
+from agents.steps.decompose import Decompose
+from agents.steps.evaluate import EvaluateEvidence
+from agents.steps.generate import Generate
+from agents.steps.guard_input import GuardInput
+from agents.steps.guard_output import GuardOutput
+from agents.steps.retrieve import Retrieve
+from agents.steps.rewrite import RewriteFollowUp
+from retrieval.types import Principal
+from tests.agents.test_abstention_twins import twin_kb  # noqa: F401 - the fixture corpus
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db]
+QUESTION = "Which VLAN is the management VLAN on the lab switches?"
+
+
+def _state(question: str = QUESTION) -> AnswerState:
+    user = User.objects.get_or_create(username="step-asker")[0]
+    return AnswerState(question=question, principal=Principal.from_user(user))
+
+
+def test_the_pipeline_is_one_tuple_of_named_steps_and_each_leaves_one_trace_entry(twin_kb):  # noqa: F811
+    names = [step.name for step in ANSWERING]
+    assert len(names) == len(set(names))
+    final = run_steps(ANSWERING, _state())
+    assert final.verdict == "answered", final.trace
+    traced = [entry["step"] for entry in final.trace]
+    assert [n for n in traced if n in names] == names  # every step ran once, in order
+
+
+def test_the_input_guard_ends_the_run_before_anything_is_retrieved(twin_kb):  # noqa: F811
+    state = GuardInput().run(_state("my ssn is 536-22-1234, which VLAN is mine?"))
+    assert state.verdict == "blocked" and state.guard["code"] == "pii"
+    final = run_steps(ANSWERING, _state("my ssn is 536-22-1234, which VLAN is mine?"))
+    assert [e["step"] for e in final.trace] == ["guard_input"] and not final.hits
+
+
+def test_steps_one_by_one_build_the_state_the_next_one_reads(twin_kb):  # noqa: F811
+    state = _state()
+    for step in (GuardInput(), RewriteFollowUp(), Classify(), Clarify(), Decompose()):
+        state = step.run(state)
+    assert state.rewritten == QUESTION and state.classification is not None and state.sub_questions
+    state = Retrieve().run(state)
+    assert state.hits and state.hits[0].source == "lab-vlans.md"
+    assert state.terms is not None and "vlan" in state.terms.search
+    state = EvaluateEvidence().run(state)
+    assert state.evidence and state.candidates
+    decided = Decide().run(state)
+    assert decided.selection is not None and decided.selection.answer and not decided.verdict
+    assert decided.candidates[0].score == max(s.score for s in decided.candidates)  # most probable first
+    generated = Generate().run(decided)
+    assert generated.draft is not None and generated.attribution is not None and generated.attribution.passed
+    composed = Compose().run(generated)
+    assert "VLAN 42" in composed.answer and composed.citations[0]["document"] == "lab-vlans.md"
+    guarded = GuardOutput().run(composed)
+    assert guarded.verdict == "answered"
+    # frozen: a step returns a new state and leaves the one it read as it was
+    assert state.selection is None and replace(state) == state
+
+
+def test_the_decision_abstains_and_says_what_it_searched_when_the_documents_do_not_say(twin_kb):  # noqa: F811
+    state = _state("How many minutes does a restore from the archive server take?")
+    for step in ANSWERING[:7]:
+        state = step.run(state)
+    decided = Decide().run(state)
+    assert decided.verdict == "abstained"
+    assert "I searched the documents you can access for" in decided.answer
