@@ -45,14 +45,17 @@ def test_a_heading_left_at_the_start_of_a_sentence_is_set_off_with_a_colon():
     )
 
 
-def test_prose_stops_at_about_eighty_words_but_keeps_the_whole_lead():
+def test_prose_stops_at_the_word_budget_but_keeps_the_whole_lead(settings):  # type: ignore[no-untyped-def]
+    settings.ATHENA_ANSWER_MAX_WORDS = 80
     long = " ".join(["word"] * 30) + "."
     lead = [(long, 0), (long, 0)]
     draft = Draft("concept_explanation", [*lead, (long, 2), (long, 2)], lead=2)
     shaped = shape(draft, EVIDENCE)
     assert len(shaped.sentences) == 2  # the lead (60 words) stays; a third 30-word sentence would pass 80
-    assert sum(len(s.split()) for s, _ in shaped.sentences) <= MAX_WORDS
-    single = Draft("concept_explanation", [(" ".join(["word"] * 100) + ".", 0)])
+    settings.ATHENA_ANSWER_MAX_WORDS = 100
+    assert len(shape(draft, EVIDENCE).sentences) == 3
+    assert MAX_WORDS == 100  # the default when the setting is absent
+    single = Draft("concept_explanation", [(" ".join(["word"] * 150) + ".", 0)])
     assert len(shape(single, EVIDENCE).sentences) == 1
 
 
