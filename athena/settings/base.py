@@ -91,7 +91,16 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for a retry
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# A message a dead worker had taken comes back after the visibility timeout. It must exceed the longest task
+# (a large document's ingestion), or a task still running would be delivered again; realtime questions do
+# not wait for it: the asking web process republishes a question whose worker died (agents/realtime.py).
+# The sweep for such messages runs every unacked_restore_interval x unacked_restore_throttle seconds.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 3600,
+    "unacked_restore_interval": 10,
+    "unacked_restore_throttle": 6,
+}
+CELERY_RESULT_EXPIRES = 3600  # answers are read within the answer timeout; nothing needs them later
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 CELERY_TASK_ROUTES = {
     "knowledge.tasks.embed_index_task": {"queue": "embed"},
@@ -144,6 +153,12 @@ ATHENA_REALTIME_VIA_CELERY = env.bool("ATHENA_REALTIME_VIA_CELERY", True)
 ATHENA_REALTIME_QUEUE = "realtime"
 # how long a question waits for the realtime worker before the caller gets "unavailable" (503)
 ATHENA_ANSWER_TIMEOUT_SECONDS = env.int("ATHENA_ANSWER_TIMEOUT_SECONDS", 120, minimum=1)
+# with no realtime worker sending heartbeats, a question waits this long (a restarting worker is back in a
+# few seconds) and then gets 503 with Retry-After instead of waiting the whole answer timeout
+ATHENA_NO_WORKER_GRACE_SECONDS = env.float("ATHENA_NO_WORKER_GRACE_SECONDS", 8.0, minimum=1.0)
+# back-pressure: a question whose expected wait in the realtime queue exceeds this is refused at once
+# (503 + Retry-After) rather than holding a connection; 0 turns the check off
+ATHENA_MAX_QUEUE_WAIT_SECONDS = env.float("ATHENA_MAX_QUEUE_WAIT_SECONDS", 8.0, minimum=0.0)
 ATHENA_WORKER_WARM_UP = env.bool("ATHENA_WORKER_WARM_UP", True)
 
 # --- web ------------------------------------------------------------------------------------------------
