@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export DO_NOT_TRACK := 1
 
-.PHONY: run test stop install lint typecheck pytest bench clean
+.PHONY: run test stop install lint typecheck pytest faults bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,7 +39,12 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	bash scripts/browser-deps.sh
 	$(PY) manage.py stack up --only postgres,redis
-	DJANGO_SETTINGS_MODULE=athena.settings.test $(VENV)/bin/pytest -q
+	DJANGO_SETTINGS_MODULE=athena.settings.test $(VENV)/bin/pytest -q -m "not faults"
+
+# fault injection: each module starts a stack of its own (own var/ folder and ports) and kills its processes
+faults: $(STAMP)
+	$(PY) manage.py stack up --only postgres,redis
+	DJANGO_SETTINGS_MODULE=athena.settings.test $(VENV)/bin/pytest -q -s -m faults tests/faults
 
 test: lint typecheck pytest
 

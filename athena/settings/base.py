@@ -91,6 +91,10 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for a retry
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A pool process loads the models in worker_process_init (agents/tasks.py) before it reports "up"; with
+# Celery's 4 s default a replacement for a crashed pool process was killed for being slow, again and again,
+# and the worker never answered again. Loading takes 5-20 s on a busy 2-core machine.
+CELERY_WORKER_PROC_ALIVE_TIMEOUT = env.float("ATHENA_WORKER_PROC_ALIVE_TIMEOUT", 90.0, minimum=4.0)
 # A message a dead worker had taken comes back after the visibility timeout. It must exceed the longest task
 # (a large document's ingestion), or a task still running would be delivered again; realtime questions do
 # not wait for it: the asking web process republishes a question whose worker died (agents/realtime.py).
