@@ -67,12 +67,15 @@ DEPENDENCY_RETRY_AFTER_SECONDS = 5
 def _dependency_unavailable(exc: Exception) -> Unavailable | None:
     """The database or the broker went away mid-request (restart, failover): 503 with a retry hint, never
     500. Django drops the broken connection at the end of the request, so the next one reconnects."""
+    import psycopg
     from django.db import InterfaceError, OperationalError
     from kombu.exceptions import OperationalError as BrokerError
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeout
 
-    if isinstance(exc, OperationalError | InterfaceError):
+    # psycopg's own classes too: a worker's raw-cursor statement (BM25 blocks) fails with them, and the asking
+    # web process re-raises the task's exception as it was
+    if isinstance(exc, OperationalError | InterfaceError | psycopg.OperationalError | psycopg.InterfaceError):
         what = "the database"
     elif isinstance(exc, BrokerError | RedisConnectionError | RedisTimeout):
         what = "the message broker"

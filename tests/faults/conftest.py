@@ -75,9 +75,10 @@ class FaultStack:
     def kill_group(self, name: str) -> None:
         """SIGKILL a component and its children (a crash: no clean-up runs). Only this stack's processes."""
         pid = self.pid(name)
-        assert Path(psutil.Process(pid).cwd()) == ROOT
+        proc = psutil.Process(pid)  # ours, not a neighbour's: started with our var folder, or working in it
+        assert proc.environ().get("ATHENA_VAR_DIR") == str(self.var) or proc.cwd().startswith(str(self.var))
         os.killpg(pid, signal.SIGKILL)
-        psutil.wait_procs([psutil.Process(pid)], timeout=10) if psutil.pid_exists(pid) else None
+        psutil.wait_procs([proc], timeout=10)
 
     # -- Redis and PostgreSQL of this stack
     def redis(self) -> Any:
@@ -155,7 +156,8 @@ class FaultStack:
         )
 
 
-@pytest.fixture(scope="module")
+# one stack for the whole fault suite: every test leaves its components running again
+@pytest.fixture(scope="session")
 def fault_stack() -> Iterator[FaultStack]:
     var = Path("/tmp") / f"athena-faults-{os.getpid()}"  # short: the PostgreSQL socket path is limited
     shutil.rmtree(var, ignore_errors=True)
