@@ -118,6 +118,8 @@ ATHENA_NIGHTLY_SYNC_HOUR = env.int("ATHENA_NIGHTLY_SYNC_HOUR", 2, minimum=0, max
 # --- models ---------------------------------------------------------------------------------------------
 # Torch threads x worker concurrency must stay <= CPU cores (2 here): one model thread per worker process.
 ATHENA_TORCH_THREADS = env.int("ATHENA_TORCH_THREADS", 1, minimum=1)
+# where the embedder and the reranker run: auto takes a CUDA GPU when torch sees one (fp16, large batches)
+ATHENA_DEVICE = env.choice("ATHENA_DEVICE", "auto", ("auto", "cpu", "cuda"))
 ATHENA_EMBEDDER = {
     "BACKEND": env.str("ATHENA_EMBEDDER_BACKEND", "retrieval.embedders.MiniLMEmbedder"),
     "OPTIONS": {
