@@ -169,28 +169,30 @@ class AnswerLease:
 class Capacity:
     workers: int
     processes: int
-    pending: int
+    pending: int  # questions waiting or being answered, the one asking included
     service_seconds: float
 
     @property
     def expected_wait_seconds(self) -> float:
-        """Time before a question published now starts: the questions ahead of it, served `processes` at a
-        time, each taking the recent mean answer time."""
+        """Time before the asking question starts: the questions ahead of it, served `processes` at a time,
+        each taking the recent mean answer time."""
         if self.processes <= 0:
             return math.inf
-        return (self.pending // self.processes) * self.service_seconds
+        return (max(0, self.pending - 1) // self.processes) * self.service_seconds
 
 
-def capacity_read() -> Capacity:
+def capacity_read(*, adding: str) -> Capacity:
+    """Count question `adding` as waiting and read the capacity it meets (one MULTI/EXEC transaction)."""
     client = redis_client()
     now = time.time()
     timeout = settings.ATHENA_ANSWER_TIMEOUT_SECONDS
-    pipe = client.pipeline()
+    pipe = client.pipeline(transaction=True)
     pipe.zrangebyscore(workers_key(), now - WORKER_TTL_SECONDS, "+inf")
     pipe.zremrangebyscore(pending_key(), 0, now - timeout)  # a web process killed while waiting
+    pipe.zadd(pending_key(), {adding: now})
     pipe.zcard(pending_key())
     pipe.get(service_key())
-    members, _, pending, service_ms = pipe.execute()
+    members, _, _, pending, service_ms = pipe.execute()
     processes = 0
     for member in members:
         try:
@@ -212,10 +214,6 @@ def workers_alive() -> bool:
         return False
 
 
-def pending_add(question_id: str) -> None:
-    redis_client().zadd(pending_key(), {question_id: time.time()})
-
-
 def pending_remove(question_id: str) -> None:
     try:
         redis_client().zrem(pending_key(), question_id)
@@ -224,7 +222,7 @@ def pending_remove(question_id: str) -> None:
 
 
 def service_time_record(seconds: float) -> None:
-    """Fold one answer's time (publish to result) into the running mean used for the expected wait."""
+    """Fold one answer's time in its worker process into the running mean used for the expected wait."""
     try:
         client = redis_client()
         previous = client.get(service_key())

@@ -91,7 +91,9 @@ def _admit(user: Any, question_id: str) -> None:
 
     bound = settings.ATHENA_MAX_QUEUE_WAIT_SECONDS
     try:
-        capacity = realtime.capacity_read()
+        # added before counting, in one transaction: a burst of questions arriving together each see the
+        # ones that came before them (checking first and adding later let a burst of 32 all in)
+        capacity = realtime.capacity_read(adding=question_id)
     except RedisError:
         _unavailable_record(user, None, question_id=question_id, reason="broker_down")
         raise Unavailable(
@@ -99,6 +101,7 @@ def _admit(user: Any, question_id: str) -> None:
             retry_after=realtime.retry_after_seconds(),
         ) from None
     if bound and capacity.processes and capacity.expected_wait_seconds > bound:
+        realtime.pending_remove(question_id)
         _unavailable_record(user, None, question_id=question_id, reason="overloaded")
         raise Unavailable(
             f"too many questions are waiting (about {capacity.expected_wait_seconds:.0f} s); retry shortly",
@@ -121,7 +124,6 @@ def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: A
     queue, timeout = settings.ATHENA_REALTIME_QUEUE, settings.ATHENA_ANSWER_TIMEOUT_SECONDS
     args = [user.pk, question, conversation_id, filters]
     try:
-        realtime.pending_add(question_id)
         outcome = realtime.answer_wait(
             question_id=question_id,
             publish=lambda: answer_task.apply_async(args=args, queue=queue, task_id=question_id),
@@ -130,10 +132,7 @@ def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: A
         )
     except (OperationalError, RedisError):
         outcome = realtime.WaitOutcome(None, "broker_down")
-    finally:
-        realtime.pending_remove(question_id)
     if outcome.result is not None:
-        realtime.service_time_record(float(outcome.result["timings_ms"].get("total", 1000.0)) / 1000)
         return outcome.result
     realtime.abandon(question_id)
     _unavailable_record(user, conversation_id, question_id=question_id, reason=outcome.reason)
@@ -165,8 +164,7 @@ def ask(
     # the question's idempotency key: its task id on the realtime queue (a redelivered copy runs under the same
     # id and is answered once) and the `question_id` of its audit event
     question_id = str(uuid.uuid4())
-    if settings.ATHENA_REALTIME_VIA_CELERY:
-        _admit(user, question_id)
+    conversation = None
     if conversation_id:
         try:
             conversation = Conversation.objects.get(
@@ -174,11 +172,20 @@ def ask(
             )
         except (ValueError, Conversation.DoesNotExist):
             raise NotFound("no such conversation") from None
-    else:
-        conversation = Conversation.objects.create(user=user, title=question[:200])
     if settings.ATHENA_REALTIME_VIA_CELERY:
-        result = _answer_on_worker(user, question, str(conversation.pk), filters, question_id)
+        _admit(user, question_id)  # counts the question as waiting from here on
+        try:
+            # a new conversation only once admitted: a refused question leaves no empty conversation behind
+            if conversation is None:
+                conversation = Conversation.objects.create(user=user, title=question[:200])
+            result = _answer_on_worker(user, question, str(conversation.pk), filters, question_id)
+        finally:
+            from agents.realtime import pending_remove
+
+            pending_remove(question_id)
     else:
+        if conversation is None:
+            conversation = Conversation.objects.create(user=user, title=question[:200])
         result = answer_compute(
             user_id=user.pk, question=question, conversation_id=str(conversation.pk), filters=filters
         )

@@ -11,6 +11,7 @@ import pytest
 from django.test import override_settings
 
 from agents import realtime
+from agents.models import Conversation
 from audit.models import AuditEvent
 from tests.api import client_for, make_user
 
@@ -44,7 +45,7 @@ def test_expected_wait_counts_the_questions_ahead_served_in_parallel():
 
 
 def test_a_question_that_would_wait_too_long_is_refused_at_once_with_retry_after(clean_realtime_keys):
-    _busy(clean_realtime_keys, processes=2, waiting=12, service_ms=1500)  # 6 rounds x 1.5 s = 9 s ahead
+    _busy(clean_realtime_keys, processes=2, waiting=12, service_ms=1500)  # 12 ahead: 6 rounds x 1.5 s = 9 s
     user = make_user("crowded", "employees")
     started = time.monotonic()
     with override_settings(ATHENA_REALTIME_VIA_CELERY=True, ATHENA_MAX_QUEUE_WAIT_SECONDS=5):
@@ -57,6 +58,8 @@ def test_a_question_that_would_wait_too_long_is_refused_at_once_with_retry_after
     event = AuditEvent.objects.filter(kind="question", actor="crowded").latest("id")
     assert event.verdict == "unavailable" and event.payload["error"] == "overloaded"
     assert "restart BGP" not in str(event.payload)  # not screened for personal data: not logged
+    assert clean_realtime_keys.zcard(realtime.pending_key()) == 12  # the refused question is not waiting
+    assert not Conversation.objects.filter(user=user).exists()  # nor did it leave an empty conversation
 
 
 def test_no_live_worker_gives_503_with_retry_after_after_the_grace_not_the_answer_timeout(

@@ -174,6 +174,9 @@ def fault_stack() -> Iterator[FaultStack]:
             "DJANGO_SETTINGS_MODULE": "athena.settings.local",
             "ATHENA_WORKER_CONCURRENCY": "1",  # two cores shared with the rest of the machine
             "ATHENA_QUESTIONS_PER_HOUR": "10000",
+            # messages of a worker killed outright come back after this (production: an hour, see settings);
+            # every task here takes seconds
+            "ATHENA_BROKER_VISIBILITY_TIMEOUT": "30",
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "DO_NOT_TRACK": "1",
