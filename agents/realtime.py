@@ -174,11 +174,15 @@ class Capacity:
 
     @property
     def expected_wait_seconds(self) -> float:
-        """Time before the asking question starts: the questions ahead of it, served `processes` at a time,
-        each taking the recent mean answer time."""
+        """Time before the asking question starts: none while a process is free; otherwise half an answer
+        until the first busy process frees up (on average), then one answer per `processes` questions still
+        queued ahead of it, at the recent mean answer time."""
         if self.processes <= 0:
             return math.inf
-        return (max(0, self.pending - 1) // self.processes) * self.service_seconds
+        ahead = max(0, self.pending - 1)
+        if ahead < self.processes:
+            return 0.0
+        return (0.5 + (ahead - self.processes) / self.processes) * self.service_seconds
 
 
 def capacity_read(*, adding: str) -> Capacity:

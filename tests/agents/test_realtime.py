@@ -33,26 +33,30 @@ def _busy(redis_client, *, processes: int, waiting: int, service_ms: float) -> N
 
 
 def test_expected_wait_counts_the_questions_ahead_served_in_parallel():
-    assert (
-        realtime.Capacity(workers=1, processes=2, pending=5, service_seconds=2.0).expected_wait_seconds == 4.0
-    )
-    assert (
-        realtime.Capacity(workers=1, processes=2, pending=1, service_seconds=2.0).expected_wait_seconds == 0.0
-    )
-    assert realtime.Capacity(
-        workers=0, processes=0, pending=0, service_seconds=1.0
-    ).expected_wait_seconds == (float("inf"))
+    def wait(pending: int) -> float:
+        return realtime.Capacity(
+            workers=1, processes=2, pending=pending, service_seconds=2.0
+        ).expected_wait_seconds
+
+    # `pending` counts the asking question itself
+    assert wait(1) == wait(2) == 0.0  # a process is free
+    assert wait(3) == 1.0  # both busy: half an answer, on average, until one frees up
+    assert wait(5) == 3.0  # and one more round for the two queued ahead
+    no_worker = realtime.Capacity(workers=0, processes=0, pending=0, service_seconds=1.0)
+    assert no_worker.expected_wait_seconds == float("inf")
 
 
 def test_a_question_that_would_wait_too_long_is_refused_at_once_with_retry_after(clean_realtime_keys):
-    _busy(clean_realtime_keys, processes=2, waiting=12, service_ms=1500)  # 12 ahead: 6 rounds x 1.5 s = 9 s
+    _busy(
+        clean_realtime_keys, processes=2, waiting=12, service_ms=1500
+    )  # 12 ahead: (.5 + 5) x 1.5 s = 8.25 s
     user = make_user("crowded", "employees")
     started = time.monotonic()
     with override_settings(ATHENA_REALTIME_VIA_CELERY=True, ATHENA_MAX_QUEUE_WAIT_SECONDS=5):
         response = client_for(user).post("/api/v1/ask", {"question": "How do I restart BGP?"}, format="json")
     assert time.monotonic() - started < 2
     assert response.status_code == 503, response.content
-    assert response["Retry-After"] == "9"
+    assert response["Retry-After"] == "9"  # rounded up
     assert response.json()["error"]["code"] == "overloaded"
     assert response.json()["error"]["retry_after"] == 9
     event = AuditEvent.objects.filter(kind="question", actor="crowded").latest("id")

@@ -87,9 +87,10 @@ def ask(url: str, token: str, question: str, timeout: float) -> dict[str, Any]:
 
 
 def level_run(
-    url: str, tokens: list[str], qs: list[str], concurrency: int, total: int, timeout: float
+    url: str, tokens: list[str], qs: list[str], concurrency: int, total: int, timeout: float, honour: bool
 ) -> dict:
-    """`total` questions, at most `concurrency` in flight, spread over the tokens."""
+    """`total` questions, at most `concurrency` in flight, spread over the tokens. With `honour`, a client
+    told 503 + Retry-After waits that long (at most 10 s) before its next question, as a real one would."""
     work = [(tokens[i % len(tokens)], qs[i % len(qs)]) for i in range(total)]
     lock = threading.Lock()
     replies: list[dict[str, Any]] = []
@@ -98,6 +99,8 @@ def level_run(
         reply = ask(url, item[0], item[1], timeout)
         with lock:
             replies.append(reply)
+        if honour and reply["retry_after"]:
+            time.sleep(min(reply["retry_after"], 10.0))
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
@@ -154,6 +157,9 @@ def main() -> None:
     parser.add_argument("--per-level", type=int, default=32, help="questions per concurrency level")
     parser.add_argument("--questions", type=Path, default=DEVSET / "questions.jsonl")
     parser.add_argument("--timeout", type=float, default=200.0, help="client timeout per request, seconds")
+    parser.add_argument(
+        "--ignore-retry-after", action="store_true", help="send the next question at once after a 503"
+    )
     parser.add_argument("--save", type=Path)
     parser.add_argument("--baseline", type=Path, help="a JSON saved by --save, printed under each level")
     args = parser.parse_args()
@@ -163,7 +169,15 @@ def main() -> None:
     qs = questions(args.questions, 500)
     levels = []
     for concurrency in (int(x) for x in args.levels.split(",")):
-        row = level_run(args.url, tokens, qs, concurrency, max(args.per_level, concurrency), args.timeout)
+        row = level_run(
+            args.url,
+            tokens,
+            qs,
+            concurrency,
+            max(args.per_level, concurrency),
+            args.timeout,
+            not args.ignore_retry_after,
+        )
         levels.append(row)
         print(
             f"  concurrency {concurrency}: {row['answers_per_s']} answers/s, {row['status']}", file=sys.stderr
