@@ -27,13 +27,13 @@ HAS_NUMBER = re.compile(
     re.IGNORECASE,
 )
 # A sentence that opens with a pronoun or demonstrative continues the one before it ("Effectively, this is the
-# nft-equivalent of iptables-save": "this" is the previous sentence's subject).
+# same as a full restart": "this" is the previous sentence's subject).
 ANAPHOR = re.compile(
     r"^(?:(?:effectively|therefore|thus|hence|so|also|however|otherwise|in (?:this|that) case|by design),?\s+)?"
     r"(?:this|that|these|those|it|its|they|their|such|the latter|the former)\b",
     re.IGNORECASE,
 )
-# A sentence that names its subject only as "this option" (a manual's entry text: "--explicit-exit-notify n
+# A sentence that names its subject only as "this option" (a manual's entry text: "--notify-peers n
 # Send an exit notification ... In client mode, this option will tell the server ...") refers to the entry
 # named in the sentence before it.
 NAMED_BACK = re.compile(
@@ -44,24 +44,24 @@ NAMED_BACK = re.compile(
 
 def _names_back(sentence: str) -> bool:
     """Prose that calls its subject "this option" ("In client mode, this option ..."); an entry line that
-    starts with its own term ("ntsport port This option specifies ...") names it already."""
+    starts with its own term ("listen-port port This option specifies ...") names it already."""
     return sentence[:1].isupper() and NAMED_BACK.search(sentence) is not None
 
 
 # A reference entry, the answer shape of "which option / directive / command ..." (its name is what is asked):
-# an option line with its description ("-l, --listening Display only listening sockets"), a "term - description"
-# item ("blackhole - the rule prescribes ..."), or a description right below its short term line
-# ("makestep threshold limit" / "This directive forces chronyd to step ...").
+# an option line with its description ("-q, --quiet Print nothing but errors"), a "term - description"
+# item ("discard - the packet is dropped ..."), or a description right below its short term line
+# ("resync threshold limit" / "This directive makes the daemon step ...").
 ENTRY_OPTION = re.compile(
     r"-{1,2}[A-Za-z][\w-]*(?:[ =][<\[]?[\w|.,-]+[>\]]?)?(?:,\s*-{1,2}[A-Za-z][\w-]*(?:[ =]\S+)?)*\s+[A-Z]"
 )
 ENTRY_ITEM = re.compile(r"[a-z][\w-]* - [a-z]")
 ENTRY_TERM_LINE = re.compile(r"[a-z][\w-]*(?: [\w<>\[\]|.-]+){0,4}")
-# An item of a list of named entries: "blackhole - the rule prescribes ...", "GET_CONFIG -- (Client only) ...".
+# An item of a list of named entries: "discard - the packet is dropped ...", "SYNC_STATE -- (Client only) ...".
 # The sentence that introduces the list names what the entries are (states, rule types); an option list is left
-# out (dev: an option's lead-in misled d023).
+# out (an option list's lead-in describes the command, not each option).
 LIST_ENTRY = re.compile(r"[a-z][\w-]* - [a-z]|[A-Z][A-Z0-9_]{2,} -{1,2} \S")
-ENTRY_BONUS = 0.15  # dev set: +1 answer (d023) from .15 up, none lost up to .2; below .15 nothing changes
+ENTRY_BONUS = 0.15  # hand-set; the learned selector reads the entry signal itself (agents/answerer.py)
 
 
 def _is_entry(sentence: str, before: str) -> bool:
@@ -73,7 +73,7 @@ def _is_entry(sentence: str, before: str) -> bool:
 
 # "what is the default ...", "... by default": the answer states a default
 DEFAULT = re.compile(r"\bdefault(?:s|ed)?\b", re.IGNORECASE)
-# "which option / command ...", and "which kind / type of rule ..." (dev d022): the answer is a name
+# "which option / command ...", and "which kind / type of rule ...": the answer is a name
 EXPECTS_NAME = re.compile(
     r"\b(?:which|what)\s+(?:\w+[\s-]+){0,3}?(?:flag|option|setting|directive|command|parameter|statement|"
     r"module|keyword|state|variable|property|file|directory|unit|signal|template|action|kind|type)s?\b",
@@ -102,6 +102,28 @@ class ScoredSentence:
     dense: float
     position: int
     support: float = 0.0  # the score before the answer-shape adjustments: how well the evidence matches
+    # the measurements the score was made of, named by SIGNALS: the learned answer selector reads them
+    signals: tuple[float, ...] = ()
+
+
+# What `score_sentences` measures about each sentence (ScoredSentence.signals, in this order).
+SIGNALS = (
+    "own_coverage",  # idf-weighted share of the question's terms in the sentence itself
+    "context_coverage",  # ... in the sentence with its heading trail and the sentence before it
+    "heading_coverage",  # ... in the passage's heading trail alone
+    "title_coverage",  # ... in its document's title
+    "quoted",  # share of the question's identifiers and numbers the sentence repeats
+    "entry",  # the description of a reference entry (an option line, a 'term - description' item)
+    "new_tokens",  # values, identifiers or commands the question lacks
+    "name_fit",  # the question asks for a name and the sentence brings a new non-numeric token
+    "number_fit",  # the question asks for a quantity and the sentence states one
+    "default_fit",  # the question asks for a default and the sentence speaks of one
+    "question_mark",  # the sentence is a question (a FAQ heading)
+    "lead_in",  # the sentence ends with ':' (introduces what follows)
+    "words",  # length in words
+    "comment",  # a configuration example's comment above a setting
+    "step",  # one of its passage's list steps
+)
 
 
 @dataclass
@@ -113,6 +135,9 @@ class Draft:
     preface: str = ""
     notes: list[str] = field(default_factory=list)
     named: int | None = None  # the evidence index whose passage the preface names
+    lead: int = (
+        1  # the first sentences that make the answer's lead unit (the selected sentence and its context)
+    )
 
 
 @dataclass(frozen=True)
@@ -151,7 +176,7 @@ def _split_below_title(text: str, title: str) -> tuple[str, ...]:
     document starts with its title, on a line of its own and without a full stop, so the splitter would glue
     it to the first sentence ("Runbook - High CPU on core router Alert CORE-CPU-HIGH fires when ..."), which
     then matches every question about the document's topic. A section heading stays: a reference entry's
-    heading names what its first sentence describes ("SysSock.RateLimit.Interval type | default ...")."""
+    heading names what its first sentence describes ("Queue.Size type | default ...")."""
     first, _, rest = text.lstrip("\n").partition("\n")
     return _split(rest) if title.strip() and first.strip() == title.strip() and rest.strip() else _split(text)
 
@@ -208,7 +233,7 @@ def score_sentences(
     def covered(terms: set[str]) -> float:
         return sum(w for t, w in weights.items() if t in terms or alternatives.get(t) in terms) / total
 
-    # identifiers and numbers the question quotes ("auth_pass", "377"): a sentence repeating them is on topic
+    # identifiers and numbers the question quotes ("max_retries", "120"): a sentence repeating them is on topic
     q_ids = {i.lower() for i in identifiers(question)}
     q_numbers = {m.group(0) for m in NUMBER.finditer(question)} - q_ids
     # (sentence, evidence index, position in its passage, its context: the sentence before it, and for a
@@ -217,6 +242,7 @@ def score_sentences(
     headings = [
         set(analyze(item.section)) for item in evidence
     ]  # each passage's heading trail, analysed once
+    titles = [set(analyze(item.title)) for item in evidence]
     for index, item in enumerate(evidence):
         parts = _passage(item)
         comments = _comment_lines(item.text)
@@ -230,8 +256,8 @@ def score_sentences(
             if 3 <= len(sentence.split()) <= 90:
                 context = previous = parts[position - 1] if position else ""
                 if is_item and lead_in is not None and max(0, position - 29) <= lead_in < position - 1:
-                    # an item of a list of entries ("GET_CONFIG -- Downloading configuration options"): the
-                    # sentence that introduces the list ("These are the OpenVPN states: ...") is its context too
+                    # an item of a list of entries ("SYNC_STATE -- Synchronising the state table"): the
+                    # sentence that introduces the list ("These are the session states: ...") is its context too
                     context = f"{parts[lead_in]} {context}"
                 entry = _is_entry(sentence, previous)
                 if sentence in comments and position + 1 < len(parts):
@@ -251,7 +277,8 @@ def score_sentences(
         ident = _quoted_share(q_ids, q_numbers, sentence)
         rank_prior = 1.0 / (1.0 + 0.15 * index)
         window = f"{context} {sentence}" if context and len(context.split()) <= 40 else sentence
-        scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0, window, entry])
+        measured = (own, in_context, covered(headings[index]), covered(titles[index]))
+        scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0, window, entry, measured])
     scored.sort(key=lambda row: -(row[3] + 0.3 * row[4]) * row[5])
     scored = scored[:max_sentences]
     if embed is not None and query_vec is not None and scored:
@@ -266,24 +293,35 @@ def score_sentences(
     wants_name, wants_number = bool(EXPECTS_NAME.search(question)), bool(EXPECTS_NUMBER.search(question))
     wants_default = bool(DEFAULT.search(question))
     results = []
-    for sentence, index, position, coverage, ident, prior, dense, _window, entry in scored:
+    steps_of = [frozenset(_steps(item.text)) for item in evidence]
+    for sentence, index, position, coverage, ident, prior, dense, _window, entry, measured in scored:
         support = score = (0.55 * coverage + 0.35 * max(0.0, dense) + 0.10 * ident) * (0.7 + 0.3 * prior)
-        if sentence.rstrip().endswith("?"):
+        new = _critical_tokens(sentence) - q_tokens  # values, identifiers, commands the question lacks
+        asks_question = sentence.rstrip().endswith("?")
+        name_fit = wants_name and any(not NUMBER.fullmatch(t) for t in new)
+        number_fit = wants_number and HAS_NUMBER.search(sentence) is not None
+        default_fit = wants_default and DEFAULT.search(sentence) is not None
+        if asks_question:
             score *= 0.75  # a FAQ heading restates the question; its answer comes after it
         else:
-            new = _critical_tokens(sentence) - q_tokens  # values, identifiers, commands the question lacks
-            if new:
-                score += 0.03
+            score += 0.03 * bool(new) + 0.06 * name_fit + ENTRY_BONUS * (wants_name and entry)
             # the answer type the question announces: a name (which option / command ...) or a quantity
-            if wants_name and any(not NUMBER.fullmatch(t) for t in new):
-                score += 0.06
-            if wants_name and entry:
-                score += ENTRY_BONUS
-            if wants_number and HAS_NUMBER.search(sentence):
-                score += 0.06
-            if wants_default and DEFAULT.search(sentence):
-                score += 0.06
-        results.append(ScoredSentence(sentence, index, score, coverage, dense, position, support))
+            score += 0.06 * number_fit + 0.06 * default_fit
+        signals = (
+            *measured,
+            ident,
+            float(entry),
+            float(bool(new)),
+            float(name_fit),
+            float(number_fit),
+            float(default_fit),
+            float(asks_question),
+            float(sentence.rstrip().endswith(":")),
+            float(len(sentence.split())),
+            float(sentence in _comment_lines(evidence[index].text)),
+            float(any(sentence in step for step in steps_of[index])),
+        )
+        results.append(ScoredSentence(sentence, index, score, coverage, dense, position, support, signals))
     results.sort(key=lambda s: (-s.score, s.evidence_index, s.position))
     return results
 
@@ -316,7 +354,7 @@ COMMENT = re.compile(r"^[ \t]*#+[ \t]?(.*)$")
 @lru_cache(maxsize=512)
 def _comment_subjects(text: str, title: str) -> dict[str, str]:
     """A configuration example's '#' comment block describes the setting line right below it (a blank line may
-    sit between): "# This option is useful to quickly correct the clock ..." is about "! makestep 1.0 3".
+    sit between): "# Use this to bound the retry delay ..." is about "! retry_delay 5 30".
     Returns each sentence of such a block, as the passage's sentences are read (`_passage`), with that line."""
     parts = _split_below_title(text, title)
     lines = text.splitlines()
@@ -419,8 +457,8 @@ def compose_extractive(
                 chosen.insert(1, (following, picks[0].evidence_index))
         return Draft(template, chosen)
     # Answer units: a chosen sentence plus what follows it in its passage. The value or the reason is often
-    # in the sentence AFTER the one that matches the question best ("ntsport port: This directive specifies
-    # the TCP port ... The default port is 4460."), and a line ending in ':' or '?' introduces its answer.
+    # in the sentence AFTER the one that matches the question best ("listen-port port: This directive specifies
+    # the TCP port ... The default port is 7000."), and a line ending in ':' or '?' introduces its answer.
     limit = 5 if template == "parameter_lookup" else max_sentences + 4
     wants_name = EXPECTS_NAME.search(question) is not None
     floor = best.score * 0.7
@@ -441,7 +479,7 @@ def compose_extractive(
         before: list[str] = []
         if here is not None:
             if allow_lead_in and here > 0:
-                # a definition list entry ("makestep threshold limit" then its description): the term line
+                # a definition list entry ("resync threshold limit" then its description): the term line
                 # names the thing the question asks for, so it leads the answer
                 lead_in = parts[here - 1]
                 if len(lead_in.split()) <= 6 and not lead_in.rstrip().endswith((".", ":", "?")):
@@ -456,7 +494,7 @@ def compose_extractive(
             ):
                 at -= 1
             before = list(dict.fromkeys([*parts[at:here], *before])) if at < here else before
-            # a setting line of a configuration example ("auth_pass 1234 }") is explained by the comment
+            # a setting line of a configuration example ("max_retries 5 }") is explained by the comment
             # right above it ("# Only the first eight (8) characters are used.")
             comments = _comment_lines(evidence[pick.evidence_index].text)
             if not before and here > 0 and parts[here - 1] in comments and pick.text not in comments:
@@ -523,6 +561,7 @@ def compose_extractive(
     add_unit(best, allow_lead_in=True, room=limit - reserved)
     if template == "parameter_lookup":
         _value_first(question, chosen)
+    lead = len(chosen)
     for position, sentence in enumerate(close + [s for s in ranked[3:] if s.score >= floor]):
         if len(chosen) >= limit:
             break
@@ -531,8 +570,8 @@ def compose_extractive(
             add_unit(sentence, allow_lead_in=False, room=limit - len(later))
     name = source_name(evidence[best.evidence_index])
     if not name:
-        return Draft(template, chosen)
-    return Draft(template, chosen, preface=f"From {name}:", named=best.evidence_index)
+        return Draft(template, chosen, lead=lead)
+    return Draft(template, chosen, preface=f"From {name}:", named=best.evidence_index, lead=lead)
 
 
 def source_name(item: Evidence) -> str:
@@ -546,13 +585,13 @@ def source_name(item: Evidence) -> str:
 def _value_first(question: str, unit: list[tuple[str, int]]) -> None:
     """Parameter lookups answer with the value first: within the first answer unit, move the first sentence that
     states a value the question lacks (and a default or a quantity when the question asks for one) to the
-    front. "ntsport port This option specifies the TCP port ... The default is 4460." becomes "The default is
-    4460. ntsport port This option ...". Every sentence stays verbatim and keeps its citation."""
+    front. "listen-port port This option specifies the TCP port ... The default is 7000." becomes "The default
+    is 7000. listen-port port This option ...". Every sentence stays verbatim and keeps its citation."""
     asked = _critical_tokens(question)
     wants_default, wants_number = bool(DEFAULT.search(question)), bool(EXPECTS_NUMBER.search(question))
 
     def states_value(sentence: str) -> bool:
-        # a sentence that refers back ("It defaults to 4460.") would lose what it refers to at the front
+        # a sentence that refers back ("It defaults to 7000.") would lose what it refers to at the front
         if sentence.rstrip().endswith(("?", ":")) or ANAPHOR.match(sentence):
             return False
         if not (_critical_tokens(sentence) - asked):
@@ -625,3 +664,81 @@ def verify(draft: Draft, evidence: Sequence[Evidence]) -> Attribution:
         )
     score = sum(1 for c in checks if c.supported) / len(checks) if checks else 0.0
     return Attribution(round(score, 3), tuple(checks))
+
+
+def compose_ranked(
+    template: str,
+    question: str,
+    ranked: Sequence[ScoredSentence],
+    evidence: Sequence[Evidence],
+    *,
+    units: int = 3,
+    continued_in: Mapping[int, int] | None = None,
+) -> Draft:
+    """An answer from the selector's most probable sentences, each as a unit: the sentence, what it needs
+    before it (the sentence it refers back to, a definition entry's term line, the comment above a setting)
+    and the sentence after it (a value or a reason often follows the sentence that matches the question best).
+    The first unit is the answer's lead; the shaper keeps it whole and fits the rest into the word budget.
+
+    Args:
+        template: the answer template (procedures and comparisons use `compose_extractive`).
+        question: the (rewritten) question.
+        ranked: candidates, most probable answer first.
+        evidence: the passages the candidates index.
+        units: how many of the most probable sentences make units.
+        continued_in: evidence index -> the passage that continues it in its document.
+    Returns:
+        a Draft whose `lead` counts the first unit's sentences.
+    """
+    chosen: list[tuple[str, int]] = []
+    seen: set[str] = set()
+    lead = 0
+
+    def add(sentence: str, index: int) -> None:
+        if sentence.lower() not in seen:
+            chosen.append((sentence, index))
+            seen.add(sentence.lower())
+
+    for pick in ranked[:units]:
+        if pick.text.lower() in seen:
+            continue
+        index = pick.evidence_index
+        parts = _passage(evidence[index])
+        here = pick.position if pick.position < len(parts) and parts[pick.position] == pick.text else None
+        if here is None and pick.text in parts:
+            here = parts.index(pick.text)
+        if here is not None:
+            at = here
+            while at > 0 and here - at < 2 and (ANAPHOR.match(parts[at]) or _names_back(parts[at])):
+                at -= 1
+            before = list(parts[at:here])
+            term_line = parts[here - 1] if here > 0 else ""
+            if (
+                not before
+                and term_line
+                and len(term_line.split()) <= 6
+                and not term_line.rstrip().endswith((".", ":", "?"))
+            ):
+                before = [term_line]
+            if not before and here > 0 and term_line in _comment_lines(evidence[index].text):
+                before = [term_line]
+            for sentence in before:
+                if len(sentence.split()) <= 40:
+                    add(sentence, index)
+        add(pick.text, index)
+        if not lead and template == "parameter_lookup":
+            _value_first(question, chosen)  # within the pick and what it needs, not the sentence after it
+        following: tuple[str, int] | None = None
+        if here is not None and here + 1 < len(parts):
+            following = (parts[here + 1], index)
+        elif here is not None:
+            successor = _continuation(index, evidence, continued_in)
+            if successor is not None:
+                shared = set(parts)
+                rest = [s for s in _passage(evidence[successor]) if s not in shared]
+                following = (rest[0], successor) if rest else None
+        if following and len(following[0].split()) <= 40 and WORD.search(following[0]):
+            add(*following)
+        if not lead:
+            lead = len(chosen)
+    return Draft(template, chosen, lead=max(lead, 1))

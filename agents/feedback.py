@@ -111,3 +111,47 @@ def curation_resolve(
         payload={"item": item.pk, "answer_id": item.answer_id, "resolution": item.resolution},
     )
     return item
+
+
+def curation_export_questions() -> list[dict[str, Any]]:
+    """Resolved curation items that point at a document, as questions in the dev set's schema, so that the
+    organisation's own failures become its regression set (`manage.py curation_export`, then
+    `tests/benchmarks/devset.py eval --questions F` or `train_answerer --collect F`).
+
+    The admin's resolution text is the expected answer when it occurs verbatim in the document (after the dev
+    set's normalisation); otherwise the question is scored on retrieval only (`answer: null`). A document
+    readable by some groups only becomes an acl question for its first group.
+    """
+    from agents.answerer_training import label_candidates
+    from knowledge.models import Chunk
+
+    items = (
+        CurationItem.objects.filter(resolved=True, resolved_document__isnull=False)
+        .select_related("answer", "resolved_document")
+        .prefetch_related("resolved_document__allowed_groups")
+        .order_by("pk")
+    )
+    questions = []
+    for item in items:
+        document = item.resolved_document
+        assert document is not None
+        text = " ".join(
+            Chunk.objects.filter(document=document).order_by("ordinal").values_list("text", flat=True)
+        )
+        resolution = item.resolution.strip()
+        answer = resolution if resolution and label_candidates([text], [resolution]) == [1] else None
+        groups = sorted(g.name for g in document.allowed_groups.all())
+        questions.append(
+            {
+                "id": f"curation-{item.pk}",
+                "split": "train",
+                "type": "curated",
+                "question": item.answer.question,
+                "answer": answer,
+                "gold": [document.source],
+                "evidence": answer or "",
+                "acl": {"restricted_docs": [document.source], "allowed_group": groups[0]} if groups else None,
+                "reason": item.reason,
+            }
+        )
+    return questions

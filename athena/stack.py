@@ -299,6 +299,8 @@ class Stack:
     """The set of local processes. `components` picks a subset (e.g. db and redis for the test suite)."""
 
     ALL = ("postgres", "redis", "worker", "beat", "web")
+    # what `make run` serves with unless DJANGO_SETTINGS_MODULE says otherwise
+    SETTINGS_MODULE = "athena.settings.local"
 
     def __init__(self, *, components: Iterable[str] = ALL, port: int | None = None) -> None:
         from django.conf import settings
@@ -313,9 +315,10 @@ class Stack:
         self.external_redis = settings.REDIS_URL_EXTERNAL is not None
 
     # -- definitions
-    def _env(self) -> dict[str, str]:
+    def environment(self) -> dict[str, str]:
+        """The environment every component is started with (the browser tests start `web` with it too)."""
         env = dict(os.environ)
-        env.setdefault("DJANGO_SETTINGS_MODULE", "athena.settings.local")
+        env.setdefault("DJANGO_SETTINGS_MODULE", self.SETTINGS_MODULE)
         env.update(
             {
                 "HF_HUB_OFFLINE": "1",
@@ -402,6 +405,10 @@ class Stack:
             ),
         }
 
+    def service(self, name: str) -> Service:
+        """One component's command line, as `up` starts it (the browser tests run the same `web`)."""
+        return self._services()[name]
+
     # -- operations
     def status(self) -> list[ComponentStatus]:
         rows = []
@@ -431,7 +438,7 @@ class Stack:
         return rows
 
     def up(self, *, echo: Callable[[str], None] = print) -> None:
-        env = self._env()
+        env = self.environment()
         services = self._services()
         for name in self.components:
             if name == "postgres":

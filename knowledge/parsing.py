@@ -892,7 +892,7 @@ class _TextWalker:
     def _config_blocks(self) -> Iterator[_Raw]:
         """Config samples: one code block per top-level stanza; blank lines inside braces do not split, and a
         block of '#' comments stays with the setting below it, which it describes ("# This option is useful
-        to quickly correct the clock ..." / blank line / "! makestep 1.0 3"). Rule lines ("#######") are
+        to bound the retry delay ..." / blank line / "! retry_delay 5 30"). Rule lines ("#######") are
         decoration and are left out."""
         block: list[str] = []
         depth = 0

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from athena.errors import ValidationFailed
@@ -494,6 +494,36 @@ def folder_tombstone_missing(*, root: str, prefix: str, present: set[str]) -> in
         document_tombstone(document=document)
         count += 1
     return count
+
+
+def folder_remove(*, root: Path, actor: Any = None) -> list[str]:
+    """Tombstone every live document ingested from `root` or a folder beneath it (e.g. the demo knowledge base
+    before loading one's own documents) and record one audit event naming them. Returns their source ids.
+
+    Private uploads are left alone: they belong to their owner and expire by themselves."""
+    from audit.services import audit_record
+
+    folder = str(root.resolve())
+    with transaction.atomic():
+        documents = list(
+            Document.objects.filter(
+                Q(source_root=folder) | Q(source_root__startswith=folder.rstrip("/") + "/")
+            )
+            .filter(owner__isnull=True)
+            .exclude(status=DocumentStatus.TOMBSTONED)
+            .order_by("source")
+        )
+        for document in documents:
+            document_tombstone(document=document)
+        sources = [document.source for document in documents]
+        audit_record(
+            kind="documents_removed",
+            actor=actor,
+            documents=sources,
+            payload={"folder": folder, "count": len(sources)},
+            verdict="removed",
+        )
+    return sources
 
 
 def ingest_run_start(*, root: Path, options: IngestOptions) -> tuple[IngestRun, list[tuple[str, str]]]:

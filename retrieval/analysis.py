@@ -591,7 +591,7 @@ def edit_distance(a: str, b: str, limit: int) -> int:
     return previous[-1]
 
 
-# an option term written with its value attached ("=-n1" from "rsyslogd -N1"): manuals document it bare ("-N")
+# an option term written with its value attached ("=-n1" from "mydaemon -N1"): manuals document it bare ("-N")
 ATTACHED_VALUE = re.compile(r"=(-[a-z])\d+")  # one-letter options only: "--http2" and "-sha256" are names
 
 
@@ -600,7 +600,7 @@ def sentences(text: str) -> list[str]:
 
     Blank lines, list items (``-``, ``*``, ``1.``, ``a)``), Markdown headings and table rows always start a
     new sentence; wrapped lines inside a paragraph are joined, except a short line starting in lower case
-    right after a line that ended a sentence (the next term of a manual's option list: "ntsport port").
+    right after a line that ended a sentence (the next term of a manual's option list: "listen-port port").
     Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word that does not
     start in lower case, except after
     abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an initial. Periods inside version numbers, IP
@@ -656,9 +656,9 @@ def sentences(text: str) -> list[str]:
                     )
                 ):
                     # a line that ended a sentence, then a short one in lower case: not a wrapped sentence but
-                    # the next term of a manual's option list ("... the standard NTP port)." / "ntsport port");
+                    # the next term of a manual's option list ("... the standard NTP port)." / "listen-port port");
                     # likewise a "term - description" item after a finished sentence or a lead-in ("... rules of
-                    # the following types:" / "blackhole - the rule prescribes to silently drop the packet.")
+                    # the following types:" / "discard - the packet is dropped silently.")
                     segments.append(" ".join(paragraph))
                     paragraph = []
                 paragraph.append(stripped)

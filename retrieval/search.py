@@ -137,7 +137,7 @@ def understand(question: str) -> QueryAnalysis:
     terms = [(t, 1.0) for t in query_terms(question)]
     own = {t for t, _ in terms}
     for term, _ in list(terms):
-        # an option written with its value attached ("rsyslogd -N1", "tail -n50") is documented bare ("-N")
+        # an option written with its value attached ("mydaemon -N1", "tail -n50") is documented bare ("-N")
         flag = ATTACHED_VALUE.fullmatch(term)
         if flag and f"={flag.group(1)}" not in own:
             terms.append((f"={flag.group(1)}", SYNONYM_WEIGHT))
@@ -163,7 +163,7 @@ def understand(question: str) -> QueryAnalysis:
 def correct_terms(terms: list[str], principal: Principal) -> dict[str, str]:
     """Misspelt terms of the question: option and setting names, and words, that no chunk the principal may
     read contains, each mapped to the closest term of the same lane that such chunks do contain
-    ("persistance_timeout" -> "persistence_timeout", "reciev" -> "receiv"): one edit (a swap of two adjacent
+    ("retransmision_timeout" -> "retransmission_timeout", "reciev" -> "receiv"): one edit (a swap of two adjacent
     letters counts as one) under ten characters, two from ten on; a word must have five letters and its
     correction occur in two chunks. Terms only readable elsewhere are never suggested."""
     names = [t for t in terms if t.startswith("=") and len(t) > 6]

@@ -57,7 +57,11 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
             "PYTHONUNBUFFERED": "1",
         }
     )
-    log = open(ROOT / "var" / "log" / "test-worker.log", "ab")  # noqa: SIM115
+    from athena.paths import var_dir
+
+    log_dir = var_dir() / "log"  # ATHENA_VAR_DIR, like every other log of the stack
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = open(log_dir / "test-worker.log", "ab")  # noqa: SIM115
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -89,7 +93,7 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
         if any(f"test-{os.getpid()}@" in name for reply in replies for name in reply):
             break
         if proc.poll() is not None:
-            raise RuntimeError("test worker exited; see var/log/test-worker.log")
+            raise RuntimeError(f"test worker exited; see {log_dir / 'test-worker.log'}")
     else:
         proc.terminate()
         raise RuntimeError("test worker did not answer a ping in 90s")

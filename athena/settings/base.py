@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from athena.env import database_from_url, env
@@ -23,6 +24,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc as static files: the API docs work offline
     "athena",
     "knowledge",
     "retrieval",
@@ -32,6 +34,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # gunicorn serves nothing by itself: WhiteNoise serves the collected static files from STATIC_ROOT
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -114,6 +118,8 @@ CELERY_TASK_ROUTES = {
 }
 CELERY_WORKER_CONCURRENCY = env.int("ATHENA_WORKER_CONCURRENCY", 2, minimum=1)
 ATHENA_SOURCE_FOLDERS = env.list("ATHENA_SOURCE_FOLDERS")
+# `make run` loads the demo documents of knowledge/sample_kb unless this is false
+ATHENA_LOAD_SAMPLE_KB = env.bool("ATHENA_LOAD_SAMPLE_KB", True)
 ATHENA_NIGHTLY_SYNC_HOUR = env.int("ATHENA_NIGHTLY_SYNC_HOUR", 2, minimum=0, maximum=23)
 
 # --- models ---------------------------------------------------------------------------------------------
@@ -153,6 +159,8 @@ ATHENA_CHUNK_TOKENS = env.int("ATHENA_CHUNK_TOKENS", 200, minimum=32)
 ATHENA_MAX_QUESTION_CHARS = 1000
 ATHENA_QUESTIONS_PER_HOUR = env.int("ATHENA_QUESTIONS_PER_HOUR", 60, minimum=1)
 ATHENA_STALE_AFTER_DAYS = env.int("ATHENA_STALE_AFTER_DAYS", 730, minimum=1)
+# prose answers stop after about this many words (whole sentences; the lead unit is always kept)
+ATHENA_ANSWER_MAX_WORDS = env.int("ATHENA_ANSWER_MAX_WORDS", 80, minimum=20)
 ATHENA_MEMORY_TURNS = env.int("ATHENA_MEMORY_TURNS", 6, minimum=1)
 ATHENA_MEMORY_TTL_SECONDS = env.int("ATHENA_MEMORY_TTL_SECONDS", 86_400, minimum=60)
 ATHENA_UPLOAD_TTL_HOURS = env.int("ATHENA_UPLOAD_TTL_HOURS", 24, minimum=1)
@@ -174,8 +182,14 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
-STATIC_URL = "static/"
-STATIC_ROOT = var_dir() / "static"
+STATIC_URL = "/static/"
+# filled by `manage.py collectstatic` (bootstrap runs it, so `make run` does)
+STATIC_ROOT = Path(env.str("ATHENA_STATIC_ROOT", "") or var_dir() / "static")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # hashed names (cached for a year by browsers) and gzip/brotli copies, from a manifest written by collectstatic
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 MEDIA_ROOT = var_dir() / "media"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
@@ -195,7 +209,15 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "athena.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Athena KB API", "VERSION": "1.0.0", "SERVE_INCLUDE_SCHEMA": False}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Athena KB API",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # served from our own static files: the product runs on networks without internet access
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
 
 LOGGING = {
     "version": 1,

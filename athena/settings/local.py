@@ -1,5 +1,5 @@
-"""Local development (make run): debug pages on."""
+"""Local stack (`make run`): the product as a person uses it, so debug pages stay off unless ATHENA_DEBUG=true
+(with DEBUG on, Django shows tracebacks to every visitor and WhiteNoise serves from the apps' folders instead
+of the collected, hashed files that production serves)."""
 
 from athena.settings.base import *  # noqa: F403
-
-DEBUG = True

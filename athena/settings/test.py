@@ -3,7 +3,17 @@
 from athena.settings.base import *  # noqa: F403
 from athena.settings.base import var_dir
 
-PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.MD5PasswordHasher",  # fast logins in tests
+    # not used by default: the browser tests store their users' passwords as the server they drive expects
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 MEDIA_ROOT = var_dir() / "test-media"
 ATHENA_REALTIME_VIA_CELERY = False  # tests call the service in-process unless they start a worker
+# Django's test client renders pages without a collectstatic run: plain names, no manifest. The browser tests
+# start gunicorn with the local settings and a collected manifest, so the served path is still the real one.
+STORAGES = {
+    **STORAGES,  # noqa: F405
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}

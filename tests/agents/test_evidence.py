@@ -303,33 +303,6 @@ def test_an_identifier_the_analyser_normalises_is_found_in_its_source():
     assert not verify_sentence("keepalived implements VRRPv3 (RFC 5799).", source).supported
 
 
-def test_each_further_source_of_an_answer_is_named_where_its_first_sentence_starts():
-    from agents.pipeline import _source_labels
-
-    evidence = [
-        Evidence(1, "omjournal.html", "omjournal: Systemd Journal Output", "Purpose", "a. b.", 1.0),
-        Evidence(2, "imjournal.html", "imjournal: Systemd Journal Input Module", "Purpose", "c. d.", 0.9),
-        Evidence(3, "omjournal.html", "omjournal: Systemd Journal Output", "Purpose", "e.", 0.8),
-    ]
-    draft = Draft(
-        "concept_explanation",
-        [("a.", 0), ("b.", 0), ("Note that this module reads the journal.", 1), ("d.", 1), ("e.", 2)],
-        preface="From omjournal: Systemd Journal Output > Purpose:",
-        named=0,
-    )
-    labels = _source_labels(draft, evidence, every_source=False)
-    # the preface names the first section; the second document is named once, where it starts
-    assert labels == ["", "", "From imjournal: Systemd Journal Input Module > Purpose: ", "", ""]
-    # a list of sources names every entry's own
-    bullets = _source_labels(
-        Draft("comparison_decision", [("a.", 0), ("c.", 1)]), evidence, every_source=True
-    )
-    assert bullets == [
-        "From omjournal: Systemd Journal Output > Purpose: ",
-        "From imjournal: Systemd Journal Input Module > Purpose: ",
-    ]
-
-
 def test_an_option_asked_with_its_value_attached_matches_the_bare_option_in_the_manual():
     """ "rsyslogd -N1" is documented as "-N<value>": the sentence naming the bare option is on topic."""
     evidence = _evidence(
@@ -502,3 +475,22 @@ def test_a_procedure_is_answered_with_its_steps_when_a_close_runner_up_is_one_of
     # a step far behind the best sentence does not decide the answer's shape
     far = ScoredSentence(step.text, 0, 0.30, 0.5, 0.0, 4, 0.30)
     assert compose_extractive("procedure_sop", "q", [opening, far], evidence).preface != "Steps:"
+
+
+def test_the_selectors_sentences_become_units_with_what_they_need_around_them():
+    from agents.evidence import compose_ranked
+
+    evidence = _evidence(
+        "Retry settings. The agent retries failed uploads. It waits 30 seconds between attempts. "
+        "Uploads larger than 2 GB are split. Each part is sent on its own connection."
+    )
+    ranked = score_sentences("How long does the agent wait between upload retries?", evidence)
+    waits = next(s for s in ranked if s.text.startswith("It waits"))
+    split = next(s for s in ranked if s.text.startswith("Uploads larger"))
+    draft = compose_ranked("parameter_lookup", "How long between retries?", [waits, split], evidence)
+    texts = [t for t, _ in draft.sentences]
+    # "It" refers back: the sentence it names comes first; the value-first rule keeps a referring sentence put
+    assert texts[:2] == ["The agent retries failed uploads.", "It waits 30 seconds between attempts."]
+    assert draft.lead == 3  # the lead unit: the sentence before, the pick and the sentence after
+    # the second pick already came with the lead (the sentence after it): it is not repeated, nor read on from
+    assert texts == [*texts[:2], "Uploads larger than 2 GB are split."]

@@ -219,7 +219,7 @@ def _restricted_only_word() -> str:
 
     from django.db import connection
 
-    from agents.pipeline import _everyday_words
+    from agents.steps.retrieve import _everyday_words
     from retrieval.analysis import analyze
 
     restricted = " ".join(Chunk.objects.filter(acl_open=False).values_list("text", flat=True))
@@ -340,7 +340,7 @@ def test_evaluate_scores_an_acl_question_on_the_allowed_user_s_run(sample_kb, tm
 @pytest.mark.django_db
 def test_consecutive_chunks_in_the_evidence_are_linked_for_reading_on(sample_kb):
     from agents.evidence import Evidence
-    from agents.pipeline import _continuations
+    from agents.steps.generate import continuations as _continuations
 
     document = next(d for d in Document.objects.all() if d.chunks.count() >= 3)
     first, second, third = document.chunks.order_by("ordinal")[:3]
@@ -362,7 +362,7 @@ def test_a_question_in_everyday_words_the_documents_do_not_use_is_answered_from_
     # "holidays" occurs in no document an employee may read (the change-freeze SOP says "Year-end"); an
     # everyday word the readable corpus lacks is no sign that the topic is missing, so the evidence decides
     assert not Chunk.objects.filter(text__icontains="holiday", acl_open=True).exists()
-    from agents.pipeline import everyday_terms
+    from agents.steps.retrieve import everyday_terms
     from retrieval.analysis import analyze
 
     terms = everyday_terms("Do changes stop for the holidays on Juniper or dnsmasq boxes?")

@@ -1,9 +1,10 @@
 #!/usr/bin/env python
-"""Dev-set harness: build/ingest the corpus of ../shared/devset, restrict its three internal documents to
-`ops-admins`, create the two evaluation users, run `evaluate` and the official scorer.
+"""Dev-set harness: build/ingest the corpus of ../shared/devset, restrict every document an acl question lists
+to its allowed group, create the two evaluation users, run `evaluate` and the official scorer.
 
     python tests/benchmarks/devset.py ingest [--corpus DIR]     # build (if missing) and ingest
-    python tests/benchmarks/devset.py eval [--out PRED.jsonl] [--config JSON] [--compare]
+    python tests/benchmarks/devset.py eval [--split train|validation|all] [--out PRED.jsonl] [--config JSON]
+                                           [--compare] [--questions FILE]
     python tests/benchmarks/devset.py sample [--out PRED.jsonl]   # the sample KB's 30 questions, own database
 
 `sample` is a held-out check: the sample knowledge base (knowledge/sample_kb, our own fictional NOC documents)
@@ -14,6 +15,7 @@ athena_sample), created and migrated when missing, so the dev corpus stays in th
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -22,11 +24,26 @@ from pathlib import Path
 
 from common import DEVSET, ROOT, setup_django
 
-RESTRICTED = [
-    "openvpn/management-notes.txt",
-    "chrony/FAQ.txt",
-    "rsyslog-doc/html/troubleshooting/file_not_written.html",
-]
+SPLITS = ("train", "validation", "all")
+
+
+def load_questions(path: Path, split: str = "all") -> list[dict]:
+    """The questions of one split (a file without `split` fields, such as a curation export, is all train)."""
+    if split not in SPLITS:
+        raise SystemExit(f"unknown split {split!r}; valid: {', '.join(SPLITS)}")
+    questions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [q for q in questions if split == "all" or q.get("split", "train") == split]
+
+
+def restricted_documents(questions: list[dict]) -> dict[str, str]:
+    """Every document an acl question lists -> the group allowed to read it (a document is restricted when any
+    list names it)."""
+    restricted: dict[str, str] = {}
+    for question in questions:
+        acl = question.get("acl") or {}
+        for source in acl.get("restricted_docs", []):
+            restricted[source] = acl.get("allowed_group", "ops-admins")
+    return restricted
 
 
 def ingest(corpus: Path) -> None:
@@ -42,19 +59,28 @@ def ingest(corpus: Path) -> None:
     started = time.perf_counter()
     call_command("ingest", str(corpus), "--inline", "--batch-size", "32")
     print(f"ingest wall time: {time.perf_counter() - started:.1f}s")
-    for source in RESTRICTED:
+    restricted = restricted_documents(load_questions(DEVSET / "questions.jsonl"))
+    for source, group in sorted(restricted.items()):
         document = Document.objects.get(source=source)
-        document_set_acl(document=document, access_tier="restricted", groups=["ops-admins"], actor=None)
+        document_set_acl(document=document, access_tier="restricted", groups=[group], actor=None)
+    groups = sorted(set(restricted.values()))
     user_create_or_update(username="dev-user", groups=["employees"])
-    user_create_or_update(username="dev-admin", groups=["employees", "ops-admins"])
-    print("restricted 3 documents to ops-admins; users dev-user and dev-admin ready")
+    user_create_or_update(username="dev-admin", groups=["employees", *groups])
+    print(
+        f"restricted {len(restricted)} documents to {', '.join(groups)}; users dev-user and dev-admin ready"
+    )
 
 
-def evaluate(out: Path, config: str | None, compare: bool, limit: int | None) -> None:
+def evaluate(
+    out: Path, config: str | None, compare: bool, limit: int | None, split: str, questions_file: Path
+) -> None:
     setup_django()
     from django.core.management import call_command
 
-    args = [str(DEVSET / "questions.jsonl"), "--user", "dev-user", "--allowed-user", "dev-admin"]
+    chosen = out.with_suffix(f".{split}.questions.jsonl")
+    chosen.parent.mkdir(parents=True, exist_ok=True)
+    chosen.write_text("".join(json.dumps(q) + "\n" for q in load_questions(questions_file, split)))
+    args = [str(chosen), "--user", "dev-user", "--allowed-user", "dev-admin"]
     if config:
         args += ["--config", config]
     if limit:
@@ -70,7 +96,8 @@ def evaluate(out: Path, config: str | None, compare: bool, limit: int | None) ->
             "--predictions",
             str(out),
             "--questions",
-            str(DEVSET / "questions.jsonl"),
+            str(questions_file),
+            *(["--split", split] if split != "all" else []),
         ],
         check=False,
     )
@@ -136,6 +163,8 @@ def main() -> None:
     p_eval.add_argument("--config", default=None)
     p_eval.add_argument("--compare", action="store_true")
     p_eval.add_argument("--limit", type=int, default=None)
+    p_eval.add_argument("--split", default="train", choices=SPLITS)
+    p_eval.add_argument("--questions", default=str(DEVSET / "questions.jsonl"))
     p_sample = sub.add_parser("sample")
     p_sample.add_argument("--out", default=str(ROOT / "var" / "sample-predictions.jsonl"))
     args = parser.parse_args()
@@ -144,7 +173,7 @@ def main() -> None:
     elif args.cmd == "sample":
         sample(Path(args.out))
     else:
-        evaluate(Path(args.out), args.config, args.compare, args.limit)
+        evaluate(Path(args.out), args.config, args.compare, args.limit, args.split, Path(args.questions))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@
           var message = (data && data.error && data.error.message) || ("request failed (" + response.status + ")");
           var error = new Error(message);
           error.status = response.status;
+          error.code = data && data.error && data.error.code;
+          error.details = (data && data.error && data.error.details) || {};
           throw error;
         }
         return data;
@@ -58,7 +60,11 @@
   }
   question.addEventListener("input", updateCounter);
   question.addEventListener("keydown", function (event) {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) { $("ask-form").requestSubmit(); }
+    // Enter asks; Shift+Enter starts a new line; an input method composing a character keeps its Enter
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("ask-form").requestSubmit();
+    }
   });
 
   var progressTimer = null;
@@ -87,16 +93,57 @@
     if (text.length > maxChars) { showError("Questions are limited to " + maxChars + " characters."); return; }
     showError("");
     setBusy(true);
+    var pending = pendingTurn(text);
     var body = { question: text };
     if (state.conversationId) { body.conversation_id = state.conversationId; }
     api("POST", "/api/v1/ask", body).then(function (data) {
       state.conversationId = data.conversation_id || state.conversationId;
+      pending.remove();
       renderTurn(text, data, data.answer_id, null);
       question.value = "";
       updateCounter();
       loadConversations();
-    }).catch(function (error) { showError(error.message); }).then(function () { setBusy(false); });
+    }).catch(function (error) {
+      pending.remove();
+      // nothing was answered: an empty thread shows its welcome text again
+      if ($("welcome") && !document.querySelector("#thread .turn")) { $("welcome").hidden = false; }
+      showError(errorText(error));
+    }).then(function () { setBusy(false); question.focus(); });
   });
+
+  function pendingTurn(text) {
+    var welcome = $("welcome");
+    if (welcome) { welcome.hidden = true; }
+    var turn = el("article", { className: "turn pending", "aria-busy": "true" }, [
+      el("div", { className: "question-bubble", text: text }),
+      el("div", { className: "answer working" }, [el("span", { className: "spinner", "aria-hidden": "true" }),
+        el("span", { text: " Athena is reading the documents you can see…" })])
+    ]);
+    $("thread").appendChild(turn);
+    turn.scrollIntoView({ block: "end" });
+    return turn;
+  }
+
+  function clock(date) {
+    return ("0" + date.getHours()).slice(-2) + ":" + ("0" + date.getMinutes()).slice(-2);
+  }
+
+  function errorText(error) {
+    if (error.status === 429 && error.details && error.details.retry_after) {
+      var seconds = Number(error.details.retry_after);
+      var when = new Date(Date.now() + seconds * 1000);
+      var limit = error.details.limit;
+      return (limit ? "You have asked " + limit + " questions this hour, the most allowed. "
+                    : "Questions are paused for your account. ") +
+        "You can ask again at " + clock(when) + " (in " + Math.max(1, Math.ceil(seconds / 60)) + " min).";
+    }
+    if (error.status === 503) {
+      return "Athena is busy: no answering worker took the question in time. Please try again in a minute; " +
+        "if this keeps happening, tell the administrators.";
+    }
+    if (!error.status) { return "The server could not be reached. Check your connection and try again."; }
+    return error.message;
+  }
 
   function showError(message) {
     $("ask-error").textContent = message;
@@ -104,40 +151,165 @@
   }
 
   /* ---- rendering an answer ------------------------------------------------------------------------------ */
-  function answerWithLinks(text, citations, turn) {
-    var container = el("div", { className: "answer-text" });
-    var byRef = {};
-    (citations || []).forEach(function (c) { byRef[String(c.ref)] = c; });
+  function citeLink(citation, turn) {
+    var link = el("a", { href: "#", className: "cite", "data-ref": String(citation.ref), text: "[" + citation.ref + "]",
+                         "aria-label": "Source " + citation.ref + ": " + (citation.title || citation.document) +
+                           (citation.section ? ", " + citation.section : "") });
+    link.addEventListener("click", function (e) { e.preventDefault(); openCitation(citation, turn); });
+    return link;
+  }
+
+  // text with its [n] markers turned into links that open the cited passage
+  function appendWithCitations(node, text, byRef, turn) {
     var pattern = /\[(\d+)\]/g;
     var last = 0;
     var match;
     while ((match = pattern.exec(text)) !== null) {
-      container.appendChild(document.createTextNode(text.slice(last, match.index)));
+      node.appendChild(document.createTextNode(text.slice(last, match.index)));
       var citation = byRef[match[1]];
-      if (citation) {
-        var link = el("a", { href: "#", className: "cite", "data-ref": match[1], text: "[" + match[1] + "]",
-                             title: citation.title + (citation.section ? " — " + citation.section : "") });
-        link.addEventListener("click", (function (c) {
-          return function (e) { e.preventDefault(); openCitation(c, turn); };
-        })(citation));
-        container.appendChild(link);
-      } else {
-        container.appendChild(document.createTextNode(match[0]));
-      }
+      node.appendChild(citation ? citeLink(citation, turn) : document.createTextNode(match[0]));
       last = pattern.lastIndex;
     }
-    container.appendChild(document.createTextNode(text.slice(last)));
+    node.appendChild(document.createTextNode(text.slice(last)));
+    return node;
+  }
+
+  // the first sentence (with its citations) and the rest of a paragraph: an answer's sentences each end with
+  // their [n]; text without citations (an abstention) is split at its first full stop
+  function leadSplit(line) {
+    var match = /^(.+?\[\d+\](?:\s*\[\d+\])*)\s+(\S[\s\S]*)$/.exec(line) ||
+      (/\[\d+\]/.test(line) ? null : /^(.+?[.!?])\s+(\S[\s\S]*)$/.exec(line));
+    return match ? [match[1], match[2]] : [line, ""];
+  }
+
+  // "From <document title>:" before a fragment names a source that the list under the answer names once, and
+  // the [n] after each sentence already says which one it is: the page leaves the label out
+  function withoutSourceLabels(text, citations) {
+    var titles = [];
+    (citations || []).forEach(function (c) {
+      [c.title, c.document].forEach(function (t) { if (t && titles.indexOf(t) < 0) { titles.push(t); } });
+    });
+    titles.sort(function (a, b) { return b.length - a.length; });
+    titles.forEach(function (title) {
+      text = text.replace(new RegExp("(^|\\s)([-\u2022]\\s+)?From " + escapeRegExp(title) + ":[ \\t]*", "g"),
+        function (all, before, bullet) { return before + (bullet || ""); });
+    });
+    return text;
+  }
+
+  function escapeRegExp(text) { return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
+
+  // A quoted sentence can carry the heading above it ("Rollback after commit If a problem appears"): the
+  // heading is in the source list already, so a heading of a cited section glued to the start of a sentence
+  // (the sentence going on with a capital letter, no punctuation between) is left out
+  function withoutGluedHeadings(text, citations) {
+    var headings = [];
+    (citations || []).forEach(function (c) {
+      [c.title].concat(String(c.section || "").split(" > ")).forEach(function (h) {
+        h = (h || "").trim();
+        if (h && h.split(/\s+/).length <= 12 && headings.indexOf(h) < 0) { headings.push(h); }
+      });
+    });
+    headings.sort(function (a, b) { return b.length - a.length; });
+    headings.forEach(function (heading) {
+      var pattern = new RegExp("(^|\\n|\\]\\s+|^\\s*\\d+[.)]\\s+|\\n\\s*\\d+[.)]\\s+|[-\u2022]\\s+)" +
+                               escapeRegExp(heading) + "\\s+(?=[A-Z0-9`])", "g");
+      text = text.replace(pattern, "$1");
+    });
+    return text;
+  }
+
+  function answerBlocks(text, citations, turn) {
+    var container = el("div", { className: "answer-text" });
+    var byRef = {};
+    (citations || []).forEach(function (c) { byRef[String(c.ref)] = c; });
+    var lines = withoutGluedHeadings(withoutSourceLabels(text, citations), citations).split("\n")
+      .filter(function (line) { return line.trim(); });
+    var list = null;
+    var hasLead = false;
+    lines.forEach(function (line) {
+      var step = /^\s*\d+[.)]\s+([\s\S]*)$/.exec(line);
+      var point = /^\s*[-\u2022]\s+([\s\S]*)$/.exec(line);
+      if (step || point) {
+        var tag = step ? "ol" : "ul";
+        if (!list || list.tagName.toLowerCase() !== tag) {
+          if (!hasLead && step) {
+            // a bare list of steps gets a lead line saying what it is
+            var count = lines.filter(function (l) { return /^\s*\d+[.)]\s/.test(l); }).length;
+            var first = (citations || [])[0];
+            container.appendChild(el("p", { className: "answer-lead",
+              text: count + " steps" + (first ? ", from " + (first.title || first.document) : "") + ":" }));
+            hasLead = true;
+          }
+          list = el(tag, { className: step ? "steps" : "points" });
+          container.appendChild(list);
+        }
+        list.appendChild(appendWithCitations(el("li"), (step || point)[1], byRef, turn));
+        return;
+      }
+      list = null;
+      if (!hasLead) {
+        var parts = leadSplit(line);
+        container.appendChild(appendWithCitations(el("p", { className: "answer-lead" }), parts[0], byRef, turn));
+        if (parts[1]) { container.appendChild(appendWithCitations(el("p"), parts[1], byRef, turn)); }
+        hasLead = true;
+      } else {
+        container.appendChild(appendWithCitations(el("p"), line, byRef, turn));
+      }
+    });
     return container;
+  }
+
+  // one entry per document, however many of its passages are cited
+  function sourceList(citations, notes, turn) {
+    var groups = [];
+    var byDocument = {};
+    citations.forEach(function (c) {
+      var group = byDocument[c.document];
+      if (!group) {
+        group = byDocument[c.document] = { title: c.title || c.document, document: c.document, cites: [], sections: [] };
+        groups.push(group);
+      }
+      group.cites.push(c);
+      if (c.section && group.sections.indexOf(c.section) < 0) { group.sections.push(c.section); }
+    });
+    var list = el("ul", { className: "sources", "aria-label": "Sources" });
+    groups.forEach(function (group) {
+      var first = group.cites[0];
+      var refs = el("span", { className: "source-refs" });
+      group.cites.forEach(function (c) { refs.appendChild(citeLink(c, turn)); });
+      var title = el("a", { href: "#", className: "source-title", text: group.title });
+      title.addEventListener("click", function (e) { e.preventDefault(); openCitation(first, turn); });
+      var meta = el("div", { className: "source-meta small" }, [
+        el("span", { className: "source-section", text: group.sections.join(" · ") || "whole document" }),
+        el("span", { className: "source-updated", text: "updated " + fmtDate(first.updated_at) }),
+        el("span", { className: "tier tier-" + (first.access_tier || "unknown"), text: first.access_tier || "unknown" })
+      ]);
+      var stale = (notes || []).filter(function (n) {
+        n = String(n);
+        return /may be outdated/.test(n) && (n.indexOf("'" + group.title + "'") === 0 || n.indexOf("'" + group.document + "'") === 0);
+      });
+      if (stale.length) {
+        meta.appendChild(el("span", { className: "badge-outdated", text: "may be outdated", title: stale.join(" ") }));
+      }
+      list.appendChild(el("li", { "data-document": group.document }, [refs, " ", title, meta]));
+    });
+    return list;
   }
 
   function renderTurn(askedText, data, answerId, vote) {
     var welcome = $("welcome");
     if (welcome) { welcome.remove(); }
-    var turn = el("article", { className: "turn" + (data.abstained ? " abstained" : ""), "data-answer-id": answerId || "" });
+    var turn = el("article", { className: "turn answered" + (data.abstained ? " abstained" : ""),
+                               "data-answer-id": answerId || "" });
     turn.appendChild(el("div", { className: "question-bubble", text: askedText }));
     var answerBox = el("div", { className: "answer" });
-    answerBox.appendChild(answerWithLinks(data.answer || "", data.citations, turn));
-    if (data.abstained) {
+    answerBox.appendChild(answerBlocks(data.answer || "", data.citations, turn));
+    var refused = data.verdict === "blocked";
+    if (refused) {
+      turn.classList.add("refused");
+      answerBox.insertBefore(el("p", { className: "refusal-label", text: "Not answered" }), answerBox.firstChild);
+    } else if (data.abstained) {
       var searched = el("div", { className: "searched" }, [el("strong", { text: "What was searched: " })]);
       var notes = (data.notes || []).slice();
       if (data.retrieved && data.retrieved.length) {
@@ -155,14 +327,8 @@
       answerBox.appendChild(noteList);
     }
     if (data.citations && data.citations.length) {
-      var sources = el("ol", { className: "citations" });
-      data.citations.forEach(function (c) {
-        var link = el("a", { href: "#", className: "cite-title", text: c.title || c.document });
-        link.addEventListener("click", function (e) { e.preventDefault(); openCitation(c, turn); });
-        sources.appendChild(el("li", { value: String(c.ref) }, [link, el("span", { className: "small muted",
-          text: " · " + (c.section || "—") + " · updated " + fmtDate(c.updated_at) + " · " + (c.access_tier || "") })]));
-      });
-      answerBox.appendChild(sources);
+      answerBox.appendChild(el("h3", { className: "sources-heading", text: "Sources" }));
+      answerBox.appendChild(sourceList(data.citations, data.notes, turn));
     }
     var meta = el("div", { className: "small muted meta" });
     var total = data.timings_ms && (data.timings_ms.total || data.timings_ms.total_ms);
@@ -182,16 +348,20 @@
     if (answerId) { answerBox.appendChild(feedbackBox(answerId, vote)); }
     turn.appendChild(answerBox);
     $("thread").appendChild(turn);
-    turn.scrollIntoView({ block: "end" });
+    // an answer is read from its start: the question and the lead sentence come into view first
+    turn.scrollIntoView({ block: "start" });
     renderEvidence(data);
     renderTrace(data);
   }
 
   function feedbackBox(answerId, vote) {
     var box = el("div", { className: "feedback" });
-    var up = el("button", { type: "button", className: "vote up" + (vote === 1 ? " chosen" : ""), title: "Helpful", text: "▲ helpful" });
-    var down = el("button", { type: "button", className: "vote down" + (vote === -1 ? " chosen" : ""), title: "Not helpful", text: "▼ not helpful" });
+    var up = el("button", { type: "button", className: "vote up" + (vote === 1 ? " chosen" : ""),
+                            "aria-pressed": String(vote === 1), text: "▲ helpful" });
+    var down = el("button", { type: "button", className: "vote down" + (vote === -1 ? " chosen" : ""),
+                              "aria-pressed": String(vote === -1), text: "▼ not helpful" });
     var comment = el("input", { type: "text", className: "feedback-comment", maxlength: "2000",
+                                "aria-label": "Comment on this answer (optional)",
                                 placeholder: "Optional comment (what was wrong or missing?)" });
     var status = el("span", { className: "small muted feedback-status", role: "status" });
     function send(choice) {
@@ -199,6 +369,8 @@
         .then(function (data) {
           up.classList.toggle("chosen", choice === "up");
           down.classList.toggle("chosen", choice === "down");
+          up.setAttribute("aria-pressed", String(choice === "up"));
+          down.setAttribute("aria-pressed", String(choice === "down"));
           status.textContent = "Thanks — feedback recorded" + (data.queued_for_curation ? " and sent to the curators." : ".");
         }).catch(function (error) { status.textContent = error.message; });
     }
@@ -211,12 +383,24 @@
   /* ---- side panel ---------------------------------------------------------------------------------------- */
   function selectTab(name) {
     Array.prototype.forEach.call(document.querySelectorAll(".tab"), function (tab) {
-      tab.classList.toggle("active", tab.getAttribute("data-tab") === name);
+      var selected = tab.getAttribute("data-tab") === name;
+      tab.classList.toggle("active", selected);
+      tab.setAttribute("aria-selected", String(selected));
+      tab.tabIndex = selected ? 0 : -1;
     });
     ["passage", "evidence", "trace"].forEach(function (n) { $("panel-" + n).hidden = n !== name; });
   }
+  var tabNames = ["passage", "evidence", "trace"];
   Array.prototype.forEach.call(document.querySelectorAll(".tab"), function (tab) {
     tab.addEventListener("click", function () { selectTab(tab.getAttribute("data-tab")); });
+    tab.addEventListener("keydown", function (event) {
+      // arrow keys move between the tabs (the WAI-ARIA tabs pattern)
+      var step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
+      if (!step) { return; }
+      var next = tabNames[(tabNames.indexOf(tab.getAttribute("data-tab")) + step + tabNames.length) % tabNames.length];
+      selectTab(next);
+      $("tab-" + next).focus();
+    });
   });
 
   function highlighted(text, quote) {
@@ -325,7 +509,8 @@
         var open = el("a", { href: "#", className: "conversation-link" + (c.id === state.conversationId ? " current" : ""),
                              text: c.title || "(untitled)", title: fmtDate(c.updated_at) + " · " + c.turns + " question(s)" });
         open.addEventListener("click", function (e) { e.preventDefault(); openConversation(c.id); });
-        var remove = el("button", { type: "button", className: "link delete", title: "Delete conversation", text: "×" });
+        var remove = el("button", { type: "button", className: "link delete", title: "Delete conversation",
+                                   "aria-label": "Delete conversation " + (c.title || ""), text: "×" });
         remove.addEventListener("click", function () {
           if (!window.confirm("Delete this conversation?")) { return; }
           api("DELETE", "/api/v1/conversations/" + c.id).then(function () {
@@ -335,7 +520,12 @@
         });
         list.appendChild(el("li", {}, [open, remove]));
       });
-    }).catch(function () { /* the list is a convenience; asking still works */ });
+    }).catch(function () {
+      // the list is a convenience; asking still works
+      var list = $("conversation-list");
+      list.innerHTML = "";
+      list.appendChild(el("li", { className: "muted", text: "Conversations could not be loaded." }));
+    });
   }
 
   function openConversation(id) {
@@ -362,14 +552,40 @@
     var form = new FormData();
     form.append("file", file);
     $("upload-status").textContent = "Uploading and indexing " + file.name + "…";
+    $("upload-submit").disabled = true;
     api("POST", "/api/v1/documents/upload", form, true).then(function (doc) {
-      var name = doc.title || doc.source;
-      $("upload-status").textContent = doc.status === "indexed"
-        ? name + " is ready (" + doc.chunk_count + " passages, private to you, expires " + fmtDate(doc.expires_at) +
-          "). Ask about it above."
-        : name + " is being indexed; ask about it in a minute.";
-    }).catch(function (error) { $("upload-status").textContent = error.message; });
+      showUpload(doc, file.name, Date.now());
+    }).catch(function (error) {
+      $("upload-status").textContent = error.message;
+      $("upload-submit").disabled = false;
+    });
   });
+
+  // the worker indexes an upload in the background: say so, and say when it is ready
+  function showUpload(doc, fileName, started) {
+    var name = doc.title || fileName;
+    if (doc.status === "indexed") {
+      $("upload-status").textContent = name + " is ready (" + doc.chunk_count + " passages, private to you, expires " +
+        fmtDate(doc.expires_at) + "). Ask about it.";
+      $("upload-submit").disabled = false;
+      return;
+    }
+    if (doc.status === "failed") {
+      $("upload-status").textContent = name + " could not be read" + (doc.error ? ": " + doc.error : ".");
+      $("upload-submit").disabled = false;
+      return;
+    }
+    if (Date.now() - started > 300000) {
+      $("upload-status").textContent = name + " is still being indexed; it will be searchable once it is done.";
+      $("upload-submit").disabled = false;
+      return;
+    }
+    $("upload-status").textContent = "Indexing " + name + "…";
+    setTimeout(function () {
+      api("GET", "/api/v1/documents/" + doc.id).then(function (latest) { showUpload(latest, fileName, started); })
+        .catch(function (error) { $("upload-status").textContent = error.message; $("upload-submit").disabled = false; });
+    }, 1500);
+  }
 
   updateCounter();
   loadConversations();

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from athena.paths import BASE_DIR
 from athena.services import ROLE_ADMIN, ROLE_COMPLIANCE, ROLE_EMPLOYEE, user_create_or_update
 from athena.stack import Stack
+from knowledge.models import Document
 
 SAMPLE_KB = BASE_DIR / "knowledge" / "sample_kb"
 
@@ -26,7 +27,8 @@ DEMO_USERS = [
 
 class Command(BaseCommand):
     help = (
-        "Prepare the local stack: start database/broker/worker, migrate, create demo users, load sample KB."
+        "Prepare the local stack: start database/broker/worker, migrate, collect static files, create demo users, "
+        "load the sample KB (unless ATHENA_LOAD_SAMPLE_KB=false)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -37,12 +39,23 @@ class Command(BaseCommand):
         Stack(components=("postgres", "redis", "worker")).up(echo=self.stdout.write)
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("database migrated")
+        # gunicorn serves pages whose stylesheets and scripts have hashed names from this manifest
+        call_command("collectstatic", interactive=False, verbosity=0)
+        self.stdout.write(f"static files collected in {settings.STATIC_ROOT}")
         for name, password, groups, staff, superuser in DEMO_USERS:
             user, _ = user_create_or_update(username=name, groups=groups, password=password, staff=staff)
             if superuser and not user.is_superuser:
                 user.is_superuser = True
                 user.save(update_fields=["is_superuser"])
-        if not options["no_sample"] and (SAMPLE_KB / "public").is_dir():
+        load_sample = settings.ATHENA_LOAD_SAMPLE_KB and not options["no_sample"]
+        if not load_sample:
+            self.stdout.write("sample knowledge base not loaded (ATHENA_LOAD_SAMPLE_KB=false or --no-sample)")
+            if Document.objects.filter(source_root__startswith=str(SAMPLE_KB.resolve())).exists():
+                self.stdout.write(
+                    f"  documents loaded from it earlier are still searchable: "
+                    f"`python manage.py remove {SAMPLE_KB.relative_to(BASE_DIR)}` removes them"
+                )
+        elif (SAMPLE_KB / "public").is_dir():
             call_command(
                 "ingest",
                 str(SAMPLE_KB / "public"),

@@ -1,0 +1,131 @@
+"""`python manage.py train_answerer [--data F] [--out F]` — fit the answer selector and the abstention threshold.
+
+manage.py train_answerer --collect QUESTIONS.jsonl --user U --allowed-user A [--data F]
+    runs the answering pipeline over a dev-set style question file (acl questions as both users) against
+    the current database and stores, per run, the feature rows of its candidate sentences and their labels
+    (does the sentence state the gold answer?). No question text or document text is stored.
+manage.py train_answerer [--data F] [--out F] [--seed N]
+    fits both models on the `train` runs only, picks the threshold by cross-validation with folds by
+    package, prints the report (cross-validated and validation AUC, calibration error, abstention
+    figures) and writes the artefact. Same data and seed -> the same artefact bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "answerer_data.jsonl.gz"
+
+
+class Command(BaseCommand):
+    help = "Fit the learned answer selector and the calibrated abstention threshold (agents/answerer.py)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--collect", metavar="QUESTIONS", default=None)
+        parser.add_argument("--user", default=None)
+        parser.add_argument("--allowed-user", default=None)
+        parser.add_argument("--data", default=str(DATA))
+        parser.add_argument("--out", default=None, help="artefact path (default agents/data/answerer.json)")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--report", default=None, help="also write the report as JSON here")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["collect"]:
+            self._collect(
+                Path(options["collect"]), options["user"], options["allowed_user"], Path(options["data"])
+            )
+            return
+        from agents.answerer import ARTEFACT
+        from agents.answerer_training import fit_answerer, load_runs
+
+        data = Path(options["data"])
+        if not data.exists():
+            raise CommandError(f"{data} does not exist: collect it first (--collect QUESTIONS ...)")
+        answerer, report = fit_answerer(load_runs(data), seed=options["seed"])
+        out = Path(options["out"]) if options["out"] else ARTEFACT
+        out.write_text(json.dumps(answerer.to_json(), indent=1, sort_keys=True) + "\n")
+        for line in report.lines():
+            self.stdout.write(line)
+        if options["report"]:
+            Path(options["report"]).write_text(json.dumps(report.as_dict(), indent=1) + "\n")
+        self.stdout.write(self.style.SUCCESS(f"saved {out} (version {answerer.version})"))
+
+    def _collect(self, questions_path: Path, username: str | None, allowed: str | None, data: Path) -> None:
+        from django.contrib.auth.models import User
+
+        from agents.answerer_training import label_candidates, package_of
+        from agents.pipeline import run_pipeline
+        from retrieval.types import Principal
+
+        if not questions_path.is_file():
+            raise CommandError(f"{questions_path} does not exist")
+        if not username:
+            raise CommandError("--collect needs --user (and --allowed-user for acl questions)")
+        users = {}
+        for key, name in (("user", username), ("allowed", allowed)):
+            if name:
+                try:
+                    users[key] = User.objects.get(username=name)
+                except User.DoesNotExist:
+                    raise CommandError(f"no user {name!r}") from None
+        questions = [json.loads(line) for line in questions_path.read_text().splitlines() if line.strip()]
+        packages = sorted({package_of(q) for q in questions})
+        runs = []
+        started = time.perf_counter()
+        for number, question in enumerate(questions, start=1):
+            askers = [("user", users["user"])]
+            if question.get("acl") and "allowed" in users:
+                askers.append(("allowed", users["allowed"]))
+            for role, user in askers:
+                observed: dict[str, Any] = {}
+                run_pipeline(
+                    question=question["question"],
+                    principal=Principal.from_user(user),
+                    history=[],
+                    observe=observed,
+                )
+                gold = [g for g in [question.get("answer"), *question.get("answer_aliases", [])] if g]
+                answerable = question.get("type") != "unanswerable" and not (
+                    question.get("acl") and role == "user"
+                )
+                runs.append(
+                    {
+                        "split": question.get("split", "train"),
+                        "type": question.get("type", ""),
+                        "group": packages.index(package_of(question)),
+                        "answerable": answerable,
+                        "has_gold_answer": bool(gold) and answerable,
+                        "rows": observed.get("rows", []),
+                        "labels": label_candidates(
+                            observed.get("candidates", []), gold if answerable else []
+                        ),
+                        "next_labels": label_candidates(
+                            [
+                                observed.get("next_sentences", {}).get(c, "")
+                                for c in observed.get("candidates", [])
+                            ],
+                            gold if answerable else [],
+                        ),
+                        "facts": _facts_json(observed.get("facts")),
+                    }
+                )
+            self.stderr.write(
+                f"\r{number}/{len(questions)} questions, {time.perf_counter() - started:.0f}s", ending=""
+            )
+        self.stderr.write("")
+        data.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.GzipFile(data, "wb", mtime=0) as handle:
+            handle.write("".join(json.dumps(run, sort_keys=True) + "\n" for run in runs).encode())
+        self.stdout.write(self.style.SUCCESS(f"collected {len(runs)} runs into {data}"))
+
+
+def _facts_json(facts: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(facts) if facts is not None else {}

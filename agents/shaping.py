@@ -1,0 +1,165 @@
+"""Answer shapers: how a verified draft reads, one shaper per answer template.
+
+A draft is a list of (verbatim evidence sentence, evidence index). Every shaper keeps each sentence verbatim
+with its [n] citation; what they decide is order, grouping and length:
+
+- the lead (the selected answer sentence and what it needs around it) comes first;
+- further sentences are grouped by document, and a document other than the lead's is named once, where its
+  first sentence starts ("From <title>: ...");
+- a section heading that the sentence splitter left at the start of a sentence is set off with a colon
+  ("Rollback after commit: If a problem appears ...") instead of running into it;
+- prose stops at about MAX_WORDS words (whole sentences; the lead is always kept); a procedure is numbered
+  steps; a comparison is one bullet per document.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from agents.evidence import Draft, Evidence
+
+MAX_WORDS = 80  # a short answer: about three sentences of a manual (ATHENA_ANSWER_MAX_WORDS)
+MAX_HEADING_WORDS = 8
+
+
+class Template(enum.StrEnum):
+    PROCEDURE = "procedure_sop"
+    CONCEPT = "concept_explanation"
+    COMPARISON = "comparison_decision"
+    PARAMETER = "parameter_lookup"
+    TROUBLESHOOTING = "troubleshooting"
+
+    @classmethod
+    def from_str(cls, value: str) -> Template:
+        try:
+            return cls(value)
+        except ValueError:
+            valid = ", ".join(t.value for t in cls)
+            raise ValueError(f"unknown template {value!r}; valid: {valid}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Shaped:
+    text: str
+    refs: dict[int, int]  # evidence index -> its [n] number, in order of first use
+    sentences: tuple[tuple[str, int], ...]  # the sentences kept, in the order shown
+
+
+def _set_off_heading(sentence: str, item: Evidence) -> str:
+    """ "Rollback after commit If a problem appears" -> "Rollback after commit: If a problem appears" when the
+    passage's own section heading opens the sentence without punctuation."""
+    heading = item.section.rpartition(" > ")[2].strip()
+    if not heading or len(heading.split()) > MAX_HEADING_WORDS or heading[-1:] in ".:;?!":
+        return sentence
+    rest = sentence[len(heading) :]
+    if sentence.startswith(heading) and rest.startswith(" ") and rest.strip()[:1].isupper():
+        return f"{heading}:{rest}"
+    return sentence
+
+
+def _grouped(sentences: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) -> list[tuple[str, int]]:
+    """The sentences with each document's together, documents in order of first use (stable inside one)."""
+    order: dict[str, int] = {}
+    for _sentence, index in sentences:
+        order.setdefault(_source(index, evidence), len(order))
+    return sorted(sentences, key=lambda pair: order[_source(pair[1], evidence)])
+
+
+def _source(index: int, evidence: Sequence[Evidence]) -> str:
+    return evidence[index].source if 0 <= index < len(evidence) else ""
+
+
+def _title(index: int, evidence: Sequence[Evidence]) -> str:
+    item = evidence[index]
+    return item.title or item.source
+
+
+def _max_words() -> int:
+    from django.conf import settings
+
+    return int(getattr(settings, "ATHENA_ANSWER_MAX_WORDS", MAX_WORDS)) if settings.configured else MAX_WORDS
+
+
+def _capped(sentences: Sequence[tuple[str, int]], lead: int) -> list[tuple[str, int]]:
+    """Whole sentences up to the word budget; the first `lead` sentences (the answer's lead unit) always stay."""
+    budget = _max_words()
+    kept: list[tuple[str, int]] = []
+    words = 0
+    for position, (sentence, index) in enumerate(sentences):
+        length = len(sentence.split())
+        if position >= lead and words + length > budget:
+            break
+        kept.append((sentence, index))
+        words += length
+    return kept
+
+
+def shape(draft: Draft, evidence: Sequence[Evidence]) -> Shaped:
+    """Shape a verified draft for its template.
+
+    Args:
+        draft: the verified sentences (each citing an evidence index), its template, and `lead`: how many of
+            its first sentences form the answer's lead unit (never cut).
+        evidence: the passages the draft cites.
+    Returns:
+        the answer text, the citation numbers and the sentences as shown.
+    """
+    template = Template.from_str(draft.template) if draft.template else Template.CONCEPT
+    return SHAPERS[template](draft, evidence, max(1, draft.lead))
+
+
+def _prose(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
+    kept = _capped(_grouped(draft.sentences, evidence), lead)
+    refs: dict[int, int] = {}
+    parts = []
+    named = {_source(kept[0][1], evidence)} if kept else set()
+    for sentence, index in kept:
+        ref = refs.setdefault(index, len(refs) + 1)
+        label = ""
+        if 0 <= index < len(evidence) and _source(index, evidence) not in named:
+            named.add(_source(index, evidence))
+            label = f"From {_title(index, evidence)}: "
+        shown = _set_off_heading(sentence, evidence[index]) if 0 <= index < len(evidence) else sentence
+        parts.append(f"{label}{shown} [{ref}]")
+    return Shaped(" ".join(parts), refs, tuple(kept))
+
+
+def _steps(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
+    if draft.preface != "Steps:":
+        return _prose(draft, evidence, lead)
+    refs: dict[int, int] = {}
+    lines = []
+    for number, (sentence, index) in enumerate(draft.sentences, start=1):
+        ref = refs.setdefault(index, len(refs) + 1)
+        lines.append(f"{number}. {sentence} [{ref}]")
+    return Shaped("\n".join(lines), refs, tuple(draft.sentences))
+
+
+def _bullets(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
+    if len(draft.sentences) < 2:
+        return _prose(draft, evidence, lead)
+    refs: dict[int, int] = {}
+    lines: list[str] = []
+    current = None
+    for sentence, index in _grouped(draft.sentences, evidence):
+        ref = refs.setdefault(index, len(refs) + 1)
+        source = _source(index, evidence)
+        shown = _set_off_heading(sentence, evidence[index]) if 0 <= index < len(evidence) else sentence
+        if source != current:
+            name = _title(index, evidence) if 0 <= index < len(evidence) else ""
+            lines.append(f"- {name}: {shown} [{ref}]")
+            current = source
+        else:
+            lines[-1] += f" {shown} [{ref}]"
+    return Shaped("\n".join(lines), refs, tuple(_grouped(draft.sentences, evidence)))
+
+
+SHAPERS: dict[Template, Callable[[Draft, Sequence[Evidence], int], Shaped]] = {
+    Template.PROCEDURE: _steps,
+    Template.CONCEPT: _prose,
+    Template.COMPARISON: _bullets,
+    Template.PARAMETER: _prose,
+    Template.TROUBLESHOOTING: _prose,
+}

@@ -1,0 +1,26 @@
+"""Ask back instead of answering a short, unspecific question the classifier finds ambiguous."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from agents.steps.state import AnswerState
+from retrieval.analysis import identifiers
+
+VAGUE_WORDS = 8  # a longer question, or one naming an identifier, is answerable or abstainable on its own
+
+
+@dataclass(frozen=True)
+class Clarify:
+    name: str = "clarify"
+
+    def run(self, state: AnswerState) -> AnswerState:
+        from agents import classify
+
+        vague = len(state.question.split()) <= VAGUE_WORDS and not identifiers(state.question)
+        if state.hop == "ambiguous" and vague and not state.history:
+            return replace(state, answer=classify.clarifying_question(state.question), verdict="clarify")
+        return state
+
+    def describe(self, state: AnswerState) -> str:
+        return "asked a clarifying question" if state.verdict == "clarify" else "not needed"

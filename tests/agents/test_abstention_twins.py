@@ -1,0 +1,47 @@
+"""Calibrated abstention on a corpus of its own: a question in the corpus's own words that asks for something
+the documents never state is abstained on, and its answerable twin is answered (real DB, embedder, selector)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+
+from agents.answerer import get_answerer
+from agents.pipeline import run_pipeline
+from knowledge.services import IngestOptions, files_ingest, folder_scan
+from retrieval.types import Principal
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db]
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "twin_kb"
+
+
+@pytest.fixture(scope="module")
+def twin_kb(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
+    """The fixture corpus committed to the test database (retrieval reads it from its own connections)."""
+    with django_db_blocker.unblock():
+        summary = files_ingest(root=str(FIXTURE), files=list(folder_scan(FIXTURE)), options=IngestOptions())
+        assert summary.failed == 0, summary.errors
+    yield
+    with django_db_blocker.unblock():
+        from django.core.management import call_command
+
+        call_command("flush", interactive=False, verbosity=0)  # other modules expect an empty database
+
+
+def _ask(question: str):  # type: ignore[no-untyped-def]
+    user = User.objects.get_or_create(username="twin-asker")[0]
+    return run_pipeline(question=question, principal=Principal.from_user(user), history=[])
+
+
+def test_an_in_vocabulary_unanswerable_question_abstains_and_its_twin_is_answered(twin_kb):  # type: ignore[no-untyped-def]
+    assert get_answerer() is not None, "the trained selector ships with the code"
+    answerable = _ask("How many days does the archive server hold a copy of the switch configuration?")
+    assert not answerable.abstained, answerable.trace
+    assert "90 days" in answerable.answer
+    # every word of this one is in the corpus; the documents never say how long a restore takes
+    unanswerable = _ask("How many minutes does a restore from the archive server take?")
+    assert unanswerable.abstained, unanswerable.answer
+    decision = next(step["decision"] for step in unanswerable.trace if step["step"] == "adequacy")
+    assert decision.startswith("abstain (P(answerable)"), decision

@@ -1,0 +1,72 @@
+"""Answer shapers: lead first, sources grouped and named once, headings set off, short prose, numbered steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.evidence import Draft, Evidence
+from agents.shaping import MAX_WORDS, Template, shape
+
+pytestmark = [pytest.mark.unit]
+
+EVIDENCE = [
+    Evidence(1, "runbooks/bgp.md", "Runbook - BGP session flaps", "Checks > Timers", "x", 1.0),
+    Evidence(2, "sops/upgrade.md", "SOP - core router upgrade", "Rollback after commit", "y", 0.9),
+    Evidence(3, "runbooks/bgp.md", "Runbook - BGP session flaps", "Checks > Peers", "z", 0.8),
+]
+
+
+def test_the_lead_comes_first_and_each_further_document_is_named_once_where_it_starts():
+    draft = Draft(
+        "parameter_lookup",
+        [
+            ("The keepalive timer is 10 seconds.", 0),
+            ("Roll back with the previous image.", 1),
+            ("Peers use the same hold timer.", 2),
+            ("Keep the old image on flash.", 1),
+        ],
+    )
+    shaped = shape(draft, EVIDENCE)
+    assert shaped.text == (
+        "The keepalive timer is 10 seconds. [1] Peers use the same hold timer. [2] "
+        "From SOP - core router upgrade: Roll back with the previous image. [3] Keep the old image on flash. [3]"
+    )
+    assert shaped.text.count("From ") == 1
+    assert shaped.refs == {0: 1, 2: 2, 1: 3}
+
+
+def test_a_heading_left_at_the_start_of_a_sentence_is_set_off_with_a_colon():
+    draft = Draft(
+        "troubleshooting", [("Rollback after commit If a problem appears, reload the old image.", 1)]
+    )
+    assert (
+        shape(draft, EVIDENCE).text
+        == "Rollback after commit: If a problem appears, reload the old image. [1]"
+    )
+
+
+def test_prose_stops_at_about_eighty_words_but_keeps_the_whole_lead():
+    long = " ".join(["word"] * 30) + "."
+    lead = [(long, 0), (long, 0)]
+    draft = Draft("concept_explanation", [*lead, (long, 2), (long, 2)], lead=2)
+    shaped = shape(draft, EVIDENCE)
+    assert len(shaped.sentences) == 2  # the lead (60 words) stays; a third 30-word sentence would pass 80
+    assert sum(len(s.split()) for s, _ in shaped.sentences) <= MAX_WORDS
+    single = Draft("concept_explanation", [(" ".join(["word"] * 100) + ".", 0)])
+    assert len(shape(single, EVIDENCE).sentences) == 1
+
+
+def test_a_procedure_is_numbered_steps_and_a_comparison_one_bullet_per_document():
+    steps = Draft(
+        "procedure_sop", [("Drain the node.", 0), ("Upgrade it.", 0), ("Undrain it.", 1)], preface="Steps:"
+    )
+    assert shape(steps, EVIDENCE).text == "1. Drain the node. [1]\n2. Upgrade it. [1]\n3. Undrain it. [2]"
+    compare = Draft("comparison_decision", [("A is fast.", 0), ("B is safe.", 1), ("A is old.", 2)])
+    assert shape(compare, EVIDENCE).text == (
+        "- Runbook - BGP session flaps: A is fast. [1] A is old. [2]\n- SOP - core router upgrade: B is safe. [3]"
+    )
+
+
+def test_an_unknown_template_names_the_valid_ones():
+    with pytest.raises(ValueError, match="valid: procedure_sop"):
+        Template.from_str("poem")

@@ -1,0 +1,83 @@
+"""`manage.py remove PATH`: every document ingested from a folder (and folders beneath it) leaves the index,
+once, with an audit event; documents from other folders stay searchable."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from audit.models import AuditEvent
+from knowledge.models import Chunk, Document
+from knowledge.services import IngestOptions, files_ingest, folder_scan
+from retrieval.analysis import query_terms
+from retrieval.stages import bm25_search
+from retrieval.types import Filters, Principal
+from tests.knowledge.conftest import write_docs
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def ingest(root: Path, prefix: str) -> None:
+    files = [(prefix + rel, str(path)) for rel, path in folder_scan(root)]
+    summary = files_ingest(root=str(root.resolve()), files=files, options=IngestOptions())
+    assert summary.failed == 0, summary.errors
+
+
+def sources_found(word: str) -> set[str]:
+    terms = [(term, 1.0) for term in query_terms(word)]
+    hits = bm25_search(terms, Principal(None, "x"), Filters(), k=20, max_df_ratio=1.0)
+    chunks = Chunk.objects.filter(id__in=[hit.id for hit in hits]).select_related("document")
+    return {chunk.document.source for chunk in chunks}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_remove_tombstones_a_folder_and_its_subfolders_only(tmp_path: Path) -> None:
+    demo = tmp_path / "demo"
+    write_docs(
+        demo / "public", {"vlan.md": "# VLAN plan\n\nThe quarantine VLAN is 666 on every access switch.\n"}
+    )
+    write_docs(
+        demo / "restricted", {"keys.md": "# Key escrow\n\nThe quarantine keys live in the escrow safe.\n"}
+    )
+    ours = write_docs(
+        tmp_path / "ours", {"wifi.md": "# Guest Wi-Fi\n\nGuests join the quarantine SSID first.\n"}
+    )
+    ingest(demo / "public", "public/")
+    ingest(demo / "restricted", "restricted/")
+    ingest(ours, "")
+    assert sources_found("quarantine") == {"public/vlan.md", "restricted/keys.md", "wifi.md"}
+
+    out = StringIO()
+    call_command("remove", str(demo), "--user", "admin", stdout=out)
+
+    assert "2 document(s)" in out.getvalue() and "public/vlan.md" in out.getvalue()
+    statuses = dict(Document.objects.values_list("source", "status"))
+    assert statuses == {
+        "public/vlan.md": "tombstoned",
+        "restricted/keys.md": "tombstoned",
+        "wifi.md": "indexed",
+    }
+    assert sources_found("quarantine") == {"wifi.md"}
+    event = AuditEvent.objects.filter(kind="documents_removed").get()
+    assert event.actor == "admin"
+    assert event.documents == ["public/vlan.md", "restricted/keys.md"]
+    assert event.payload == {"folder": str(demo.resolve()), "count": 2}
+
+    again = StringIO()
+    call_command("remove", str(demo), stdout=again)
+    assert "no documents were ingested" in again.getvalue()
+    # the empty removal is audited too: someone asked for it
+    assert AuditEvent.objects.filter(kind="documents_removed").count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_folder_whose_name_only_starts_like_another_is_not_removed(tmp_path: Path) -> None:
+    write_docs(tmp_path / "kb", {"a.md": "# A\n\nAlpha bravo.\n"})
+    write_docs(tmp_path / "kb-archive", {"b.md": "# B\n\nCharlie delta.\n"})
+    ingest(tmp_path / "kb", "")
+    ingest(tmp_path / "kb-archive", "")
+    call_command("remove", str(tmp_path / "kb"), stdout=StringIO())
+    assert dict(Document.objects.values_list("source", "status")) == {"a.md": "tombstoned", "b.md": "indexed"}
