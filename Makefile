@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export DO_NOT_TRACK := 1
 
-.PHONY: run test stop install lint typecheck pytest bench clean
+.PHONY: run test stop install lint typecheck pytest faults cluster-sim bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,7 +39,21 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	bash scripts/browser-deps.sh
 	$(PY) manage.py stack up --only postgres,redis
-	DJANGO_SETTINGS_MODULE=athena.settings.test $(VENV)/bin/pytest -q
+	DJANGO_SETTINGS_MODULE=athena.settings.test $(VENV)/bin/pytest -q -m "not faults"
+
+# fault injection: each module starts a stack of its own (own var/ folder and ports) and kills its processes
+faults: $(STAMP)
+	$(PY) manage.py stack up --only postgres,redis
+	DJANGO_SETTINGS_MODULE=athena.settings.test $(VENV)/bin/pytest -q -s -m faults tests/faults
+	$(MAKE) cluster-sim
+
+# the deploy/ topology on one box (db, two worker hosts, web) in network namespaces; needs root
+cluster-sim: $(STAMP)
+	@if [ "$$(id -u)" != 0 ] || ! command -v ip >/dev/null; then \
+		echo "cluster-sim skipped: it needs root and iproute2 (network namespaces)"; exit 0; fi; \
+	bash scripts/cluster-sim.sh down >/dev/null 2>&1 || true; \
+	status=0; bash scripts/cluster-sim.sh up && bash scripts/cluster-sim.sh test || status=$$?; \
+	bash scripts/cluster-sim.sh down; exit $$status
 
 test: lint typecheck pytest
 

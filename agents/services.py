@@ -62,40 +62,89 @@ def answer_compute(
     return asdict(result)
 
 
-def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: Any) -> dict:
-    """Run the pipeline on the realtime queue. When no worker answers in time (or the broker is down) the
-    attempt is audited and the caller gets `unavailable`; the question is not logged, since it has not been
-    screened for personal data."""
-    from celery.exceptions import TimeoutError as ResultTimeout
-    from kombu.exceptions import OperationalError
-
-    from agents.tasks import answer_task
+def _unavailable_record(user: Any, conversation_id: str | None, *, question_id: str, reason: str) -> None:
+    """Audit a question that got no answer. Its text is not logged: it has not been screened for personal
+    data."""
     from audit.services import audit_record
 
-    queue, timeout = settings.ATHENA_REALTIME_QUEUE, settings.ATHENA_ANSWER_TIMEOUT_SECONDS
-    pending = None
+    audit_record(
+        kind="question",
+        actor=user,
+        verdict="unavailable",
+        documents=[],
+        payload={
+            "question": "[withheld: not screened, the answering service did not answer]",
+            "question_id": question_id,
+            "groups": sorted(user.groups.values_list("name", flat=True)),
+            "conversation": conversation_id,
+            "error": reason,
+        },
+    )
+
+
+def _admit(user: Any, question_id: str) -> None:
+    """Back-pressure: refuse at once (503 + Retry-After) a question that would wait in the realtime queue
+    longer than ATHENA_MAX_QUEUE_WAIT_SECONDS, instead of holding the caller's connection."""
+    from redis.exceptions import RedisError
+
+    from agents import realtime
+
+    bound = settings.ATHENA_MAX_QUEUE_WAIT_SECONDS
     try:
-        pending = answer_task.apply_async(args=[user.pk, question, conversation_id, filters], queue=queue)
-        return pending.get(timeout=timeout)
-    except (ResultTimeout, OperationalError) as exc:
-        if pending is not None:
-            pending.revoke()  # nobody will read a late answer
-        audit_record(
-            kind="question",
-            actor=user,
-            verdict="unavailable",
-            documents=[],
-            payload={
-                "question": "[withheld: not screened, the answering service did not respond]",
-                "groups": sorted(user.groups.values_list("name", flat=True)),
-                "conversation": conversation_id,
-                "error": type(exc).__name__,
-            },
-        )
+        # added before counting, in one transaction: a burst of questions arriving together each see the
+        # ones that came before them (checking first and adding later let a burst of 32 all in)
+        capacity = realtime.capacity_read(adding=question_id)
+    except RedisError:
+        _unavailable_record(user, None, question_id=question_id, reason="broker_down")
         raise Unavailable(
-            f"the answering service did not respond within {timeout} s: no worker is consuming the "
-            f"'{queue}' queue, or the broker is down (start the stack with `manage.py stack up`)"
+            "the message broker is not reachable; retry in a few seconds",
+            retry_after=realtime.retry_after_seconds(),
         ) from None
+    if bound and capacity.processes and capacity.expected_wait_seconds > bound:
+        realtime.pending_remove(question_id)
+        _unavailable_record(user, None, question_id=question_id, reason="overloaded")
+        raise Unavailable(
+            f"too many questions are waiting (about {capacity.expected_wait_seconds:.0f} s); retry shortly",
+            code="overloaded",
+            retry_after=realtime.retry_after_seconds(capacity),
+        )
+
+
+def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: Any, question_id: str) -> dict:
+    """Run the pipeline on the realtime queue under the task id `question_id` (the idempotency key). A worker
+    that dies mid-answer gets the question redelivered (agents/realtime.py); when no worker is alive for
+    ATHENA_NO_WORKER_GRACE_SECONDS, or none answers within ATHENA_ANSWER_TIMEOUT_SECONDS, or the broker is
+    down, the attempt is audited and the caller gets `unavailable` with a Retry-After hint."""
+    from kombu.exceptions import OperationalError
+    from redis.exceptions import RedisError
+
+    from agents import realtime
+    from agents.tasks import answer_task
+
+    queue, timeout = settings.ATHENA_REALTIME_QUEUE, settings.ATHENA_ANSWER_TIMEOUT_SECONDS
+    args = [user.pk, question, conversation_id, filters]
+    try:
+        outcome = realtime.answer_wait(
+            question_id=question_id,
+            publish=lambda: answer_task.apply_async(args=args, queue=queue, task_id=question_id),
+            timeout=timeout,
+            no_worker_grace=settings.ATHENA_NO_WORKER_GRACE_SECONDS,
+        )
+    except (OperationalError, RedisError):
+        outcome = realtime.WaitOutcome(None, "broker_down")
+    if outcome.result is not None:
+        return outcome.result
+    realtime.abandon(question_id)
+    _unavailable_record(user, conversation_id, question_id=question_id, reason=outcome.reason)
+    messages = {
+        "no_worker": "no worker is consuming the '{queue}' queue (start one: `manage.py stack up`)",
+        "timeout": "no worker on the '{queue}' queue answered within {timeout} s",
+        "broker_down": "the message broker is not reachable",
+    }
+    raise Unavailable(
+        messages[outcome.reason].format(queue=queue, timeout=timeout) + "; retry shortly",
+        retry_after=realtime.retry_after_seconds(),
+    )
 
 
 def ask(
@@ -112,6 +161,10 @@ def ask(
             f"question is {len(question)} characters; the limit is {settings.ATHENA_MAX_QUESTION_CHARS}"
         )
     _filters(filters)  # validate before queueing
+    # the question's idempotency key: its task id on the realtime queue (a redelivered copy runs under the same
+    # id and is answered once) and the `question_id` of its audit event
+    question_id = str(uuid.uuid4())
+    conversation = None
     if conversation_id:
         try:
             conversation = Conversation.objects.get(
@@ -119,11 +172,20 @@ def ask(
             )
         except (ValueError, Conversation.DoesNotExist):
             raise NotFound("no such conversation") from None
-    else:
-        conversation = Conversation.objects.create(user=user, title=question[:200])
     if settings.ATHENA_REALTIME_VIA_CELERY:
-        result = _answer_on_worker(user, question, str(conversation.pk), filters)
+        _admit(user, question_id)  # counts the question as waiting from here on
+        try:
+            # a new conversation only once admitted: a refused question leaves no empty conversation behind
+            if conversation is None:
+                conversation = Conversation.objects.create(user=user, title=question[:200])
+            result = _answer_on_worker(user, question, str(conversation.pk), filters, question_id)
+        finally:
+            from agents.realtime import pending_remove
+
+            pending_remove(question_id)
     else:
+        if conversation is None:
+            conversation = Conversation.objects.create(user=user, title=question[:200])
         result = answer_compute(
             user_id=user.pk, question=question, conversation_id=str(conversation.pk), filters=filters
         )
@@ -140,6 +202,7 @@ def ask(
         documents=result["retrieved"],
         payload={
             "question": logged_question,
+            "question_id": question_id,
             "rewritten": result["rewritten"] if not blocked else "",
             "groups": groups,
             "conversation": str(conversation.pk),

@@ -4,17 +4,60 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery import shared_task
-from celery.signals import worker_process_init
+from celery import Task, shared_task
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
+
+_heartbeat: Any = None
 
 
-@shared_task
-def answer_task(user_id: int, question: str, conversation_id: str, filters: dict[str, Any] | None) -> dict:
+# acks_late + reject_on_worker_lost: a pool process killed mid-answer gives the message back to the queue and
+# the next pool process answers it (both are also the project-wide defaults; stated here because this task
+# relies on them)
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
+def answer_task(
+    self: Task, user_id: int, question: str, conversation_id: str, filters: dict[str, Any] | None
+) -> dict | None:
+    import time
+
+    from agents.realtime import AnswerLease, abandoned, service_time_record
     from agents.services import answer_compute
 
-    return answer_compute(
-        user_id=user_id, question=question, conversation_id=conversation_id, filters=filters
-    )
+    question_id = str(self.request.id)
+    if abandoned(question_id):  # the asker already got 503: nobody reads this answer
+        return None
+    stored = self.AsyncResult(question_id)
+    if stored.state == "SUCCESS":  # a second copy of a question already answered (see agents/realtime.py)
+        return stored.result
+    started = time.monotonic()
+    with AnswerLease(question_id):
+        result = answer_compute(
+            user_id=user_id, question=question, conversation_id=conversation_id, filters=filters
+        )
+    # the whole run as this process lived it (model contention, database, memory), for the expected wait
+    service_time_record(time.monotonic() - started)
+    return result
+
+
+@worker_ready.connect
+def _announce_realtime_worker(sender: Any, **_: Any) -> None:
+    """The worker's main process tells askers it consumes the realtime queue (agents/realtime.py)."""
+    global _heartbeat
+    from django.conf import settings
+
+    from agents.realtime import WorkerHeartbeat
+
+    queues = sender.app.amqp.queues.consume_from or sender.app.amqp.queues
+    if settings.ATHENA_REALTIME_QUEUE not in set(queues):
+        return
+    concurrency = getattr(getattr(sender, "controller", None), "concurrency", None) or 1
+    _heartbeat = WorkerHeartbeat(hostname=sender.hostname, concurrency=int(concurrency))
+    _heartbeat.start()
+
+
+@worker_shutdown.connect
+def _retire_realtime_worker(**_: Any) -> None:
+    if _heartbeat is not None:
+        _heartbeat.stop()
 
 
 @worker_process_init.connect

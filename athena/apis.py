@@ -27,5 +27,7 @@ class HealthApi(APIView):
         }
     )
     def get(self, request: Request) -> Response:
-        report = health_report()
+        # ?workers=false: the web process's own readiness (database, pgvector, Redis), for probes that must
+        # not take every web server out of service when the workers are down
+        report = health_report(include_workers=request.query_params.get("workers") != "false")
         return Response(report, status=200 if report["status"] == "ok" else 503)

@@ -21,7 +21,7 @@ def _schedule_nightly_sync(sender: Celery, **_: object) -> None:
 
     sender.add_periodic_task(
         crontab(hour=settings.ATHENA_NIGHTLY_SYNC_HOUR, minute=0),
-        sender.signature("knowledge.tasks.sync_source_folders_task"),
+        sender.signature("knowledge.tasks.sync_source_folders_task", kwargs={"once_per_night": True}),
         name="nightly source folder sync",
     )
     # before the sync: a repack holds the statistics lock, which ingestion also takes

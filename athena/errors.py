@@ -46,8 +46,46 @@ class Conflict(ApplicationError):
 
 
 class Unavailable(ApplicationError):
+    """A dependency (worker, broker, database) cannot serve the request now; `retry_after` seconds is the
+    client's hint (sent as the Retry-After header)."""
+
     code = "unavailable"
     http_status = status.HTTP_503_SERVICE_UNAVAILABLE
+
+    def __init__(
+        self, message: str, *, code: str | None = None, details: Any = None, retry_after: int | None = None
+    ) -> None:
+        super().__init__(message, code=code, details=details)
+        self.retry_after = retry_after
+
+
+# How long a client should wait before retrying when the database or the broker dropped the connection:
+# a restarted PostgreSQL or Redis accepts connections again within a few seconds.
+DEPENDENCY_RETRY_AFTER_SECONDS = 5
+
+
+def _dependency_unavailable(exc: Exception) -> Unavailable | None:
+    """The database or the broker went away mid-request (restart, failover): 503 with a retry hint, never
+    500. Django drops the broken connection at the end of the request, so the next one reconnects."""
+    import psycopg
+    from django.db import InterfaceError, OperationalError
+    from kombu.exceptions import OperationalError as BrokerError
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeout
+
+    # psycopg's own classes too: a worker's raw-cursor statement (BM25 blocks) fails with them, and the asking
+    # web process re-raises the task's exception as it was
+    if isinstance(exc, OperationalError | InterfaceError | psycopg.OperationalError | psycopg.InterfaceError):
+        what = "the database"
+    elif isinstance(exc, BrokerError | RedisConnectionError | RedisTimeout):
+        what = "the message broker"
+    else:
+        return None
+    return Unavailable(
+        f"{what} is not reachable right now; retry in a few seconds",
+        code="dependency_unavailable",
+        retry_after=DEPENDENCY_RETRY_AFTER_SECONDS,
+    )
 
 
 def _flatten(detail: Any) -> str:
@@ -64,11 +102,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = ValidationFailed(
             "a parameter has a value out of range or contains characters that are not allowed"
         )
+    exc = _dependency_unavailable(exc) or exc
     if isinstance(exc, ApplicationError):
         body: dict[str, Any] = {"code": exc.code, "message": exc.message}
         if exc.details is not None:
             body["details"] = exc.details
-        return Response({"error": body}, status=exc.http_status)
+        response = Response({"error": body}, status=exc.http_status)
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            body["retry_after"] = retry_after
+            response["Retry-After"] = str(retry_after)
+        return response
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

@@ -199,10 +199,13 @@ def pg_start(port: int) -> str:
     stale = data / "postmaster.pid"
     if stale.exists():  # pg_running() was just false: whatever pid it names is dead
         stale.unlink()
+    # Durability: a commit the service acknowledged (an audit row, a document swap) survives a crash of
+    # PostgreSQL or of the machine, so WAL is flushed at each commit (synchronous_commit) and really reaches
+    # the disk (fsync, full_page_writes); stated explicitly so that no inherited configuration turns them off.
     options = (
         f"-k {pg_socket_dir()} -p {port} -c listen_addresses='' -c max_connections=100 "
         "-c shared_buffers=256MB -c maintenance_work_mem=256MB -c work_mem=16MB "
-        "-c synchronous_commit=off -c max_parallel_workers_per_gather=0"
+        "-c synchronous_commit=on -c fsync=on -c full_page_writes=on -c max_parallel_workers_per_gather=0"
     )
     result = subprocess.run(
         [
@@ -345,8 +348,12 @@ class Stack:
                     str(redis_dir),
                     "--save",
                     "",
+                    # queued tasks live in Redis: the append-only file, flushed to disk every second, keeps
+                    # them across a Redis crash or restart (at most the last second's publishes are lost)
                     "--appendonly",
                     "yes",
+                    "--appendfsync",
+                    "everysec",
                     "--protected-mode",
                     "yes",
                 ],
@@ -386,17 +393,13 @@ class Stack:
                     _python(),
                     "-m",
                     "gunicorn",
+                    # workers, threads and a timeout that follows ATHENA_ANSWER_TIMEOUT_SECONDS: one file for
+                    # the stack and every deployment
+                    "-c",
+                    "python:athena.gunicorn_conf",
                     "athena.wsgi:application",
                     "--bind",
                     f"127.0.0.1:{self.port}",
-                    "--workers",
-                    "2",
-                    "--threads",
-                    "4",
-                    "--timeout",
-                    "120",
-                    "--graceful-timeout",
-                    "10",
                 ],
                 ready=lambda: _port_open("127.0.0.1", self.port),
             ),

@@ -51,10 +51,21 @@ def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[
 
 
 @shared_task
-def sync_source_folders_task() -> list[int]:
-    """Nightly: ingest every configured source folder (unchanged files cost a hash each)."""
-    from django.conf import settings
+def sync_source_folders_task(once_per_night: bool = False) -> list[int]:
+    """Nightly: ingest every configured source folder (unchanged files cost a hash each).
 
+    Beat sends it with `once_per_night`: a beat killed after sending but before saving its schedule sends it
+    again when restarted; the second copy finds tonight's key in Redis and does nothing."""
+    from django.conf import settings
+    from django.utils import timezone
+
+    from athena.throttling import redis_client
+
+    if once_per_night:
+        night = timezone.localdate().isoformat()
+        key = f"athena:{settings.DATABASES['default']['NAME']}:nightly-sync:{night}"
+        if not redis_client().set(key, "1", nx=True, ex=36 * 3600):
+            return []
     run_ids = []
     for folder in settings.ATHENA_SOURCE_FOLDERS:
         run_ids.append(folder_ingest_enqueue(root=Path(folder), options=services.IngestOptions()))

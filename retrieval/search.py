@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
-from django.db import close_old_connections
+import psycopg
+from django.db import close_old_connections, connection
 
 from retrieval.analysis import ATTACHED_VALUE, analyze, query_terms
 from retrieval.fusion import FusionMode, Scored, fuse, minmax
@@ -48,7 +49,14 @@ def _in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     connection: opening three connections per search cost more than the SQL itself. Broken or expired
     connections are dropped first, as Django does between requests."""
     close_old_connections()
-    return fn(*args, **kwargs)
+    try:
+        return fn(*args, **kwargs)
+    except (psycopg.OperationalError, psycopg.InterfaceError):
+        # raised by a raw psycopg cursor (the binary BM25 block reads), past Django's error wrapper, so
+        # close_old_connections() would not know the connection is broken (a PostgreSQL restart): drop it
+        # so that this thread's next search reconnects
+        connection.close()
+        raise
 
 
 @dataclass(frozen=True)

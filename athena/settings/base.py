@@ -95,7 +95,21 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for a retry
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# A pool process loads the models in worker_process_init (agents/tasks.py) before it reports "up"; with
+# Celery's 4 s default a replacement for a crashed pool process was killed for being slow, again and again,
+# and the worker never answered again. Loading takes 5-20 s on a busy 2-core machine.
+CELERY_WORKER_PROC_ALIVE_TIMEOUT = env.float("ATHENA_WORKER_PROC_ALIVE_TIMEOUT", 90.0, minimum=4.0)
+# A message a dead worker had taken (the whole worker killed: no process left to give it back) comes back
+# after the visibility timeout. It must exceed the longest task (a large ingest batch), or a task still
+# running would be delivered a second time; realtime questions do not wait for it: the asking web process
+# republishes a question whose worker died (agents/realtime.py). Abandoned messages are looked for every
+# unacked_restore_interval seconds (one sorted-set range read).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("ATHENA_BROKER_VISIBILITY_TIMEOUT", 3600, minimum=10),
+    "unacked_restore_interval": 10,
+    "unacked_restore_throttle": 1,
+}
+CELERY_RESULT_EXPIRES = 3600  # answers are read within the answer timeout; nothing needs them later
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 CELERY_TASK_ROUTES = {
     "knowledge.tasks.embed_index_task": {"queue": "embed"},
@@ -111,6 +125,8 @@ ATHENA_NIGHTLY_SYNC_HOUR = env.int("ATHENA_NIGHTLY_SYNC_HOUR", 2, minimum=0, max
 # --- models ---------------------------------------------------------------------------------------------
 # Torch threads x worker concurrency must stay <= CPU cores (2 here): one model thread per worker process.
 ATHENA_TORCH_THREADS = env.int("ATHENA_TORCH_THREADS", 1, minimum=1)
+# where the embedder and the reranker run: auto takes a CUDA GPU when torch sees one (fp16, large batches)
+ATHENA_DEVICE = env.choice("ATHENA_DEVICE", "auto", ("auto", "cpu", "cuda"))
 ATHENA_EMBEDDER = {
     "BACKEND": env.str("ATHENA_EMBEDDER_BACKEND", "retrieval.embedders.MiniLMEmbedder"),
     "OPTIONS": {
@@ -152,6 +168,13 @@ ATHENA_REALTIME_VIA_CELERY = env.bool("ATHENA_REALTIME_VIA_CELERY", True)
 ATHENA_REALTIME_QUEUE = "realtime"
 # how long a question waits for the realtime worker before the caller gets "unavailable" (503)
 ATHENA_ANSWER_TIMEOUT_SECONDS = env.int("ATHENA_ANSWER_TIMEOUT_SECONDS", 120, minimum=1)
+# with no realtime worker sending heartbeats, a question waits this long (a restarting worker is back in a
+# few seconds) and then gets 503 with Retry-After instead of waiting the whole answer timeout
+ATHENA_NO_WORKER_GRACE_SECONDS = env.float("ATHENA_NO_WORKER_GRACE_SECONDS", 8.0, minimum=1.0)
+# back-pressure: a question whose expected wait in the realtime queue exceeds this is refused at once
+# (503 + Retry-After) rather than holding a connection; 0 turns the check off. 4 s: with an answer's own
+# second, accepted questions stay near the 5 s p95 aim (tests/benchmarks/README.md, load.py)
+ATHENA_MAX_QUEUE_WAIT_SECONDS = env.float("ATHENA_MAX_QUEUE_WAIT_SECONDS", 4.0, minimum=0.0)
 ATHENA_WORKER_WARM_UP = env.bool("ATHENA_WORKER_WARM_UP", True)
 
 # --- web ------------------------------------------------------------------------------------------------

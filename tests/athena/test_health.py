@@ -25,3 +25,13 @@ def test_health_names_redis_when_it_is_down():
     assert body["components"]["redis"]["healthy"] is False
     assert body["components"]["database"]["healthy"] is True
     assert "redis" in body["components"]["worker"]["detail"]
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_web_readiness_leaves_the_workers_out():
+    """The web's readiness probe (?workers=false): no worker runs here, and the web is still ready."""
+    response = APIClient().get("/api/v1/health?workers=false")
+    body = response.json()
+    assert response.status_code == 200, body
+    assert set(body["components"]) == {"database", "pgvector", "redis"}

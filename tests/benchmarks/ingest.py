@@ -307,9 +307,16 @@ def main() -> None:
         "--threads", type=int, default=0, help="torch threads (default: ATHENA_TORCH_THREADS)"
     )
     parser.add_argument("--quality", action="store_true", help="dense-only dev-set quality, fp32 vs int8")
+    parser.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        help="ATHENA_DEVICE for every embedder of the run (default: the environment's, else auto)",
+    )
     parser.add_argument("--save", type=Path)
     parser.add_argument("--compare", type=Path)
     args = parser.parse_args()
+    if args.device:
+        os.environ["ATHENA_DEVICE"] = args.device  # read by the settings, which setup_django() loads
     setup_django()
     from django.conf import settings
     from django.db import connection
@@ -319,6 +326,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "database": connection.settings_dict["NAME"],
         "cpus": os.cpu_count(),
+        "device": settings.ATHENA_DEVICE,
     }
     if args.reset:
         reset_tables()

@@ -75,6 +75,40 @@ def _copy(cursor: Any, sql: str, rows: list[tuple]) -> None:
             copy.write_row(row)
 
 
+def _copy_model(cursor: Any, model: Any, rows: list[dict[str, Any]]) -> None:
+    """COPY `rows` (column -> value) into `model`'s table, every column named: a column a row leaves out gets
+    the model field's default (its database form; "" for text, NULL where allowed), "now" for auto_now_add.
+    A NOT NULL column added later therefore cannot break the benchmark unless it has no default at all, and
+    then the error names it."""
+    from django.db import connection
+    from django.db.models import JSONField
+
+    fields = [f for f in model._meta.concrete_fields if f.column]
+    filled: dict[str, Any] = {}
+    for field in fields:
+        if rows and field.column in rows[0]:
+            continue
+        if getattr(field, "auto_now_add", False) or getattr(field, "auto_now", False):
+            filled[field.column] = "now"
+        else:
+            value = field.get_default()  # "" for a text field without one, None for other types
+            if value is None and not field.null:
+                raise RuntimeError(
+                    f"{model._meta.db_table}.{field.column} is NOT NULL without a default: set it"
+                )
+            filled[field.column] = (
+                json.dumps(value)
+                if isinstance(field, JSONField)
+                else field.get_db_prep_save(value, connection)
+            )
+    columns = [f.column for f in fields]
+    _copy(
+        cursor,
+        f"COPY {model._meta.db_table} ({', '.join(columns)}) FROM STDIN",
+        [tuple(row[c] if c in row else filled[c] for c in columns) for row in rows],
+    )
+
+
 def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, Any]:
     """Add synthetic chunks until the database holds `target` active chunks."""
     import numpy as np
@@ -82,7 +116,8 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
     from django.db import connection
 
     from knowledge.indexing import postings_repack
-    from retrieval.analysis import analyze, sentences
+    from knowledge.models import Chunk, Document
+    from retrieval.analysis import ANALYZER_VERSION, analyze, sentences
 
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
@@ -133,7 +168,10 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
     try:
         while chunk_rows_done < n_new:
             size = min(batch, n_new - chunk_rows_done)
-            docs, chunks, postings, mention_rows = [], [], [], []
+            docs: list[tuple] = []
+            chunks: list[dict[str, Any]] = []
+            postings: list[tuple] = []
+            mention_rows: list[tuple] = []
             ordinal = 0
             doc_id = None
             prev = None
@@ -171,28 +209,26 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
                 next_chunk += 1
                 department, vendor, tier, groups, doc_type = doc_meta
                 chunks.append(
-                    (
-                        chunk_id,
-                        doc_id,
-                        ordinal,
-                        text,
-                        "",
-                        len(text.split()),
-                        doc_len,
-                        hashlib.sha256(text.encode()).hexdigest(),
-                        "[" + ",".join(f"{x:.6f}" for x in vector) + "]",
-                        model_name,
-                        False,
-                        "[]",
-                        True,
-                        tier in ("internal", "public") and not groups,
-                        "{" + ",".join(str(g) for g in groups) + "}",
-                        tier,
-                        doc_type,
-                        department,
-                        vendor,
-                        prev,
-                    )
+                    {
+                        "id": chunk_id,
+                        "document_id": doc_id,
+                        "ordinal": ordinal,
+                        "text": text,
+                        "section_path": "",
+                        "token_count": len(text.split()),
+                        "doc_len": doc_len,
+                        "content_hash": hashlib.sha256(text.encode()).hexdigest(),
+                        "embedding": "[" + ",".join(f"{x:.6f}" for x in vector) + "]",
+                        "embedding_model": model_name,
+                        "active": True,
+                        "acl_open": tier in ("internal", "public") and not groups,
+                        "acl_groups": "{" + ",".join(str(g) for g in groups) + "}",
+                        "access_tier": tier,
+                        "doc_type": doc_type,
+                        "department": department,
+                        "vendor": vendor,
+                        "prev_id": prev,
+                    }
                 )
                 postings.extend((term, chunk_id, tf, doc_len) for term, tf in counts.items())
                 seen: dict[int, int] = {}
@@ -207,33 +243,24 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
             with raw.cursor() as cur:
                 # foreign-key triggers off for the bulk load: every id is generated consistently above
                 cur.execute("SET session_replication_role = replica")
-                _copy(
+                _copy_model(
                     cur,
-                    "COPY knowledge_document (id, source, title, author, department, vendor, access_tier, doc_type, "
-                    "content_hash, version, status, error, attempts, source_path, source_root, metadata, "
-                    "injection_flags, chunk_count, created_at) FROM STDIN",
+                    Document,
                     [
-                        (
-                            d[0],
-                            d[1],
-                            d[2],
-                            "",
-                            d[3],
-                            d[4],
-                            d[5],
-                            d[7],
-                            "synthetic",
-                            1,
-                            "indexed",
-                            "",
-                            0,
-                            "",
-                            "",
-                            "{}",
-                            0,
-                            20,
-                            "now",
-                        )
+                        {
+                            "id": d[0],
+                            "source": d[1],
+                            "title": d[2],
+                            "department": d[3],
+                            "vendor": d[4],
+                            "access_tier": d[5],
+                            "doc_type": d[7],
+                            "content_hash": "synthetic",
+                            "analyzer_version": ANALYZER_VERSION,
+                            "version": 1,
+                            "status": "indexed",
+                            "chunk_count": 20,
+                        }
                         for d in docs
                     ],
                 )
@@ -242,13 +269,7 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
                     "COPY knowledge_document_allowed_groups (document_id, group_id) FROM STDIN",
                     [(d[0], g) for d in docs for g in d[6]],
                 )
-                _copy(
-                    cur,
-                    "COPY knowledge_chunk (id, document_id, ordinal, text, section_path, token_count, doc_len, "
-                    "content_hash, embedding, embedding_model, injection_flag, injection_matches, active, "
-                    "acl_open, acl_groups, access_tier, doc_type, department, vendor, prev_id) FROM STDIN",
-                    chunks,
-                )
+                _copy_model(cur, Chunk, chunks)
                 _copy(cur, "COPY knowledge_posting (term, chunk_id, tf, doc_len) FROM STDIN", postings)
                 _copy(cur, "COPY knowledge_mention (chunk_id, entity_id, count) FROM STDIN", mention_rows)
                 cur.execute("SET session_replication_role = origin")

@@ -1,0 +1,305 @@
+"""Realtime answering across processes: admission, worker liveness, and recovery from a worker that dies.
+
+The web process publishes a question to the `realtime` queue under a task id that is the question's
+idempotency key, then waits for the result in short slices. Between slices it looks at three things the
+workers keep in Redis (all under `athena:<database>:rt:`):
+
+- `workers` — a sorted set, one member per worker process that consumes the realtime queue
+  (`hostname|concurrency`), scored with the time of its last heartbeat (every HEARTBEAT_SECONDS);
+- `lease:<id>` — set by the pool process computing question <id>, refreshed while it works and left to
+  expire (LEASE_SECONDS) when it stops; `starts:<id>` counts the times a process began that question;
+- `pending` — questions published and not yet answered (scored with their publish time), which with the
+  mean answer time `service_ms` gives the expected wait of a new question.
+
+Recovery: a pool process killed mid-answer is noticed by its Celery parent, which gives the message back to
+the queue (acks_late + reject_on_worker_lost) and a new pool process runs it. When the whole worker dies, the
+message stays unacknowledged in Redis until the broker's visibility timeout (an hour, which must exceed the
+longest ingestion task), so the web process republishes the question itself as soon as the lease it saw
+has expired without a result. Either copy runs under the same task id; a copy that finds the answer already
+stored returns it without computing again, and the audit event is written once, by the web process, when
+the answer arrives. When no realtime worker has sent a heartbeat for NO_WORKER_GRACE seconds the caller gets
+503 with Retry-After instead of waiting for the full answer timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from redis.exceptions import RedisError
+
+from athena.throttling import redis_client
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 1.0
+# A worker missing three heartbeats in a row is gone (a loaded 2-core machine can delay one by a second).
+WORKER_TTL_SECONDS = 4.0
+LEASE_REFRESH_SECONDS = 1.0
+LEASE_SECONDS = 4
+POLL_SECONDS = 0.5
+MAX_REPUBLISH = 3  # a question that kills its worker every time must not take the service down with it
+SERVICE_EWMA_WEIGHT = 0.2  # the mean answer time follows load within ~5 answers
+
+
+def _prefix() -> str:
+    # the database name keeps a test run's keys apart from a development server sharing the Redis
+    return f"athena:{settings.DATABASES['default']['NAME']}:rt"
+
+
+def workers_key() -> str:
+    return f"{_prefix()}:workers"
+
+
+def lease_key(question_id: str) -> str:
+    return f"{_prefix()}:lease:{question_id}"
+
+
+def starts_key(question_id: str) -> str:
+    return f"{_prefix()}:starts:{question_id}"
+
+
+def pending_key() -> str:
+    return f"{_prefix()}:pending"
+
+
+def service_key() -> str:
+    return f"{_prefix()}:service_ms"
+
+
+def abandoned_key(question_id: str) -> str:
+    return f"{_prefix()}:abandoned:{question_id}"
+
+
+def abandoned(question_id: str) -> bool:
+    """Whether the asker gave up on this question (a copy delivered later must not be computed)."""
+    try:
+        return bool(redis_client().exists(abandoned_key(question_id)))
+    except RedisError:
+        return False
+
+
+def abandon(question_id: str) -> None:
+    try:
+        # kept as long as the broker may still hold a copy of the message (its visibility timeout)
+        redis_client().set(abandoned_key(question_id), "1", ex=3700)
+    except RedisError:
+        pass
+
+
+# --- worker side ---------------------------------------------------------------------------------------------
+
+
+class WorkerHeartbeat:
+    """A daemon thread in the Celery worker's main process announcing that it consumes the realtime queue."""
+
+    def __init__(self, *, hostname: str, concurrency: int) -> None:
+        self.member = f"{hostname}|{concurrency}"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="realtime-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client = redis_client()
+                client.zadd(workers_key(), {self.member: time.time()})
+                # members of workers that died without saying goodbye are dropped here, not only ignored
+                client.zremrangebyscore(workers_key(), 0, time.time() - 10 * WORKER_TTL_SECONDS)
+            except RedisError as exc:  # Redis restarting: the next beat reconnects
+                logger.warning("realtime heartbeat failed: %s", exc)
+            self._stop.wait(HEARTBEAT_SECONDS)
+
+    def stop(self) -> None:
+        self._stop.set()
+        try:
+            redis_client().zrem(workers_key(), self.member)
+        except RedisError:
+            pass
+
+
+class AnswerLease:
+    """Held by the pool process computing a question: `lease:<id>` exists while it works (and for up to
+    LEASE_SECONDS after it stops, by which time Celery has stored the result)."""
+
+    def __init__(self, question_id: str) -> None:
+        self.key = lease_key(question_id)
+        self.value = json.dumps({"pid": os.getpid(), "host": os.uname().nodename})
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="answer-lease", daemon=True)
+        self.question_id = question_id
+
+    def __enter__(self) -> AnswerLease:
+        try:
+            pipe = redis_client().pipeline()
+            pipe.set(self.key, self.value, ex=LEASE_SECONDS)
+            pipe.incr(starts_key(self.question_id))
+            pipe.expire(starts_key(self.question_id), settings.ATHENA_ANSWER_TIMEOUT_SECONDS * 2)
+            pipe.execute()
+        except RedisError as exc:
+            logger.warning("answer lease not recorded: %s", exc)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(LEASE_REFRESH_SECONDS):
+            try:
+                redis_client().set(self.key, self.value, ex=LEASE_SECONDS)
+            except RedisError:
+                pass
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+
+
+# --- web side ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Capacity:
+    workers: int
+    processes: int
+    pending: int  # questions waiting or being answered, the one asking included
+    service_seconds: float
+
+    @property
+    def expected_wait_seconds(self) -> float:
+        """Time before the asking question starts: none while a process is free; otherwise half an answer
+        until the first busy process frees up (on average), then one answer per `processes` questions still
+        queued ahead of it, at the recent mean answer time."""
+        if self.processes <= 0:
+            return math.inf
+        ahead = max(0, self.pending - 1)
+        if ahead < self.processes:
+            return 0.0
+        return (0.5 + (ahead - self.processes) / self.processes) * self.service_seconds
+
+
+def capacity_read(*, adding: str) -> Capacity:
+    """Count question `adding` as waiting and read the capacity it meets (one MULTI/EXEC transaction)."""
+    client = redis_client()
+    now = time.time()
+    timeout = settings.ATHENA_ANSWER_TIMEOUT_SECONDS
+    pipe = client.pipeline(transaction=True)
+    pipe.zrangebyscore(workers_key(), now - WORKER_TTL_SECONDS, "+inf")
+    pipe.zremrangebyscore(pending_key(), 0, now - timeout)  # a web process killed while waiting
+    pipe.zadd(pending_key(), {adding: now})
+    pipe.zcard(pending_key())
+    pipe.get(service_key())
+    members, _, _, pending, service_ms = pipe.execute()
+    processes = 0
+    for member in members:
+        try:
+            processes += max(1, int(member.decode().rsplit("|", 1)[1]))
+        except (IndexError, ValueError):
+            processes += 1
+    return Capacity(
+        workers=len(members),
+        processes=processes,
+        pending=int(pending),
+        service_seconds=float(service_ms) / 1000 if service_ms else 1.0,
+    )
+
+
+def workers_alive() -> bool:
+    try:
+        return bool(redis_client().zcount(workers_key(), time.time() - WORKER_TTL_SECONDS, "+inf"))
+    except RedisError:
+        return False
+
+
+def pending_remove(question_id: str) -> None:
+    try:
+        redis_client().zrem(pending_key(), question_id)
+    except RedisError:
+        pass
+
+
+def service_time_record(seconds: float) -> None:
+    """Fold one answer's time in its worker process into the running mean used for the expected wait."""
+    try:
+        client = redis_client()
+        previous = client.get(service_key())
+        mean_ms = seconds * 1000
+        if previous is not None:
+            mean_ms = (1 - SERVICE_EWMA_WEIGHT) * float(previous) + SERVICE_EWMA_WEIGHT * mean_ms
+        client.set(service_key(), f"{mean_ms:.1f}", ex=3600)
+    except RedisError:
+        pass
+
+
+@dataclass(frozen=True)
+class WaitOutcome:
+    """How a wait ended: `result` is set when the answer came; otherwise `reason` says why not."""
+
+    result: dict[str, Any] | None
+    reason: str = ""  # "" | "no_worker" | "timeout"
+    republished: int = 0
+
+
+def answer_wait(
+    *,
+    question_id: str,
+    publish: Callable[[], Any],
+    timeout: float,
+    no_worker_grace: float,
+) -> WaitOutcome:
+    """Publish a question (`publish()` returns its AsyncResult) and wait for its answer.
+
+    Parameters: `question_id` — the task id and idempotency key; `timeout` — the longest wait in seconds;
+    `no_worker_grace` — how long to keep waiting while no realtime worker sends heartbeats.
+    Returns the result, or why there is none. A worker that dies while computing (its lease expires
+    without a result) gets the question republished under the same id, at most MAX_REPUBLISH times.
+    """
+    from celery.exceptions import TimeoutError as ResultTimeout
+
+    started = time.monotonic()
+    pending = publish()
+    republished = 0
+    starts_handled = 0
+    no_worker_since: float | None = None
+    client = redis_client()
+    while True:
+        try:
+            value = pending.get(timeout=POLL_SECONDS, interval=0.05)
+            # None: a copy that found the question abandoned (only after this caller gave up) -- treat as late
+            return WaitOutcome(value, "" if value is not None else "timeout", republished)
+        except ResultTimeout:
+            pass
+        now = time.monotonic()
+        if now - started >= timeout:
+            return WaitOutcome(None, "timeout", republished)
+        if workers_alive():
+            no_worker_since = None
+        else:
+            no_worker_since = no_worker_since or now
+            if now - no_worker_since >= no_worker_grace:
+                return WaitOutcome(None, "no_worker", republished)
+        try:
+            starts = int(client.get(starts_key(question_id)) or 0)
+            leased = bool(client.exists(lease_key(question_id)))
+        except RedisError:
+            continue
+        if starts > starts_handled and not leased and not pending.ready() and republished < MAX_REPUBLISH:
+            # the process computing it stopped without storing a result: run it again
+            logger.warning("question %s lost its worker; republishing", question_id)
+            starts_handled = starts
+            republished += 1
+            pending = publish()
+
+
+def retry_after_seconds(capacity: Capacity | None = None) -> int:
+    """A Retry-After hint: the expected wait when known, else the time a restarting worker needs."""
+    if capacity is not None and math.isfinite(capacity.expected_wait_seconds):
+        return max(1, math.ceil(capacity.expected_wait_seconds))
+    return max(1, math.ceil(settings.ATHENA_NO_WORKER_GRACE_SECONDS))

@@ -1,0 +1,131 @@
+"""The benchmark scripts still run against today's schema: each is run as a user would run it, at a tiny size,
+on a database of its own (created, migrated and dropped here), so a new column or a renamed function breaks
+this test instead of silently breaking the next measurement."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "knowledge" / "fixtures"
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def _server() -> psycopg.Connection:
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    return psycopg.connect(
+        dbname="postgres",
+        user=db["USER"] or None,
+        password=db["PASSWORD"] or None,
+        host=db["HOST"] or None,
+        port=db["PORT"] or None,
+        autocommit=True,
+    )
+
+
+def _drop(conn: psycopg.Connection, name: str) -> None:
+    conn.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+        [name],
+    )
+    conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+@pytest.fixture()
+def bench_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    name = f"athena_benchsmoke_{os.getpid()}"
+    with _server() as conn:
+        _drop(conn, name)
+        conn.execute(f'CREATE DATABASE "{name}"')
+    devset = tmp_path / "devset"
+    devset.mkdir()
+    (devset / "questions.jsonl").write_text(
+        "\n".join(
+            json.dumps({"id": f"q{i}", "question": q})
+            for i, q in enumerate(
+                ("How do I fail over DNS?", "What is the resolver address?", "runbook restart steps")
+            )
+        )
+        + "\n"
+    )
+    env = dict(os.environ)
+    env.update(
+        {
+            "ATHENA_DB_NAME": name,
+            "ATHENA_DEVSET": str(devset),
+            "DJANGO_SETTINGS_MODULE": "athena.settings.test",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "DO_NOT_TRACK": "1",
+        }
+    )
+    try:
+        yield env
+    finally:
+        with _server() as conn:
+            _drop(conn, name)
+
+
+def _run(env: dict[str, str], *argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert result.returncode == 0, f"{argv} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+def test_retrieval_benchmark_runs_with_a_tiny_synthetic_corpus(bench_env: dict[str, str], tmp_path: Path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("sop-dns-failover.md", "runbook-notes.txt", "resolver.html"):
+        shutil.copy(FIXTURES / name, corpus / name)
+    _run(bench_env, "manage.py", "migrate", "--verbosity", "0")
+    _run(bench_env, "manage.py", "ingest", str(corpus), "--inline")
+
+    saved = tmp_path / "run.json"
+    result = _run(
+        bench_env,
+        "tests/benchmarks/retrieval.py",
+        "--synthetic",
+        "300",
+        "--queries",
+        "3",
+        "--recall-queries",
+        "2",
+        "--save",
+        str(saved),
+    )
+    report = json.loads(saved.read_text())
+    assert report["build"]["added"] > 0
+    assert report["build"]["total_chunks"] == 300
+    assert report["db"]["chunks"] == 300
+    assert report["latency"]["fused_total"]["p50"] > 0, result.stdout
+    assert 0.0 < report["hnsw_recall"]["mean_recall"] <= 1.0
+
+    _run(bench_env, "tests/benchmarks/retrieval.py", "--drop-synthetic")
+    again = tmp_path / "again.json"
+    _run(
+        bench_env,
+        "tests/benchmarks/retrieval.py",
+        "--queries",
+        "2",
+        "--recall-queries",
+        "0",
+        "--save",
+        str(again),
+        "--compare",
+        str(saved),
+    )
+    assert json.loads(again.read_text())["db"]["chunks"] < 300
