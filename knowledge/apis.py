@@ -154,7 +154,9 @@ class DocumentMetadataApi(APIView):
 
     @extend_schema(responses=DocumentMetadataOutputSerializer)
     def get(self, request: Request, document_id: int) -> Response:
-        meta = document_metadata(_visible_or_probe(request, document_id))
+        meta = document_metadata(
+            _visible_or_probe(request, document_id), principal=Principal.from_user(request.user)
+        )
         return Response(DocumentMetadataOutputSerializer(meta).data)
 
 
