@@ -11,8 +11,13 @@ class AuditConfig(AppConfig):
 
     def ready(self) -> None:
         from django.contrib.auth.signals import user_login_failed
+        from django.db.models.signals import post_migrate
+
+        from athena.db_roles import post_migrate_grant
 
         user_login_failed.connect(login_failure_record, dispatch_uid="audit_login_failed")
+        # after the owner migrated, the application role gets its (audit: INSERT/SELECT only) rights
+        post_migrate.connect(post_migrate_grant, sender=self, dispatch_uid="athena_app_role_grants")
 
 
 def login_failure_record(

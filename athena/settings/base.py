@@ -58,25 +58,44 @@ TEMPLATES = [
 ]
 
 # --- database -------------------------------------------------------------------------------------------
+# Two roles (athena/db_roles.py): the application connects with a least-privilege role (DATABASE_URL, alias
+# "default"); migrations run as the owner role (ATHENA_MIGRATE_DATABASE_URL, alias "owner"). The embedded
+# PostgreSQL creates both (athena_owner, athena_app) at `stack up` and trusts its private unix socket.
 DATABASE_URL = env.url("DATABASE_URL", schemes=("postgres", "postgresql"))
+MIGRATE_DATABASE_URL = env.url("ATHENA_MIGRATE_DATABASE_URL", schemes=("postgres", "postgresql"))
 EMBEDDED_POSTGRES = DATABASE_URL is None
 PG_PORT = env.int("ATHENA_PG_PORT", 5433, minimum=1, maximum=65535)
-_default_db: dict[str, Any]
-if DATABASE_URL:
-    _default_db = database_from_url(DATABASE_URL)
-else:
-    _default_db = {
+EMBEDDED_OWNER_ROLE = "athena_owner"
+EMBEDDED_APP_ROLE = "athena_app"
+
+
+def _embedded_db(user: str) -> dict[str, Any]:
+    return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": env.str("ATHENA_DB_NAME", "athena"),
-        "USER": "postgres",
+        "USER": user,
         "PASSWORD": "",
         "HOST": str(pg_socket_dir()),
         "PORT": str(PG_PORT),
         "OPTIONS": {},
     }
-_default_db["CONN_MAX_AGE"] = env.int("ATHENA_DB_CONN_MAX_AGE", 60, minimum=0)
-_default_db["TEST"] = {"NAME": env.str("ATHENA_TEST_DB_NAME", "test_athena")}
-DATABASES = {"default": _default_db}
+
+
+_default_db: dict[str, Any]
+_owner_db: dict[str, Any]
+if DATABASE_URL:
+    _default_db = database_from_url(DATABASE_URL)
+    # without a separate owner URL the application's role also migrates (a single-role installation)
+    _owner_db = database_from_url(MIGRATE_DATABASE_URL or DATABASE_URL)
+else:
+    _default_db = _embedded_db(EMBEDDED_APP_ROLE)
+    _owner_db = _embedded_db(EMBEDDED_OWNER_ROLE)
+# the role granted the application's rights after each migrate (athena.db_roles)
+ATHENA_DB_APP_ROLE = env.str("ATHENA_DB_APP_ROLE", str(_default_db["USER"]))
+for _db in (_default_db, _owner_db):
+    _db["CONN_MAX_AGE"] = env.int("ATHENA_DB_CONN_MAX_AGE", 60, minimum=0)
+    _db["TEST"] = {"NAME": env.str("ATHENA_TEST_DB_NAME", "test_athena")}
+DATABASES = {"default": _default_db, "owner": _owner_db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- redis / celery -------------------------------------------------------------------------------------

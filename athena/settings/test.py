@@ -7,3 +7,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast log
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 MEDIA_ROOT = var_dir() / "test-media"
 ATHENA_REALTIME_VIA_CELERY = False  # tests call the service in-process unless they start a worker
+
+# The test database is created, migrated and flushed by the owner role (the application role may not create
+# databases or truncate); tests/athena/test_db_roles.py connects as the application role to check its limits.
+DATABASES = {"default": {**DATABASES["owner"]}}  # noqa: F405
