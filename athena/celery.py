@@ -30,3 +30,9 @@ def _schedule_nightly_sync(sender: Celery, **_: object) -> None:
         sender.signature("knowledge.tasks.repack_postings_task"),
         name="nightly posting block repack",
     )
+    # the audit chain's head, signed, outside the database: a deleted tail is caught by audit_verify
+    sender.add_periodic_task(
+        settings.ATHENA_AUDIT_CHECKPOINT_MINUTES * 60.0,
+        sender.signature("audit.tasks.audit_checkpoint_task"),
+        name="audit checkpoint",
+    )

@@ -199,10 +199,11 @@ def pg_start(port: int) -> str:
     stale = data / "postmaster.pid"
     if stale.exists():  # pg_running() was just false: whatever pid it names is dead
         stale.unlink()
+    # synchronous_commit stays at its default (on): an acknowledged audit event must survive a crash
     options = (
         f"-k {pg_socket_dir()} -p {port} -c listen_addresses='' -c max_connections=100 "
         "-c shared_buffers=256MB -c maintenance_work_mem=256MB -c work_mem=16MB "
-        "-c synchronous_commit=off -c max_parallel_workers_per_gather=0"
+        "-c max_parallel_workers_per_gather=0"
     )
     result = subprocess.run(
         [

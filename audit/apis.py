@@ -141,6 +141,8 @@ class ChainStatusSerializer(serializers.Serializer):
     checked = serializers.IntegerField()
     first_broken_id = serializers.IntegerField(allow_null=True)
     reason = serializers.CharField()
+    problems = serializers.ListField(child=serializers.CharField())
+    checkpoint_event_id = serializers.IntegerField(allow_null=True)
 
 
 class AuditChainApi(APIView):

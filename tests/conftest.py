@@ -34,6 +34,14 @@ def django_db_setup(django_db_setup, django_db_blocker):  # type: ignore[no-unty
     connection.close()
 
 
+@pytest.fixture(autouse=True)
+def audit_checkpoint_file(settings, tmp_path):  # type: ignore[no-untyped-def]
+    """Each test gets its own checkpoint file: a checkpoint left by an earlier test names events that the
+    database flush removed, which audit_verify would rightly report as a deleted tail."""
+    settings.ATHENA_AUDIT_CHECKPOINT_FILE = str(tmp_path / "audit-checkpoints.jsonl")
+    return tmp_path / "audit-checkpoints.jsonl"
+
+
 @pytest.fixture()
 def redis_client():  # type: ignore[no-untyped-def]
     import redis

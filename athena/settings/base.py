@@ -165,6 +165,20 @@ ATHENA_REALTIME_QUEUE = "realtime"
 ATHENA_ANSWER_TIMEOUT_SECONDS = env.int("ATHENA_ANSWER_TIMEOUT_SECONDS", 120, minimum=1)
 ATHENA_WORKER_WARM_UP = env.bool("ATHENA_WORKER_WARM_UP", True)
 
+# --- audit ----------------------------------------------------------------------------------------------
+# Events are HMAC-signed with this key (audit.services); the database never holds it. Rotation: give the new
+# key a new ATHENA_AUDIT_KEY_ID and move the old one to ATHENA_AUDIT_OLD_KEYS ("id:secret,..."), which only
+# verifies. No default here: local.py and test.py (DEBUG/tests only) use DEV_AUDIT_KEY, production requires one.
+DEV_AUDIT_KEY = "athena-development-audit-key-not-a-secret"
+ATHENA_AUDIT_KEY = env.str("ATHENA_AUDIT_KEY", "")
+ATHENA_AUDIT_KEY_ID = env.str("ATHENA_AUDIT_KEY_ID", "1")
+ATHENA_AUDIT_OLD_KEYS = env.list("ATHENA_AUDIT_OLD_KEYS")
+# signed checkpoints of the chain's head, outside the database (append-only file)
+ATHENA_AUDIT_CHECKPOINT_FILE = env.str(
+    "ATHENA_AUDIT_CHECKPOINT_FILE", str(var_dir() / "audit" / "checkpoints.jsonl")
+)
+ATHENA_AUDIT_CHECKPOINT_MINUTES = env.int("ATHENA_AUDIT_CHECKPOINT_MINUTES", 5, minimum=1, maximum=1440)
+
 # --- web ------------------------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -7,6 +7,9 @@ DEBUG = False
 SECRET_KEY = env.str("ATHENA_SECRET_KEY")
 if len(SECRET_KEY) < 40:
     raise EnvError("ATHENA_SECRET_KEY must be set to at least 40 random characters in production")
+ATHENA_AUDIT_KEY = env.str("ATHENA_AUDIT_KEY")
+if len(ATHENA_AUDIT_KEY) < 32 or ATHENA_AUDIT_KEY == DEV_AUDIT_KEY:  # noqa: F405
+    raise EnvError("ATHENA_AUDIT_KEY must be set to at least 32 random characters in production")
 SESSION_COOKIE_SECURE = env.bool("ATHENA_SECURE_COOKIES", True)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_CONTENT_TYPE_NOSNIFF = True
