@@ -17,7 +17,7 @@ from agents.selectors import conversation_history, conversation_list, curation_q
 from athena.errors import Unavailable
 from athena.permissions import IsKbAdmin
 from athena.throttling import ask_throttle_hit, empty_result_record
-from knowledge.apis import reject_unknown_fields  # also refuses bodies over 64 KiB before parsing
+from knowledge.apis import PassageApi, reject_unknown_fields  # also refuses bodies over 64 KiB before parsing
 
 logger = logging.getLogger(__name__)
 
@@ -270,3 +270,13 @@ class CurationResolveApi(APIView):
             document_id=serializer.validated_data.get("document_id"),
         )
         return Response(CurationItemSerializer(item).data)
+
+
+class GuardedPassageApi(PassageApi):
+    """GET /api/v1/passages/<id>: the citation viewer's passage, its text through the output guard (PII
+    masked and confidential markings removed, as in answers)."""
+
+    def guard_text(self, text: str) -> str:
+        from agents.services import passage_text_guard
+
+        return passage_text_guard(text)

@@ -48,6 +48,7 @@ __all__ = [
     "warm_up",
     "mask_pii",
     "strip_confidential_markings",
+    "guard_quoted_text",
     "leaks_system_prompt",
     "check_question",
 ]
@@ -525,6 +526,21 @@ def strip_confidential_markings(text: str) -> tuple[str, bool]:
     cleaned = _MANY_NEWLINES_RE.sub("\n\n", cleaned)
     cleaned = "\n".join(line.strip() for line in cleaned.split("\n")).strip()
     return cleaned, True
+
+
+def guard_quoted_text(text: str) -> tuple[str, list[str], bool]:
+    """The output guard for text quoted from the knowledge base outside the answer (passages, citation
+    quotes, the citation viewer): PII masked as in answers, confidential markings removed.
+
+    Args:
+        text: a passage or quote.
+
+    Returns:
+        ``(guarded_text, masked_entity_types, markings_removed)``.
+    """
+    masked, kinds = mask_pii(text)
+    cleaned, marked = strip_confidential_markings(masked)
+    return cleaned, kinds, marked
 
 
 def _words(text: str) -> list[str]:

@@ -185,7 +185,13 @@ class PassageOutputSerializer(serializers.Serializer):
 
 
 class PassageApi(APIView):
-    """The full text of a cited passage with its document's metadata (for the citation viewer)."""
+    """The full text of a cited passage with its document's metadata (for the citation viewer).
+
+    The route is served by agents.apis.GuardedPassageApi, which passes the text through the same output guard
+    as answers (PII masked, confidential markings removed); that guard lives in agents, above this layer."""
+
+    def guard_text(self, text: str) -> str:
+        return text
 
     @extend_schema(responses=PassageOutputSerializer)
     def get(self, request: Request, chunk_id: int) -> Response:
@@ -196,7 +202,7 @@ class PassageApi(APIView):
             PassageOutputSerializer(
                 {
                     "chunk_id": chunk.pk,
-                    "text": chunk.text,
+                    "text": self.guard_text(chunk.text),
                     "section": chunk.section_path,
                     "page": chunk.page,
                     "ordinal": chunk.ordinal,
