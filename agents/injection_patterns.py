@@ -50,7 +50,8 @@ _FLAGS = re.IGNORECASE | re.MULTILINE
 class Matcher(Protocol):
     """What a detector needs of a compiled pattern (a Python or an RE2 regex, or a scanner)."""
 
-    pattern: Any
+    @property
+    def pattern(self) -> Any: ...
 
     def search(self, text: str) -> Any: ...
 
