@@ -52,13 +52,12 @@ def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[
 
 @shared_task
 def sync_source_folders_task() -> list[int]:
-    """Nightly: ingest every configured source folder (unchanged files cost a hash each)."""
+    """Nightly: ingest every configured source folder with its own ACL policy (services.source_folder_parse;
+    unchanged files cost a hash each)."""
     from django.conf import settings
 
-    run_ids = []
-    for folder in settings.ATHENA_SOURCE_FOLDERS:
-        run_ids.append(folder_ingest_enqueue(root=Path(folder), options=services.IngestOptions()))
-    return run_ids
+    folders = [services.source_folder_parse(entry) for entry in settings.ATHENA_SOURCE_FOLDERS]
+    return [folder_ingest_enqueue(root=folder.path, options=folder.options) for folder in folders]
 
 
 @shared_task
