@@ -174,16 +174,38 @@ def ask(
         except (ValueError, Conversation.DoesNotExist):
             raise NotFound("no such conversation") from None
     else:
-        conversation = Conversation.objects.create(user=user, title=question[:200])
-    if settings.ATHENA_REALTIME_VIA_CELERY:
-        result = _answer_on_worker(user, question, str(conversation.pk), filters)
-    else:
-        result = answer_compute(
-            user_id=user.pk, question=question, conversation_id=str(conversation.pk), filters=filters
+        # untitled until the input guard has screened the question (a refused one never names it)
+        conversation = Conversation.objects.create(user=user, title="")
+    try:
+        if settings.ATHENA_REALTIME_VIA_CELERY:
+            result = _answer_on_worker(user, question, str(conversation.pk), filters)
+        else:
+            result = answer_compute(
+                user_id=user.pk, question=question, conversation_id=str(conversation.pk), filters=filters
+            )
+    except Unavailable:
+        raise  # audited where it was detected
+    except Exception as exc:
+        # every question is audited, also one whose pipeline failed; its text is withheld since it may not
+        # have been screened for personal data
+        audit_record(
+            kind="question",
+            actor=user,
+            verdict="error",
+            documents=[],
+            payload={
+                "question": "[withheld: not screened, the answering pipeline failed]",
+                "groups": sorted(user.groups.values_list("name", flat=True)),
+                "conversation": str(conversation.pk),
+                "error": type(exc).__name__,
+            },
         )
+        raise
 
     blocked = result["verdict"] == "blocked"
     guard = result.get("guard") or {}
+    if not conversation_id and not blocked:
+        Conversation.objects.filter(pk=conversation.pk).update(title=question[:200])
     # a refused question is logged without its text when it carried PII
     logged_question = "[withheld: contained personal data]" if guard.get("code") == "pii" else question
     groups = sorted(user.groups.values_list("name", flat=True))

@@ -471,10 +471,9 @@ class Stack:
                     "2",
                     "--threads",
                     "4",
-                    "--timeout",
-                    "120",
-                    "--graceful-timeout",
-                    "10",
+                    # worker timeout outlasts the answer wait (ATHENA_ANSWER_TIMEOUT_SECONDS)
+                    "-c",
+                    "python:athena.gunicorn_conf",
                 ],
                 ready=lambda: _port_open("127.0.0.1", self.port),
             ),
