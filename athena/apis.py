@@ -11,10 +11,10 @@ from athena.health import health_report
 
 
 class HealthApi(APIView):
-    """Component status; reports which component is down instead of failing."""
+    """Component status; reports which component is down instead of failing. Anyone (a load balancer) gets
+    the overall status; only staff get the components, whose details name versions, hosts and errors."""
 
     permission_classes = [AllowAny]
-    authentication_classes: list = []
 
     @extend_schema(
         responses={
@@ -28,4 +28,7 @@ class HealthApi(APIView):
     )
     def get(self, request: Request) -> Response:
         report = health_report()
-        return Response(report, status=200 if report["status"] == "ok" else 503)
+        code = 200 if report["status"] == "ok" else 503
+        if not (request.user and request.user.is_staff):
+            return Response({"status": report["status"]}, status=code)
+        return Response(report, status=code)
