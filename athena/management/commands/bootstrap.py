@@ -24,6 +24,20 @@ DEMO_USERS = [
 ]
 
 
+def demo_users_ensure(*, debug: bool) -> bool:
+    """Create the demo users, resetting their printed passwords -- only under DEBUG (`make run`): outside
+    development no account with a known password is created and no existing password is ever reset.
+    Returns whether anything was done."""
+    if not debug:
+        return False
+    for name, password, groups, staff, superuser in DEMO_USERS:
+        user, _ = user_create_or_update(username=name, groups=groups, password=password, staff=staff)
+        if superuser and not user.is_superuser:
+            user.is_superuser = True
+            user.save(update_fields=["is_superuser"])
+    return True
+
+
 class Command(BaseCommand):
     help = (
         "Prepare the local stack: start database/broker/worker, migrate, create demo users, load sample KB."
@@ -37,11 +51,10 @@ class Command(BaseCommand):
         Stack(components=("postgres", "redis", "worker")).up(echo=self.stdout.write)
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("database migrated")
-        for name, password, groups, staff, superuser in DEMO_USERS:
-            user, _ = user_create_or_update(username=name, groups=groups, password=password, staff=staff)
-            if superuser and not user.is_superuser:
-                user.is_superuser = True
-                user.save(update_fields=["is_superuser"])
+        if not demo_users_ensure(debug=settings.DEBUG):
+            self.stdout.write(
+                "demo users skipped (DEBUG is off): no account is created or has its password reset"
+            )
         if not options["no_sample"] and (SAMPLE_KB / "public").is_dir():
             call_command(
                 "ingest",
@@ -67,7 +80,8 @@ class Command(BaseCommand):
         port = settings.PORT
         self.stdout.write(self.style.SUCCESS(f"ready in {time.monotonic() - started:.1f}s"))
         self.stdout.write(f"\n  Athena KB: http://127.0.0.1:{port}/   (admin: /admin/, API: /api/v1/docs)\n")
-        self.stdout.write("  demo logins (user / password):")
-        for name, password, groups, _staff, _su in DEMO_USERS:
-            self.stdout.write(f"    {name:<8} / {password:<16} groups: {', '.join(groups)}")
+        if settings.DEBUG:
+            self.stdout.write("  demo logins (user / password):")
+            for name, password, groups, _staff, _su in DEMO_USERS:
+                self.stdout.write(f"    {name:<8} / {password:<16} groups: {', '.join(groups)}")
         self.stdout.write("")
