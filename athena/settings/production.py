@@ -15,3 +15,11 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 EMAIL_BACKEND = env.str("ATHENA_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+# HTTPS only: behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it from clients)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env.bool("ATHENA_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = env.int("ATHENA_HSTS_SECONDS", 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+SECURE_HSTS_PRELOAD = False  # preloading is a decision for the domain's owner, not a default
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
