@@ -30,6 +30,11 @@ def _schedule_nightly_sync(sender: Celery, **_: object) -> None:
         sender.signature("knowledge.tasks.repack_postings_task"),
         name="nightly posting block repack",
     )
+    sender.add_periodic_task(
+        crontab(minute=15),
+        sender.signature("knowledge.tasks.uploads_expire_task"),
+        name="hourly private upload expiry",
+    )
     # the audit chain's head, signed, outside the database: a deleted tail is caught by audit_verify
     sender.add_periodic_task(
         settings.ATHENA_AUDIT_CHECKPOINT_MINUTES * 60.0,

@@ -428,6 +428,55 @@ def document_set_acl(*, document: Document, access_tier: str, groups: Sequence[s
     return document
 
 
+def uploads_expire(*, now: datetime | None = None) -> int:
+    """Tombstone every private upload whose expiry has passed (its chunks leave retrieval and the citation
+    viewer) and delete its file; each expiry is audited. Returns how many expired."""
+    from django.conf import settings
+
+    from audit.services import audit_record
+
+    now = now or timezone.now()
+    uploads = (Path(settings.MEDIA_ROOT) / "uploads").resolve()
+    expired = Document.objects.filter(owner__isnull=False, expires_at__lte=now).exclude(
+        status=DocumentStatus.TOMBSTONED
+    )
+    count = 0
+    for document in expired:
+        with transaction.atomic():
+            document_tombstone(document=document)
+            audit_record(
+                kind="upload_expired",
+                actor=None,
+                documents=[document.source],
+                payload={"document": document.source, "owner_id": document.owner_id},
+            )
+        path = Path(document.source_path).resolve() if document.source_path else None
+        if path is not None and path.is_relative_to(uploads):  # only ever a file of the upload area
+            path.unlink(missing_ok=True)
+        count += 1
+    return count
+
+
+def group_delete_close_documents(*, group: Group) -> list[int]:
+    """Before a Group is deleted: a document readable through that group alone would be left with no group,
+    which for an open tier means readable by every employee. Such documents become restricted (readable by
+    nobody until an admin sets their ACL): deleting a group never opens a document. Returns the ids of all
+    documents that named the group, for group_deleted_sync_documents."""
+    ids = list(Document.objects.filter(allowed_groups=group).values_list("id", flat=True))
+    through = Document.allowed_groups.through
+    for document in Document.objects.filter(pk__in=ids):
+        others = through.objects.filter(document_id=document.pk).exclude(group_id=group.pk).exists()
+        if not others and document.access_tier in (AccessTier.PUBLIC, AccessTier.INTERNAL):
+            Document.objects.filter(pk=document.pk).update(access_tier=AccessTier.RESTRICTED)
+    return ids
+
+
+def group_deleted_sync_documents(*, group_name: str, document_ids: Sequence[int]) -> None:
+    """After a Group was deleted: its documents' chunks get their new ACL, and each change is audited."""
+    for document in Document.objects.filter(pk__in=list(document_ids)):
+        document_acl_sync(document=document, actor=f"group deleted: {group_name}"[:150])
+
+
 def document_reingest(*, document: Document) -> None:
     """Queue the document's source file again (forcing work even if unchanged)."""
     from knowledge.tasks import ingest_files_task

@@ -61,6 +61,12 @@ def sync_source_folders_task() -> list[int]:
 
 
 @shared_task
+def uploads_expire_task() -> int:
+    """Hourly: private uploads past their expiry are tombstoned and their files deleted."""
+    return services.uploads_expire()
+
+
+@shared_task
 def repack_postings_task(min_stale: float = 0.1) -> int | None:
     """Nightly: rebuild the BM25 posting blocks when deleted chunks' postings make up `min_stale` of them."""
     from knowledge.indexing import postings_repack_if_stale
