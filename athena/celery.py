@@ -5,7 +5,9 @@ import os
 from celery import Celery
 from celery.schedules import crontab
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "athena.settings.local")
+# Servers started outside the project's launcher (gunicorn, celery in deploy/) get production settings unless
+# told otherwise; `stack run` / `make run` pass athena.settings.local, the tests athena.settings.test.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "athena.settings.production")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("DO_NOT_TRACK", "1")

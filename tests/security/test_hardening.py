@@ -128,3 +128,22 @@ def test_production_settings_insist_on_https() -> None:
     env.pop("ATHENA_AUDIT_KEY")
     missing = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert missing.returncode != 0 and "ATHENA_AUDIT_KEY" in missing.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("module", ["athena.wsgi", "athena.celery"])
+def test_servers_default_to_production_settings(module: str) -> None:
+    code = f"import os, {module}; print(os.environ['DJANGO_SETTINGS_MODULE'])"
+    env = {"PATH": "/usr/bin:/bin", "ATHENA_SECRET_KEY": "x" * 50, "ATHENA_AUDIT_KEY": "k" * 40}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "athena.settings.production"
+    # and production refuses to start without its secrets instead of running with development defaults
+    bare = subprocess.run(
+        [sys.executable, "-c", f"import {module}; from django.conf import settings; settings.DEBUG"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert bare.returncode != 0 and "ATHENA_SECRET_KEY" in bare.stderr
