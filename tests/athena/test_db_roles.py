@@ -60,8 +60,8 @@ def test_the_application_role_can_append_and_read_the_audit_log(app_db) -> None:
         cursor.execute("SELECT hash FROM audit_auditevent WHERE id = %s", [event.pk])
         assert cursor.fetchone() == (event.hash,)
         cursor.execute(
-            "INSERT INTO audit_auditevent (created_at, kind, actor, verdict, documents, payload, prev_hash, hash) "
-            "VALUES (now(), 'probe', '', '', '[]', '{}', %s, %s)",
+            "INSERT INTO audit_auditevent (created_at, kind, actor, verdict, documents, payload, key_id, prev_hash, hash) "
+            "VALUES (now(), 'probe', '', '', '[]', '{}', '', %s, %s)",
             [event.hash, "f" * 64],
         )
         # and it does its ordinary work on the other tables
