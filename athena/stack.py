@@ -292,7 +292,7 @@ END $$;
 """
 
 
-def pg_ensure_database(name: str, port: int, *, owner: str, app: str) -> None:
+def pg_ensure_database(name: str, port: int, *, owner: str, app: str, test_name: str = "") -> None:
     """Create (idempotently) the owner and application roles and the database owned by the owner.
 
     pgvector is not a trusted extension, so the superuser creates it here, in the database and in template1
@@ -333,6 +333,18 @@ def pg_ensure_database(name: str, port: int, *, owner: str, app: str) -> None:
         check=True,
         capture_output=True,
     )
+    if test_name:
+        # a test database left behind by a run before the roles existed: the owner role must be able to drop it
+        test_db, owner_role = _sql_literal(test_name), _sql_literal(owner)
+        subprocess.run(
+            [
+                *_psql(port),
+                f"DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_database WHERE datname = {test_db}) THEN "
+                f"EXECUTE format('ALTER DATABASE %I OWNER TO %I', {test_db}, {owner_role}); END IF; END $$",
+            ],
+            check=True,
+            capture_output=True,
+        )
 
 
 # --- Redis and Python services -----------------------------------------------------------------------------
@@ -521,6 +533,7 @@ class Stack:
                     self.settings.PG_PORT,
                     owner=self.settings.EMBEDDED_OWNER_ROLE,
                     app=self.settings.EMBEDDED_APP_ROLE,
+                    test_name=str(self.settings.DATABASES["default"].get("TEST", {}).get("NAME") or ""),
                 )
                 echo(f"postgres: {state} (socket {pg_socket_dir()})")
                 continue
