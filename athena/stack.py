@@ -491,6 +491,10 @@ class Stack:
             ),
         }
 
+    def _test_database_name(self) -> str:
+        test: Any = self.settings.DATABASES["default"].get("TEST") or {}
+        return str(test.get("NAME") or "")
+
     # -- operations
     def status(self) -> list[ComponentStatus]:
         rows = []
@@ -533,7 +537,7 @@ class Stack:
                     self.settings.PG_PORT,
                     owner=self.settings.EMBEDDED_OWNER_ROLE,
                     app=self.settings.EMBEDDED_APP_ROLE,
-                    test_name=str(self.settings.DATABASES["default"].get("TEST", {}).get("NAME") or ""),
+                    test_name=self._test_database_name(),
                 )
                 echo(f"postgres: {state} (socket {pg_socket_dir()})")
                 continue
