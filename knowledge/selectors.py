@@ -165,7 +165,8 @@ def chunk_get_visible(*, principal: Principal, chunk_id: int) -> Chunk:
     """A passage for the citation viewer, by the chunk's own denormalised ACL columns (as retrieval uses)."""
     rule = Q(acl_open=True) | Q(acl_groups__overlap=list(principal.group_ids))
     if principal.user_id is not None:
-        rule |= Q(owner_id_acl=principal.user_id)
+        unexpired = Q(document__expires_at__isnull=True) | Q(document__expires_at__gt=timezone.now())
+        rule |= Q(owner_id_acl=principal.user_id) & unexpired
     chunk = Chunk.objects.select_related("document").filter(rule, active=True, pk=chunk_id).first()
     if chunk is None:
         raise NotFound("no such passage")

@@ -147,3 +147,31 @@ def test_servers_default_to_production_settings(module: str) -> None:
         text=True,
     )
     assert bare.returncode != 0 and "ATHENA_SECRET_KEY" in bare.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)  # retrieval reads through its own pool connections
+def test_an_expired_upload_is_not_citable_even_before_the_expiry_task(settings) -> None:  # type: ignore[no-untyped-def]
+    from retrieval.search import search
+
+    owner = make_user("eng", "employees")
+    folder = Path(settings.MEDIA_ROOT) / "uploads" / str(owner.pk)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "power.md"
+    path.write_text(DOC)
+    source = f"uploads/{owner.pk}/power.md"
+    live = IngestOptions(
+        owner_id=owner.pk, access_tier="confidential", expires_at=timezone.now() + timedelta(hours=1)
+    )
+    files_ingest(root=str(settings.MEDIA_ROOT), files=[(source, str(path))], options=live)
+    principal = Principal.from_user(owner)
+    question = "What is the power limit of a rack in hall B?"
+    assert source in search(question, principal).documents()
+    chunk = Chunk.objects.filter(document__source=source).first()
+    assert chunk is not None
+    client = client_for(owner)
+    assert client.get(f"/api/v1/passages/{chunk.pk}").status_code == 200
+    Document.objects.filter(source=source).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert source not in search(question, principal).documents()
+    assert client.get(f"/api/v1/passages/{chunk.pk}").status_code == 404
