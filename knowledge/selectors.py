@@ -36,6 +36,12 @@ def _visible_q(principal: Principal) -> Q:
     return rule
 
 
+def documents_readable(*, principal: Principal) -> QuerySet[Document]:
+    """Every document `principal` may read, in any state (for curation screens, which also list failed and
+    pending documents): the same rule as retrieval, and no exception for staff or superusers."""
+    return Document.objects.filter(_visible_q(principal))
+
+
 def document_list_visible(
     *, principal: Principal, query: str = "", doc_type: str = "", access_tier: str = "", mine: bool = False
 ) -> QuerySet[Document]:

@@ -105,6 +105,39 @@ def test_the_canary_never_reaches_an_outsider(persona: str, planted: dict[str, i
         assert CANARY not in headers.lower(), f"{persona}: {method} {path} (headers)"
 
 
+ADMIN_PAGES = [
+    "/admin/knowledge/document/",
+    "/admin/knowledge/document/?q=vault",
+    "/admin/knowledge/chunk/",
+    "/admin/knowledge/chunk/?q=custodians",
+    "/admin/agents/answer/",
+    "/admin/agents/curationitem/",
+    "/admin/audit/auditevent/",
+]
+
+
+def test_the_canary_never_reaches_a_superuser_outside_the_group_in_django_admin(
+    planted: dict[str, int],
+) -> None:
+    from django.test import Client
+
+    from agents.models import Answer
+
+    make_user("root", "employees", superuser=True)
+    client = Client()
+    client.login(username="root", password="pw")
+    pages = [
+        *ADMIN_PAGES,
+        f"/admin/knowledge/document/{planted['secret']}/change/",
+        f"/admin/knowledge/chunk/{planted['chunk']}/change/",
+        *(f"/admin/agents/answer/{pk}/change/" for pk in Answer.objects.values_list("pk", flat=True)),
+    ]
+    for page in pages:
+        response = client.get(page)
+        assert response.status_code in (200, 302, 403, 404), page
+        assert CANARY not in response.content.decode(errors="replace").lower(), page
+
+
 def test_an_admin_in_the_group_still_curates_the_answer(planted: dict[str, int]) -> None:
     insider_admin = make_user("vault-admin", "employees", "kb-admins", "vault-team")
     outsider_admin = make_user("other-admin", "employees", "kb-admins")
