@@ -40,6 +40,10 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+AUTHENTICATION_BACKENDS = ["athena.auth.ThrottledModelBackend"]  # sign-in throttling (athena.throttling)
+ATHENA_LOGIN_FAILURES_PER_NAME = env.int("ATHENA_LOGIN_FAILURES_PER_NAME", 10, minimum=1)
+ATHENA_LOGIN_FAILURES_PER_ADDRESS = env.int("ATHENA_LOGIN_FAILURES_PER_ADDRESS", 100, minimum=1)
+
 ROOT_URLCONF = "athena.urls"
 WSGI_APPLICATION = "athena.wsgi.application"
 TEMPLATES = [
