@@ -24,6 +24,8 @@ class AnswerAdmin(admin.ModelAdmin):
     list_display = ("id", "user", "question", "abstained", "template", "created_at")
     list_filter = ("abstained", "template")
     search_fields = ("question", "user__username")
+    # the stored response quotes documents the admin may not be allowed to read (see the curation API)
+    exclude = ("response",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

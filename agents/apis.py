@@ -17,7 +17,8 @@ from agents.selectors import conversation_history, conversation_list, curation_q
 from athena.errors import Unavailable
 from athena.permissions import IsKbAdmin
 from athena.throttling import ask_throttle_hit, empty_result_record
-from knowledge.apis import reject_unknown_fields  # also refuses bodies over 64 KiB before parsing
+from knowledge.apis import PassageApi, reject_unknown_fields  # also refuses bodies over 64 KiB before parsing
+from retrieval.types import Principal
 
 logger = logging.getLogger(__name__)
 
@@ -229,7 +230,12 @@ class CurationItemSerializer(serializers.ModelSerializer):
         ]
 
     def get_answer(self, obj: CurationItem) -> str:
-        return str(obj.answer.response.get("answer", ""))
+        from agents.selectors import CURATION_ANSWER_WITHHELD, curation_answer_visible
+
+        principal = self.context.get("principal")
+        if principal is None:
+            return CURATION_ANSWER_WITHHELD  # nobody to check the citations against: fail closed
+        return curation_answer_visible(response=obj.answer.response or {}, principal=principal)
 
     def get_comments(self, obj: CurationItem) -> list[str]:
         return [f.comment for f in obj.answer.feedback.all() if f.comment]
@@ -248,7 +254,8 @@ class CurationListApi(APIView):
         params = self.CurationListFilterSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         items = curation_queue(resolved=params.validated_data["resolved"])[:500]
-        return Response(CurationItemSerializer(items, many=True).data)
+        context = {"principal": Principal.from_user(request.user)}
+        return Response(CurationItemSerializer(items, many=True, context=context).data)
 
 
 class CurationResolveApi(APIView):
@@ -269,4 +276,16 @@ class CurationResolveApi(APIView):
             resolution=serializer.validated_data["resolution"],
             document_id=serializer.validated_data.get("document_id"),
         )
-        return Response(CurationItemSerializer(item).data)
+        return Response(
+            CurationItemSerializer(item, context={"principal": Principal.from_user(request.user)}).data
+        )
+
+
+class GuardedPassageApi(PassageApi):
+    """GET /api/v1/passages/<id>: the citation viewer's passage, its text through the output guard (PII
+    masked and confidential markings removed, as in answers)."""
+
+    def guard_text(self, text: str) -> str:
+        from agents.services import passage_text_guard
+
+        return passage_text_guard(text)

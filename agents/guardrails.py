@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import re2
+
 from agents.injection_patterns import (
     PATTERNS,
     invisible_char_counts,
@@ -46,6 +48,7 @@ __all__ = [
     "warm_up",
     "mask_pii",
     "strip_confidential_markings",
+    "guard_quoted_text",
     "leaks_system_prompt",
     "check_question",
 ]
@@ -336,27 +339,26 @@ def warm_up() -> None:
     get_analyzer().analyze(text="warm up 555-0100", language="en", entities=list(PII_ENTITIES))
 
 
-_CARD_CONTEXT_RE = re.compile(
-    r"\b(?:card|credit|debit|visa|master\s?card|amex|american\s+express|discover|cc|pan|payment|cvv|expir\w*)\b",
-    re.I,
+_CARD_CONTEXT_RE = re2.compile(
+    r"(?i)\b(?:card|credit|debit|visa|master\s?card|amex|american\s+express|discover|cc|pan|payment|cvv|expir\w*)\b",
 )
-_SERIAL_CONTEXT_RE = re.compile(
-    r"\b(?:serial|s/?n|sn|part|p/?n|asset|imei|iccid|uuid|guid|id|order|ticket|case|invoice|tracking|"
+_SERIAL_CONTEXT_RE = re2.compile(
+    r"(?i)\b(?:serial|s/?n|sn|part|p/?n|asset|imei|iccid|uuid|guid|id|order|ticket|case|invoice|tracking|"
     r"build|version|license|licence|key|hash|checksum|pid|inode|lun|wwn|oid|sequence|seq)\b[\s#:=no.]*$",
-    re.I,
 )
-_PHONE_CONTEXT_RE = re.compile(
-    r"\b(?:phone|tel|telephone|call|mobile|cell|fax|contact|sms|whatsapp|pager|dial|hotline|ring)\b", re.I
+_PHONE_CONTEXT_RE = re2.compile(
+    r"(?i)\b(?:phone|tel|telephone|call|mobile|cell|fax|contact|sms|whatsapp|pager|dial|hotline|ring)\b"
 )
-_PHONE_BLOCKLIST_BEFORE_RE = re.compile(
-    r"\b(?:version|ver|v|release|build|rfc|port|ports|vlan|vlans|as|asn|pid|uid|gid|errno|error|code|id|"
+_PHONE_BLOCKLIST_BEFORE_RE = re2.compile(
+    r"(?i)\b(?:version|ver|v|release|build|rfc|port|ports|vlan|vlans|as|asn|pid|uid|gid|errno|error|code|id|"
     r"serial|ticket|case|oid|lun|seq|sequence|timestamp|epoch|inode|size|bytes|kb|mb|gb|mtu|cve)\b[\s#:=-]*$",
-    re.I,
 )
-_NHS_CONTEXT_RE = re.compile(r"\b(?:nhs|national\s+health|health\s+service|patient|chi\s+number)\b", re.I)
+_NHS_CONTEXT_RE = re2.compile(r"(?i)\b(?:nhs|national\s+health|health\s+service|patient|chi\s+number)\b")
 # an IPv4 address, a prefix (192.168.1.0/24) or an address with a port (10.0.0.1:514): configuration, not PII
-_IPV4_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2}|:\d{1,5})?$")
-_DOTTED_VERSION_RE = re.compile(r"^\d+(?:\.\d+){1,3}$")
+_IPV4_RE = re2.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2}|:\d{1,5})?$")
+_DOTTED_VERSION_RE = re2.compile(r"^\d+(?:\.\d+){1,3}$")
+_NON_DIGIT_RE = re2.compile(r"\D")
+_FORMATTED_DIGITS_RE = re2.compile(r"\d[\s().-]+\d")
 
 
 def _card_brand_ok(digits: str) -> bool:
@@ -383,7 +385,7 @@ def _keep_finding(text: str, entity: str, start: int, end: int, score: float) ->
         return False
     span = text[start:end]
     before = text[max(0, start - 30) : start]
-    digits = re.sub(r"\D", "", span)
+    digits = _NON_DIGIT_RE.sub("", span)
     if entity == "CREDIT_CARD":
         if not _card_brand_ok(digits):
             return False
@@ -398,7 +400,7 @@ def _keep_finding(text: str, entity: str, start: int, end: int, score: float) ->
             return False
         if _PHONE_BLOCKLIST_BEFORE_RE.search(before):
             return False
-        formatted = span.lstrip().startswith("+") or bool(re.search(r"\d[\s().-]+\d", span))
+        formatted = span.lstrip().startswith("+") or bool(_FORMATTED_DIGITS_RE.search(span))
         # A bare digit run (timestamps, counters) is only a phone number when the text says so.
         return formatted or bool(_PHONE_CONTEXT_RE.search(text[max(0, start - 40) : end + 10]))
     return True
@@ -474,46 +476,80 @@ _MARKING_WORDS = (
     r"proprietary|need\s+to\s+know|eyes\s+only|official[\s-]sensitive|sensitive\s+but\s+unclassified|tlp\s*:\s*(?:red|amber))"
 )
 _DECOR = r"[\s*_=#~|<>\[\](){}:.\-–—/\\!]*"
+# Every pattern of the output guard runs on document text (answers quote evidence verbatim), so it is
+# compiled with RE2: matching is linear in the text whatever the input (Python's backtracking engine took
+# seconds on a line of "CONFIDENTIAL - " repeated nine times). RE2 has no look-around; where the old
+# patterns used it, the check is made on the match in Python (see _inline_marking_cut).
 # A line consisting only of markings (any case), possibly several joined by separators and a label.
-_MARKING_LINE_RE = re.compile(
-    rf"^{_DECOR}(?:(?:classification|security\s+classification|marking|label|notice|sensitivity)\s*[:\-]\s*)?"
-    rf"{_MARKING_WORDS}(?:{_DECOR}(?:-|–|—|/|\||,|and|&)?{_DECOR}{_MARKING_WORDS})*{_DECOR}$",
-    re.IGNORECASE | re.MULTILINE,
+_MARKING_LINE_RE = re2.compile(
+    rf"(?im)^{_DECOR}(?:(?:classification|security\s+classification|marking|label|notice|sensitivity)\s*[:\-]\s*)?"
+    rf"{_MARKING_WORDS}(?:{_DECOR}(?:-|–|—|/|\||,|and|&)?{_DECOR}{_MARKING_WORDS})*{_DECOR}$"
 )
 # Inline markers: upper-case shouting or bracketed labels; prose such as "set the tier to confidential"
-# stays because it is neither.
-_INLINE_MARKING_RE = re.compile(
+# stays because it is neither. `\b` (ASCII word boundary) stands where a letter must not touch the marker;
+# a trailing separator is captured and kept when nothing but white space follows it.
+_INLINE_MARKING_RE = re2.compile(
     r"(?:[\[(]\s*(?i:" + _MARKING_WORDS + r")\s*[\])]"
-    r"|\*{0,3}(?<![A-Za-z])(?:STRICTLY\s+|COMPANY\s+|PROPRIETARY\s+(?:AND\s+|&\s+)?)*"
+    r"|\*{0,3}\b(?:STRICTLY\s+|COMPANY\s+|PROPRIETARY\s+(?:AND\s+|&\s+)?)*"
     r"(?:CONFIDENTIAL|INTERNAL\s+USE\s+ONLY|FOR\s+INTERNAL\s+USE\s+ONLY|DO\s+NOT\s+DISTRIBUTE|DO\s+NOT\s+FORWARD|"
-    r"NOT\s+FOR\s+DISTRIBUTION|TOP\s+SECRET(?://[A-Z/ ]+)?|EYES\s+ONLY|NEED\s+TO\s+KNOW)(?![A-Za-z])\*{0,3}"
-    r"(?:\s*[-:–—]\s*(?=\S))?)"
+    r"NOT\s+FOR\s+DISTRIBUTION|TOP\s+SECRET(?://[A-Z/ ]+)?|EYES\s+ONLY|NEED\s+TO\s+KNOW)\b\*{0,3}"
+    r"(\s*[-:–—]\s*)?)"
 )
+_MULTI_SPACE_RE = re2.compile(r"[ \t]{2,}")
+_SPACE_BEFORE_PUNCT_RE = re2.compile(r"[ \t]+([.,;:!?])")
+_MANY_NEWLINES_RE = re2.compile(r"\n{3,}")
 
 
 def strip_confidential_markings(text: str) -> tuple[str, bool]:
     """Remove classification banners and markers ("CONFIDENTIAL", "INTERNAL USE ONLY", "TOP SECRET" ...).
 
     Args:
-        text: answer text.
+        text: answer text (or a quoted passage).
 
     Returns:
         ``(clean_text, changed)``. Whole marking lines are dropped; inline upper-case or bracketed markers
-        are cut out; ordinary prose that merely uses the word ("the confidential tier") is kept.
+        are cut out; ordinary prose that merely uses the word ("the confidential tier") is kept. Linear time.
     """
     cleaned = _MARKING_LINE_RE.sub("", text)
-    cleaned = _INLINE_MARKING_RE.sub("", cleaned)
+    end = len(cleaned)
+
+    def _inline_marking_cut(match: Any) -> str:
+        # a separator after a marker goes with it only when more text follows ("CONFIDENTIAL - the key")
+        separator = match.group(1)
+        return separator if separator and match.end() == end else ""
+
+    cleaned = _INLINE_MARKING_RE.sub(_inline_marking_cut, cleaned)
     if cleaned == text:
         return text, False
-    cleaned = re.sub(r"[ \t]{2,}", " ", cleaned)
-    cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", cleaned)
-    cleaned = re.sub(r"\n{3,}", "\n\n", cleaned)
+    cleaned = _MULTI_SPACE_RE.sub(" ", cleaned)
+    cleaned = _SPACE_BEFORE_PUNCT_RE.sub(r"\1", cleaned)
+    cleaned = _MANY_NEWLINES_RE.sub("\n\n", cleaned)
     cleaned = "\n".join(line.strip() for line in cleaned.split("\n")).strip()
     return cleaned, True
 
 
+def guard_quoted_text(text: str) -> tuple[str, list[str], bool]:
+    """The output guard for text quoted from the knowledge base outside the answer (passages, citation
+    quotes, the citation viewer): PII masked as in answers, confidential markings removed.
+
+    Args:
+        text: a passage or quote.
+
+    Returns:
+        ``(guarded_text, masked_entity_types, markings_removed)``.
+    """
+    masked, kinds = mask_pii(text)
+    cleaned, marked = strip_confidential_markings(masked)
+    return cleaned, kinds, marked
+
+
 def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
+    # Python's engine on purpose: Unicode word characters (RE2's \w is ASCII); a lone greedy class cannot
+    # backtrack, so this is linear too.
+    return _WORD_RE.findall(text.lower())
+
+
+_WORD_RE = re.compile(r"\w+")
 
 
 def leaks_system_prompt(text: str, system_prompt: str, *, min_words: int = 10) -> bool:

@@ -21,8 +21,12 @@ import codecs
 import html
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import Any, Protocol
 from urllib.parse import unquote_plus
+
+import re2
 
 __all__ = [
     "InjectionPattern",
@@ -43,13 +47,24 @@ __all__ = [
 _FLAGS = re.IGNORECASE | re.MULTILINE
 
 
+class Matcher(Protocol):
+    """What a detector needs of a compiled pattern (a Python or an RE2 regex, or a scanner)."""
+
+    @property
+    def pattern(self) -> Any: ...
+
+    def search(self, text: str) -> Any: ...
+
+    def finditer(self, text: str) -> Iterator[Any]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class InjectionPattern:
     """One named detector: a compiled regex plus its category and weights."""
 
     name: str
     category: str
-    regex: re.Pattern[str]
+    regex: Matcher
     weight: float = 1.0
     ingest_weight: float = 0.5
     # Cheap pre-check: every group must have at least one substring present in the lower-cased text.
@@ -84,8 +99,74 @@ class InjectionPattern:
 _SENTENCE_END_RE = re.compile(r"[.!?](?:\s+|$)|\n\s*\n")
 
 
-def _p(name: str, category: str, pattern: str, weight: float = 1.0, ingest: float = 0.5) -> InjectionPattern:
-    return InjectionPattern(name, category, re.compile(pattern, _FLAGS), weight, ingest)
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a pattern RE2 cannot take falls back quietly (see _compile)
+
+
+def _compile(pattern: str) -> Matcher:
+    """RE2 (linear time whatever the text) for every pattern it accepts; Python's engine only for the few
+    that need look-around and for the non-English ones (RE2's \\b and \\w know ASCII letters only). Those
+    are kept linear by construction -- no nested or adjacent unbounded quantifiers over the same characters
+    -- and tests/agents/test_guard_complexity.py runs every pattern on adversarial 100 kB inputs."""
+    if pattern.isascii():
+        try:
+            return re2.compile("(?im)" + pattern, _RE2_OPTIONS)
+        except re2.error:
+            pass
+    return re.compile(pattern, _FLAGS)
+
+
+def _p(
+    name: str, category: str, pattern: str | Matcher, weight: float = 1.0, ingest: float = 0.5
+) -> InjectionPattern:
+    matcher = _compile(pattern) if isinstance(pattern, str) else pattern
+    return InjectionPattern(name, category, matcher, weight, ingest)
+
+
+@dataclass(frozen=True)
+class _CommentMatch:
+    start_at: int
+    end_at: int
+
+    def start(self) -> int:
+        return self.start_at
+
+    def end(self) -> int:
+        return self.end_at
+
+
+class HtmlCommentCue:
+    """An HTML comment (`<!--` ... `-->`) with a cue that starts at most `reach` characters after an opening
+    `<!--` of the comment and ends at most `reach` characters before its `-->`.
+
+    A scanner rather than a regex: the regex form (`<!--(?:(?!-->)[\\s\\S]){0,600}?cue...-->`) needs
+    look-ahead, so it cannot run on RE2, and on Python's engine a page of unclosed `<!--` made it retry
+    every opening against the next 600 characters and every cue (0.6 s per 100 kB). Here each comment is
+    found once with str.find and only the `reach`-sized tail before its end is searched for the cue."""
+
+    def __init__(self, cue: str, *, reach: int = 600) -> None:
+        self.pattern = cue
+        self.cue = re2.compile("(?im)" + cue, _RE2_OPTIONS)
+        self.reach = reach
+
+    def finditer(self, text: str) -> Iterator[_CommentMatch]:
+        opening = text.find("<!--")
+        while opening != -1:
+            close = text.find("-->", opening + 4)
+            if close == -1:
+                return  # no later comment can close either
+            tail = max(opening + 4, close - self.reach - 200)  # 200: longer than any cue
+            for cue in self.cue.finditer(text, tail, close):
+                if cue.end() > close or close - cue.end() > self.reach:
+                    continue
+                nearest = text.rfind("<!--", opening, cue.start())
+                if nearest != -1 and cue.start() - (nearest + 4) <= self.reach:
+                    yield _CommentMatch(opening, close + 3)
+                    break
+            opening = text.find("<!--", close + 3)
+
+    def search(self, text: str) -> _CommentMatch | None:
+        return next(self.finditer(text), None)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -749,23 +830,26 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _p(
         "hidden.html_comment_instruction",
         "hidden_text",
-        # Atomic group + possessive tail: commit to the first cue inside a comment, so a page full of
-        # "<!--" cannot make the engine retry every cue position against every end position.
-        rf"<!--(?>(?:(?!-->)[\s\S]){{0,600}}?(?:\b(?:{_AI})\b|system\s+prompt|\bignore\s+(?:all|previous|prior|the\s+above|your)\b|\bdisregard\b|do\s+not\s+(?:tell|reveal|mention)|you\s+are\s+now))(?:(?!-->)[\s\S]){{0,600}}+-->",
+        HtmlCommentCue(
+            rf"\b(?:{_AI})\b|system\s+prompt|\bignore\s+(?:all|previous|prior|the\s+above|your)\b|\bdisregard\b|do\s+not\s+(?:tell|reveal|mention)|you\s+are\s+now"
+        ),
         1.0,
         1.0,
     ),
     _p(
         "hidden.html_comment_imperative",
         "hidden_text",
-        r"<!--(?>(?:(?!-->)[\s\S]){0,600}?\b(?:you\s+(?:must|should|will)|always\s+(?:say|answer|respond)|respond\s+with|instructions?\s*:))(?:(?!-->)[\s\S]){0,600}+-->",
+        HtmlCommentCue(
+            r"\b(?:you\s+(?:must|should|will)|always\s+(?:say|answer|respond)|respond\s+with|instructions?\s*:)"
+        ),
         0.5,
         0.0,
     ),
     _p(
         "hidden.markdown_comment_instruction",
         "hidden_text",
-        rf"^\s*\[(?://|comment|hidden)\]\s*:\s*#\s*[\"'(](?=[^\n]*(?:\b(?:{_AI})\b|system\s+prompt|ignore|disregard|instructions))",
+        # the cue after the opening quote is consumed rather than looked ahead to (RE2 has no look-ahead)
+        rf"^\s*\[(?://|comment|hidden)\]\s*:\s*#\s*[\"'(][^\n]*(?:\b(?:{_AI})\b|system\s+prompt|ignore|disregard|instructions)",
         1.0,
         1.0,
     ),
@@ -1414,7 +1498,9 @@ _LEET_TABLE = str.maketrans(_LEET_MAP)
 _LEET_TABLE_L = str.maketrans({**_LEET_MAP, "1": "l"})
 # Leet tokens: runs of letters, digits and the symbols used as letters, at least three long and with a
 # letter in them, so "41,42.otf", "A1:" and port numbers stay as they are.
-_LEET_TOKEN_RE = re.compile(r"(?=[A-Za-z0-9@$!|€+]*[A-Za-z])[A-Za-z0-9@$!|€+]{3,}")
+# (Runs are matched whole and the letter test is made on the match: a look-ahead for the letter rescanned
+# the rest of the run from every position, quadratic on a long run of digits.)
+_LEET_TOKEN_RE = re.compile(r"[A-Za-z0-9@$!|€+]{3,}")
 _SPACED_LETTERS_RE = re.compile(r"(?<![\w])(?:[a-zA-Z][ .\-_*]){3,}[a-zA-Z](?![\w])")
 
 
@@ -1452,11 +1538,13 @@ def deleet(text: str, *, one_as_l: bool = False) -> str:
 
     def fix(match: re.Match[str]) -> str:
         token = match.group(0)
-        if not any(ch in _LEET_MAP for ch in token):
-            return token
         # Keep trailing sentence punctuation; "!" inside a word is leet, at the end it is punctuation.
         core = token.rstrip("!.,;:?")
-        return core.translate(table) + token[len(core) :]
+        translated = core.translate(table)
+        # no leet character, or no letter at all (the only cased characters of a token are A-Z, a-z)
+        if translated == core or token.lower() == token.upper():
+            return token
+        return translated + token[len(core) :]
 
     return _LEET_TOKEN_RE.sub(fix, text)
 
@@ -1586,15 +1674,20 @@ def decoded_views(text: str) -> list[TextView]:
         views.append(TextView("url", unquote_plus(text)))
     if len(_HTML_ENTITY_RE.findall(text)) >= 3:
         views.append(TextView("html_entities", html.unescape(text)))
-    if sum(ch.isalpha() for ch in text) >= 12:
+    if _ENOUGH_LETTERS_RE.search(text):
         views.append(TextView("rot13", codecs.encode(text, "rot13")))
         views.append(TextView("reversed", text[::-1]))
     return views
 
 
+# at least 12 letters (stops at the twelfth instead of counting every character of a long text)
+_ENOUGH_LETTERS_RE = re.compile(r"(?:[^\W\d_][\W\d_]*){12}")
+_TAG_CHARS_RE = re.compile("[\U000e0000-\U000e007f]+")
+
+
 def _tag_payload(raw: str) -> str:
     # Unicode "tag" characters mirror ASCII at U+E0000; they render invisibly and smuggle text.
-    return "".join(chr(ord(ch) - 0xE0000) for ch in raw if ord(ch) in _TAG_RANGE)
+    return "".join(chr(ord(ch) - 0xE0000) for run in _TAG_CHARS_RE.findall(raw) for ch in run)
 
 
 def text_views(raw: str, *, depth: int = 0) -> list[TextView]:

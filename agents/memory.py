@@ -57,8 +57,13 @@ def memory_append(conversation_id: str, turn: Turn) -> None:
         logger.warning("conversation memory not saved (%s): %s", conversation_id, type(exc).__name__)
 
 
-def rewrite_follow_up(question: str, history: list[Turn]) -> tuple[str, dict[str, Any]]:
-    """Resolve a follow-up against the previous turn. Returns (rewritten question, decision details)."""
+def rewrite_follow_up(
+    question: str, history: list[Turn], *, max_chars: int = 1000
+) -> tuple[str, dict[str, Any]]:
+    """Resolve a follow-up against the previous turn. Returns (rewritten question, decision details).
+
+    The rewritten question is at most `max_chars` long (the input limit) and is scanned for prompt injection
+    as a whole; a combination that would be blocked is not made (the question stands alone)."""
     if not history:
         return question, {"follow_up": False}
     previous = history[-1]
@@ -69,5 +74,27 @@ def rewrite_follow_up(question: str, history: list[Turn]) -> tuple[str, dict[str
     details: dict[str, Any] = {"follow_up": True, "previous": previous.rewritten}
     if ordinal and previous.template == "procedure_sop":
         details["step"] = ORDINALS[ordinal.group(1).lower()]
-    rewritten = f"{previous.rewritten} {question}".strip()
+    rewritten = _bounded_join(previous.rewritten, question, limit=max_chars)
+    # each turn passed the input guard alone; an instruction split across turns must not pass combined
+    from agents.guardrails import detect_injection
+
+    combined = detect_injection(rewritten)
+    if combined.flagged:
+        return question, {
+            "follow_up": False,
+            "combination_refused": "injection",
+            "matches": list(combined.matches),
+        }
     return rewritten, details
+
+
+def _bounded_join(context: str, question: str, *, limit: int) -> str:
+    """`context question`, at most `limit` characters: the question whole, the context cut from the left at a
+    word boundary (the most recent words matter most), so follow-ups cannot grow past the input limit."""
+    room = limit - len(question) - 1
+    if room <= 0:
+        return question[:limit]
+    if len(context) > room:
+        context = context[len(context) - room :]
+        context = context.split(" ", 1)[1] if " " in context else ""
+    return f"{context} {question}".strip()

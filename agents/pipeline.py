@@ -110,29 +110,28 @@ def _result(state: AnswerState, started: float) -> PipelineResult:
     )
 
 
-def _stale_notes(hits: list[Hit], cited: set[str]) -> list[str]:
+def _stale_notes(hits: list[Hit], cited: set[str], principal: Principal | None = None) -> list[str]:
+    """'May be outdated' notes for the cited documents. A superseding document is named only when
+    `principal` may read it (knowledge.selectors.document_freshness); without a principal it is never named."""
     from django.conf import settings
 
-    from knowledge.models import Document
+    from knowledge.selectors import document_freshness
 
     notes = []
     now = datetime.now(UTC)
-    documents = Document.objects.filter(source__in=cited).select_related("superseded_by")
-    for document in documents:
-        label = document.title or document.source
-        newer = document.superseded_by
-        if newer is not None:
-            notes.append(f"'{label}' is superseded by '{newer.title or newer.source}'; it may be outdated.")
-        elif document.metadata.get("superseded_by"):
+    cited_ids = {hit.document_id for hit in hits if hit.source in cited}
+    for row in document_freshness(principal=principal, document_ids=cited_ids):
+        if row.superseded_by_title is not None:
+            notes.append(f"'{row.label}' is superseded by '{row.superseded_by_title}'; it may be outdated.")
+        elif row.says_superseded_by:
             notes.append(
-                f"'{label}' says it is superseded by {document.metadata['superseded_by']}; "
-                "it may be outdated."
+                f"'{row.label}' says it is superseded by {row.says_superseded_by}; it may be outdated."
             )
-        if document.review_by and document.review_by < now.date():
+        if row.review_by and row.review_by < now.date():
             notes.append(
-                f"'{label}' was due for review on {document.review_by.isoformat()}; it may be outdated."
+                f"'{row.label}' was due for review on {row.review_by.isoformat()}; it may be outdated."
             )
-        updated = document.source_updated_at
+        updated = row.updated_at
         if updated and updated < now - timedelta(days=settings.ATHENA_STALE_AFTER_DAYS):
-            notes.append(f"'{label}' was last updated {updated.date().isoformat()}; it may be outdated.")
+            notes.append(f"'{row.label}' was last updated {updated.date().isoformat()}; it may be outdated.")
     return notes

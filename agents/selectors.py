@@ -51,3 +51,24 @@ def curation_queue(*, resolved: bool | None = False) -> QuerySet[CurationItem]:
     if resolved is not None:
         qs = qs.filter(resolved=resolved)
     return qs.order_by("created_at", "id")
+
+
+CURATION_ANSWER_WITHHELD = "[withheld: the answer cites documents you cannot read]"
+
+
+def curation_answer_visible(*, response: dict[str, Any], principal: Any) -> str:
+    """The answer text of a curation item as `principal` may see it: an admin outside a cited document's
+    groups gets a placeholder instead of text quoted from that document (being a kb-admin grants no read
+    access). Unknown or no longer readable sources count as unreadable (fail closed)."""
+    from knowledge.selectors import document_list_visible
+
+    cited = {str(c.get("document")) for c in response.get("citations") or [] if c.get("document")}
+    if cited:
+        readable = set(
+            document_list_visible(principal=principal)
+            .filter(source__in=cited)
+            .values_list("source", flat=True)
+        )
+        if cited - readable:
+            return CURATION_ANSWER_WITHHELD
+    return str(response.get("answer", ""))

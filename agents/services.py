@@ -59,7 +59,61 @@ def answer_compute(
     principal = Principal.from_user(user)
     history = memory_load(conversation_id)
     result = run_pipeline(question=question, principal=principal, history=history, filters=_filters(filters))
-    return asdict(result)
+    return quoted_text_guard(asdict(result))
+
+
+def quoted_text_guard(result: dict[str, Any]) -> dict[str, Any]:
+    """The output guard on everything of an answer that quotes the knowledge base besides the answer text
+    itself (which the pipeline guards): `passages` and each citation's `quote` get PII masked and confidential
+    markings removed. Runs where the answer is computed (the realtime worker: Presidio loads spaCy/torch,
+    which web processes never import); what is stored, audited and returned is the guarded text."""
+    from agents.guardrails import guard_quoted_text
+
+    guarded: dict[str, str] = {}
+    masked: list[str] = []
+    marked = False
+
+    def guard(text: str) -> str:
+        nonlocal marked
+        if text not in guarded:
+            clean, kinds, removed = guard_quoted_text(text)
+            guarded[text] = clean
+            masked.extend(kind for kind in kinds if kind not in masked)
+            marked = marked or removed
+        return guarded[text]
+
+    result["passages"] = [guard(text) for text in result.get("passages") or []]
+    result["citations"] = [
+        {**citation, "quote": guard(citation["quote"])} if citation.get("quote") else citation
+        for citation in result.get("citations") or []
+    ]
+    if masked or marked:
+        guard_info = dict(result.get("guard") or {})
+        guard_info["quoted_text"] = {"masked": masked, "confidential_marking": marked}
+        result["guard"] = guard_info
+    return result
+
+
+def passage_text_guard(text: str) -> str:
+    """The citation viewer's text through the output guard, on the realtime worker (where Presidio stays
+    loaded; web processes never import torch) or in-process when ATHENA_REALTIME_VIA_CELERY is off. When no
+    worker answers in time the caller gets `unavailable` rather than unguarded text."""
+    from agents.guardrails import guard_quoted_text
+
+    if not settings.ATHENA_REALTIME_VIA_CELERY:
+        return guard_quoted_text(text)[0]
+    from celery.exceptions import TimeoutError as ResultTimeout
+    from kombu.exceptions import OperationalError
+
+    from agents.tasks import passage_guard_task
+
+    try:
+        pending = passage_guard_task.apply_async(args=[text], queue=settings.ATHENA_REALTIME_QUEUE)
+        return str(pending.get(timeout=settings.ATHENA_ANSWER_TIMEOUT_SECONDS))
+    except (ResultTimeout, OperationalError):
+        raise Unavailable(
+            "the passage could not be screened: the answering service did not respond"
+        ) from None
 
 
 def _unavailable_record(user: Any, conversation_id: str | None, *, question_id: str, reason: str) -> None:
@@ -174,24 +228,46 @@ def ask(
             raise NotFound("no such conversation") from None
     if settings.ATHENA_REALTIME_VIA_CELERY:
         _admit(user, question_id)  # counts the question as waiting from here on
-        try:
-            # a new conversation only once admitted: a refused question leaves no empty conversation behind
-            if conversation is None:
-                conversation = Conversation.objects.create(user=user, title=question[:200])
+    try:
+        # a new conversation only once admitted (a refused question leaves none behind), and untitled until the
+        # input guard has screened the question (a refused one never names it)
+        if conversation is None:
+            conversation = Conversation.objects.create(user=user, title="")
+        if settings.ATHENA_REALTIME_VIA_CELERY:
             result = _answer_on_worker(user, question, str(conversation.pk), filters, question_id)
-        finally:
+        else:
+            result = answer_compute(
+                user_id=user.pk, question=question, conversation_id=str(conversation.pk), filters=filters
+            )
+    except Unavailable:
+        raise  # audited where it was detected
+    except Exception as exc:
+        # every question is audited, also one whose pipeline failed; its text is withheld since it may not
+        # have been screened for personal data
+        audit_record(
+            kind="question",
+            actor=user,
+            verdict="error",
+            documents=[],
+            payload={
+                "question": "[withheld: not screened, the answering pipeline failed]",
+                "question_id": question_id,
+                "groups": sorted(user.groups.values_list("name", flat=True)),
+                "conversation": str(conversation.pk) if conversation is not None else None,
+                "error": type(exc).__name__,
+            },
+        )
+        raise
+    finally:
+        if settings.ATHENA_REALTIME_VIA_CELERY:
             from agents.realtime import pending_remove
 
             pending_remove(question_id)
-    else:
-        if conversation is None:
-            conversation = Conversation.objects.create(user=user, title=question[:200])
-        result = answer_compute(
-            user_id=user.pk, question=question, conversation_id=str(conversation.pk), filters=filters
-        )
 
     blocked = result["verdict"] == "blocked"
     guard = result.get("guard") or {}
+    if not conversation_id and not blocked:
+        Conversation.objects.filter(pk=conversation.pk).update(title=question[:200])
     # a refused question is logged without its text when it carried PII
     logged_question = "[withheld: contained personal data]" if guard.get("code") == "pii" else question
     groups = sorted(user.groups.values_list("name", flat=True))

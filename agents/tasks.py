@@ -60,6 +60,13 @@ def _retire_realtime_worker(**_: Any) -> None:
         _heartbeat.stop()
 
 
+@shared_task
+def passage_guard_task(text: str) -> str:
+    from agents.guardrails import guard_quoted_text
+
+    return guard_quoted_text(text)[0]
+
+
 @worker_process_init.connect
 def _limit_threads_and_warm_up(**_: Any) -> None:
     """torch threads x worker processes must stay <= cores; load the models before the first question so

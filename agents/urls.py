@@ -8,6 +8,7 @@ api_urlpatterns = [
     path("conversations/<uuid:conversation_id>", apis.ConversationDetailApi.as_view(), name="conversation"),
     path("answers/<int:answer_id>/feedback", apis.FeedbackApi.as_view(), name="answer-feedback"),
     path("curation", apis.CurationListApi.as_view(), name="curation"),
+    path("passages/<int:chunk_id>", apis.GuardedPassageApi.as_view(), name="passage"),
     path("curation/<int:item_id>/resolve", apis.CurationResolveApi.as_view(), name="curation-resolve"),
 ]
 

@@ -11,10 +11,10 @@ from athena.health import health_report
 
 
 class HealthApi(APIView):
-    """Component status; reports which component is down instead of failing."""
+    """Component status; reports which component is down instead of failing. Anyone (a load balancer) gets
+    the overall status; only staff get the components, whose details name versions, hosts and errors."""
 
     permission_classes = [AllowAny]
-    authentication_classes: list = []
 
     @extend_schema(
         responses={
@@ -30,4 +30,7 @@ class HealthApi(APIView):
         # ?workers=false: the web process's own readiness (database, pgvector, Redis), for probes that must
         # not take every web server out of service when the workers are down
         report = health_report(include_workers=request.query_params.get("workers") != "false")
-        return Response(report, status=200 if report["status"] == "ok" else 503)
+        code = 200 if report["status"] == "ok" else 503
+        if not (request.user and request.user.is_staff):
+            return Response({"status": report["status"]}, status=code)  # details (versions, hosts) for staff
+        return Response(report, status=code)

@@ -5,7 +5,9 @@ import os
 from celery import Celery
 from celery.schedules import crontab
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "athena.settings.local")
+# Servers started outside the project's launcher (gunicorn, celery in deploy/) get production settings unless
+# told otherwise; `stack run` / `make run` pass athena.settings.local, the tests athena.settings.test.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "athena.settings.production")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -29,4 +31,15 @@ def _schedule_nightly_sync(sender: Celery, **_: object) -> None:
         crontab(hour=(settings.ATHENA_NIGHTLY_SYNC_HOUR - 1) % 24, minute=30),
         sender.signature("knowledge.tasks.repack_postings_task"),
         name="nightly posting block repack",
+    )
+    sender.add_periodic_task(
+        crontab(minute=15),
+        sender.signature("knowledge.tasks.uploads_expire_task"),
+        name="hourly private upload expiry",
+    )
+    # the audit chain's head, signed, outside the database: a deleted tail is caught by audit_verify
+    sender.add_periodic_task(
+        settings.ATHENA_AUDIT_CHECKPOINT_MINUTES * 60.0,
+        sender.signature("audit.tasks.audit_checkpoint_task"),
+        name="audit checkpoint",
     )

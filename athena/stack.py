@@ -245,16 +245,108 @@ def pg_stop() -> str:
     return "stopped"
 
 
-def pg_ensure_database(name: str, port: int) -> None:
-    psql = [str(_pg_bin() / "psql"), "-h", str(pg_socket_dir()), "-p", str(port), "-U", "postgres", "-tAc"]
+def _psql(port: int, database: str = "postgres") -> list[str]:
+    """psql as the cluster's superuser (initdb's `postgres`), which only the launcher uses."""
+    return [
+        str(_pg_bin() / "psql"),
+        "-h",
+        str(pg_socket_dir()),
+        "-p",
+        str(port),
+        "-U",
+        "postgres",
+        "-d",
+        database,
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-tAc",
+    ]
+
+
+def _sql_literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+# Objects of the public schema that an older launcher created as the superuser go to the owner role, so that
+# the owner can migrate them and the application role (which owns nothing) cannot alter them.
+_REASSIGN_TO_OWNER = """
+DO $$
+DECLARE item record;
+BEGIN
+    FOR item IN
+        SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
+          AND pg_get_userbyid(c.relowner) <> {owner}
+          AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')
+    LOOP
+        EXECUTE format('ALTER %s %I OWNER TO %I',
+            CASE item.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW'
+                 WHEN 'm' THEN 'MATERIALIZED VIEW' ELSE 'TABLE' END, item.relname, {owner});
+    END LOOP;
+    FOR item IN
+        SELECT p.oid::regprocedure AS signature FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE n.nspname = 'public' AND pg_get_userbyid(p.proowner) <> {owner}
+          AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s OWNER TO %I', item.signature, {owner});
+    END LOOP;
+END $$;
+"""
+
+
+def pg_ensure_database(name: str, port: int, *, owner: str, app: str, test_name: str = "") -> None:
+    """Create (idempotently) the owner and application roles and the database owned by the owner.
+
+    pgvector is not a trusted extension, so the superuser creates it here, in the database and in template1
+    (which the test runner copies); the owner's migrations then find it installed."""
+    roles = (
+        (owner, "LOGIN NOSUPERUSER CREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"),
+        (app, "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"),
+    )
+    for role, attributes in roles:
+        exists = subprocess.run(
+            [*_psql(port), f"SELECT 1 FROM pg_roles WHERE rolname = {_sql_literal(role)}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        verb = "ALTER" if exists == "1" else "CREATE"
+        subprocess.run([*_psql(port), f'{verb} ROLE "{role}" {attributes}'], check=True, capture_output=True)
     exists = subprocess.run(
-        [*psql, f"SELECT 1 FROM pg_database WHERE datname = '{name}'"],
+        [*_psql(port), f"SELECT 1 FROM pg_database WHERE datname = {_sql_literal(name)}"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
     if exists != "1":
-        subprocess.run([*psql, f'CREATE DATABASE "{name}"'], check=True, capture_output=True)
+        subprocess.run(
+            [*_psql(port), f'CREATE DATABASE "{name}" OWNER "{owner}"'], check=True, capture_output=True
+        )
+    else:
+        subprocess.run(
+            [*_psql(port), f'ALTER DATABASE "{name}" OWNER TO "{owner}"'], check=True, capture_output=True
+        )
+    for database in ("template1", name):
+        subprocess.run(
+            [*_psql(port, database), "CREATE EXTENSION IF NOT EXISTS vector"], check=True, capture_output=True
+        )
+    subprocess.run(
+        [*_psql(port, name), _REASSIGN_TO_OWNER.format(owner=_sql_literal(owner))],
+        check=True,
+        capture_output=True,
+    )
+    if test_name:
+        # a test database left behind by a run before the roles existed: the owner role must be able to drop it
+        test_db, owner_role = _sql_literal(test_name), _sql_literal(owner)
+        subprocess.run(
+            [
+                *_psql(port),
+                f"DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_database WHERE datname = {test_db}) THEN "
+                f"EXECUTE format('ALTER DATABASE %I OWNER TO %I', {test_db}, {owner_role}); END IF; END $$",
+            ],
+            check=True,
+            capture_output=True,
+        )
 
 
 # --- Redis and Python services -----------------------------------------------------------------------------
@@ -408,6 +500,9 @@ class Stack:
     def service(self, name: str) -> Service:
         """One component's command line, as `up` starts it (the browser tests run the same `web`)."""
         return self._services()[name]
+    def _test_database_name(self) -> str:
+        test: Any = self.settings.DATABASES["default"].get("TEST") or {}
+        return str(test.get("NAME") or "")
 
     # -- operations
     def status(self) -> list[ComponentStatus]:
@@ -446,7 +541,13 @@ class Stack:
                     echo("postgres: external (DATABASE_URL)")
                     continue
                 state = pg_start(self.settings.PG_PORT)
-                pg_ensure_database(str(self.settings.DATABASES["default"]["NAME"]), self.settings.PG_PORT)
+                pg_ensure_database(
+                    str(self.settings.DATABASES["default"]["NAME"]),
+                    self.settings.PG_PORT,
+                    owner=self.settings.EMBEDDED_OWNER_ROLE,
+                    app=self.settings.EMBEDDED_APP_ROLE,
+                    test_name=self._test_database_name(),
+                )
                 echo(f"postgres: {state} (socket {pg_socket_dir()})")
                 continue
             if name == "redis" and self.external_redis:

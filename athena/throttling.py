@@ -63,9 +63,82 @@ def _user_key(kind: str, user: Any) -> str:
 
 
 def _audit(kind: str, user: Any, payload: dict[str, Any], verdict: str) -> None:
+    audit_aggregated(kind=kind, actor=user, subject=str(user.pk), payload=payload, verdict=verdict)
+
+
+AGGREGATE_WINDOW_SECONDS = 3600
+
+
+def audit_aggregated(*, kind: str, actor: Any, subject: str, payload: dict[str, Any], verdict: str) -> bool:
+    """Audit a repeated event without letting a flood fill the chain: per `kind` and `subject` (a user, a
+    login name) and hour, only the 1st, 10th, 100th ... occurrence is written, carrying the count so far.
+    Returns whether an event was written. Without Redis every occurrence is written (fail open)."""
     from audit.services import audit_record
 
-    audit_record(kind=kind, actor=user, payload=payload, verdict=verdict)
+    window = int(time.time()) // AGGREGATE_WINDOW_SECONDS
+    digest = hashlib.sha256(subject.encode("utf-8")).hexdigest()[:32]  # bounded key, any subject
+    key = f"{key_prefix()}:agg:{kind}:{digest}:{window}"
+    try:
+        client = redis_client()
+        with client.pipeline() as pipe:
+            pipe.incr(key)
+            pipe.expire(key, AGGREGATE_WINDOW_SECONDS + 60)
+            count = int(pipe.execute()[0])
+    except Exception:
+        logger.warning("audit aggregation: redis unavailable, event written", exc_info=True)
+        count = 1
+    if str(count).rstrip("0") != "1":  # 1, 10, 100, ...
+        return False
+    audit_record(
+        kind=kind,
+        actor=actor,
+        payload={**payload, "count": count, "window_started": window * AGGREGATE_WINDOW_SECONDS},
+        verdict=verdict,
+    )
+    return True
+
+
+# --- sign-in throttling ------------------------------------------------------------------------------------
+LOGIN_WINDOW_SECONDS = 900
+
+
+def _login_keys(username: str, address: str) -> tuple[str, str]:
+    name = hashlib.sha256(username.strip().lower().encode("utf-8")).hexdigest()[:32]
+    return f"{key_prefix()}:loginfail:user:{name}", f"{key_prefix()}:loginfail:addr:{address}"
+
+
+def login_failure_count(username: str, address: str) -> None:
+    """Count a failed sign-in for the login name and for the client address (15-minute windows)."""
+    try:
+        client = redis_client()
+        with client.pipeline() as pipe:
+            for key in _login_keys(username, address):
+                pipe.incr(key)
+                pipe.expire(key, LOGIN_WINDOW_SECONDS)
+            pipe.execute()
+    except Exception:
+        logger.warning("login throttle: redis unavailable, failure not counted", exc_info=True)
+
+
+def login_blocked(username: str, address: str) -> bool:
+    """Too many recent failures for this login name or from this address: refuse without checking the
+    password (so guessing stops being useful)."""
+    try:
+        by_name, by_address = (int(v or 0) for v in redis_client().mget(_login_keys(username, address)))
+    except Exception:
+        logger.warning("login throttle: redis unavailable, check skipped", exc_info=True)
+        return False
+    return (
+        by_name >= settings.ATHENA_LOGIN_FAILURES_PER_NAME
+        or by_address >= settings.ATHENA_LOGIN_FAILURES_PER_ADDRESS
+    )
+
+
+def login_success_clear(username: str, address: str) -> None:
+    try:
+        redis_client().delete(_login_keys(username, address)[0])
+    except Exception:
+        logger.warning("login throttle: redis unavailable, counter not cleared", exc_info=True)
 
 
 def user_blocked_seconds(user: Any) -> int:

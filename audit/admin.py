@@ -19,6 +19,16 @@ class AuditEventAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     readonly_fields = tuple(column for column in EXPORT_COLUMNS if column != "id")
 
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # the audit log is for compliance staff (as its API and pages are), not for every superuser
+        from athena.services import ROLE_COMPLIANCE
+
+        user = request.user
+        return bool(user.is_active and user.is_staff and user.groups.filter(name=ROLE_COMPLIANCE).exists())
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 

@@ -91,6 +91,17 @@ class AuditEventApi(APIView):
         return Response(AuditEventSerializer(audit_event_get(event_id=event_id)).data)
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula ("=HYPERLINK(...)" as a user name).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell that a spreadsheet shows as text: a leading formula character gets a quote before it."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
 def _csv_rows(events: Any) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -99,7 +110,7 @@ def _csv_rows(events: Any) -> Iterator[str]:
         row = audit_event_as_dict(event)
         writer.writerow(
             [
-                json.dumps(row[c], sort_keys=True) if isinstance(row[c], dict | list) else row[c]
+                csv_cell(json.dumps(row[c], sort_keys=True) if isinstance(row[c], dict | list) else row[c])
                 for c in EXPORT_COLUMNS
             ]
         )
@@ -141,6 +152,8 @@ class ChainStatusSerializer(serializers.Serializer):
     checked = serializers.IntegerField()
     first_broken_id = serializers.IntegerField(allow_null=True)
     reason = serializers.CharField()
+    problems = serializers.ListField(child=serializers.CharField())
+    checkpoint_event_id = serializers.IntegerField(allow_null=True)
 
 
 class AuditChainApi(APIView):

@@ -10,22 +10,42 @@ class AuditConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.contrib.auth.signals import user_login_failed
+        from django.contrib.auth.signals import user_logged_in, user_login_failed
+        from django.db.models.signals import post_migrate
+
+        from athena.db_roles import post_migrate_grant
 
         user_login_failed.connect(login_failure_record, dispatch_uid="audit_login_failed")
+        user_logged_in.connect(login_success_record, dispatch_uid="audit_login_succeeded")
+        # after the owner migrated, the application role gets its (audit: INSERT/SELECT only) rights
+        post_migrate.connect(post_migrate_grant, sender=self, dispatch_uid="athena_app_role_grants")
 
 
 def login_failure_record(
     sender: Any, credentials: dict[str, Any], request: Any = None, **kwargs: Any
 ) -> None:
-    """Every failed sign-in is audited with the attempted user name (never the password) and address."""
-    from audit.services import audit_record
+    """Every failed sign-in is counted (sign-in throttling) and audited with the attempted user name (never the
+    password) and address -- aggregated: per login name and hour the 1st, 10th, 100th ... failure is written
+    with the count, so guessing cannot flood the chain."""
+    from athena.auth import client_address
+    from athena.throttling import audit_aggregated, login_blocked, login_failure_count
 
     username = str(credentials.get("username", ""))[:150]
-    address = request.META.get("REMOTE_ADDR", "") if request is not None else ""
-    audit_record(
+    address = client_address(request)
+    blocked = login_blocked(username, address)
+    login_failure_count(username, address)
+    audit_aggregated(
         kind="login_failed",
         actor=username,
-        verdict="denied",
-        payload={"username": username, "remote_addr": address},
+        subject=username,
+        verdict="blocked" if blocked else "denied",
+        payload={"username": username, "remote_addr": address, "throttled": blocked},
     )
+
+
+def login_success_record(sender: Any, request: Any = None, user: Any = None, **kwargs: Any) -> None:
+    from athena.auth import client_address
+    from athena.throttling import login_success_clear
+
+    if user is not None:
+        login_success_clear(user.get_username(), client_address(request))

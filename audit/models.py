@@ -7,7 +7,8 @@ from django.db import models
 
 class AuditEvent(models.Model):
     """One event. Rows are never updated or deleted: triggers in the database refuse UPDATE, DELETE and
-    TRUNCATE, and each row carries SHA-256(prev_hash + canonical JSON of its content)."""
+    TRUNCATE, and each row carries HMAC-SHA256(audit key, prev_hash + canonical JSON of its content), see
+    audit.services."""
 
     created_at = models.DateTimeField()
     kind = models.CharField(max_length=50, db_index=True)
@@ -16,6 +17,11 @@ class AuditEvent(models.Model):
     verdict = models.CharField(max_length=30, blank=True, db_index=True)
     documents = models.JSONField(default=list, blank=True, help_text="source ids involved (for search)")
     payload = models.JSONField(default=dict)
+    key_id = models.CharField(
+        max_length=40,
+        blank=True,
+        help_text="id of the audit key that signed it ('' for unkeyed legacy events)",
+    )
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
 

@@ -1,13 +1,31 @@
-"""Writing and verifying the hash-chained audit log."""
+"""Writing and verifying the tamper-evident audit log.
+
+Each event carries HMAC-SHA256(key, prev_hash + canonical JSON of its content): the key comes from the
+environment (ATHENA_AUDIT_KEY), so whoever holds the database -- even its owner, who can switch off the
+append-only triggers -- cannot re-hash an edited chain. The key id is stored with each event, so keys can be
+rotated (the new key signs new events; retired keys stay in ATHENA_AUDIT_OLD_KEYS for verification). Events
+written before keys existed (key_id "") carry the plain SHA-256 link and are accepted only before the first
+keyed event.
+
+A deleted tail leaves a consistent chain, so the head is also anchored outside the database: signed
+checkpoints (head id + hash, HMAC'd, each linked to the previous) are appended to a file under
+ATHENA_VAR_DIR (audit_checkpoint_write; a beat task every ATHENA_AUDIT_CHECKPOINT_MINUTES), and audit_verify
+checks the chain against the key and the latest checkpoint.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 
 from audit.models import AuditEvent
@@ -15,11 +33,29 @@ from audit.models import AuditEvent
 AUDIT_CHAIN_LOCK = 7_413_002  # serialises appends so each row links to the true previous one
 GENESIS = "0" * 64
 # What each event's hash covers (besides prev_hash): the keyword arguments of event_digest.
-CONTENT_FIELDS = ("created_at", "kind", "actor", "actor_id", "verdict", "documents", "payload")
+CONTENT_FIELDS = ("created_at", "kind", "actor", "actor_id", "verdict", "documents", "payload", "key_id")
 
 
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def audit_keys() -> dict[str, bytes]:
+    """Key id -> secret for every key that verifies: the current one and the retired ones."""
+    keys: dict[str, bytes] = {}
+    for item in settings.ATHENA_AUDIT_OLD_KEYS:
+        key_id, _, secret = item.partition(":")
+        if key_id and secret:
+            keys[key_id] = secret.encode()
+    if settings.ATHENA_AUDIT_KEY:
+        keys[settings.ATHENA_AUDIT_KEY_ID] = settings.ATHENA_AUDIT_KEY.encode()
+    return keys
+
+
+def _current_key() -> tuple[str, bytes]:
+    if not settings.ATHENA_AUDIT_KEY:
+        raise ImproperlyConfigured("ATHENA_AUDIT_KEY is not set: the audit log cannot be signed")
+    return settings.ATHENA_AUDIT_KEY_ID, settings.ATHENA_AUDIT_KEY.encode()
 
 
 def event_digest(
@@ -32,19 +68,26 @@ def event_digest(
     verdict: str,
     documents: list[str],
     payload: dict[str, Any],
+    key_id: str = "",
+    key: bytes | None = None,
 ) -> str:
-    body = canonical_json(
-        {
-            "created_at": created_at.astimezone(UTC).isoformat(timespec="microseconds"),
-            "kind": kind,
-            "actor": actor,
-            "actor_id": actor_id,
-            "verdict": verdict,
-            "documents": documents,
-            "payload": payload,
-        }
-    )
-    return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()
+    """The link of one event: HMAC-SHA256 with `key` (key id included in what is signed), or the plain
+    SHA-256 of a legacy event (no key)."""
+    content: dict[str, Any] = {
+        "created_at": created_at.astimezone(UTC).isoformat(timespec="microseconds"),
+        "kind": kind,
+        "actor": actor,
+        "actor_id": actor_id,
+        "verdict": verdict,
+        "documents": documents,
+        "payload": payload,
+    }
+    if key_id:
+        content["key_id"] = key_id
+    message = (prev_hash + canonical_json(content)).encode("utf-8")
+    if key is None:
+        return hashlib.sha256(message).hexdigest()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
 def audit_record(
@@ -56,6 +99,7 @@ def audit_record(
     documents: list[str] | None = None,
 ) -> AuditEvent:
     """Append one event. `actor` is a User, a user name, or None (system)."""
+    key_id, key = _current_key()
     actor_name = getattr(actor, "username", None) or (actor if isinstance(actor, str) else "")
     actor_id = getattr(actor, "pk", None)
     # JSON round trip so that the hashed form equals what the database returns later
@@ -63,6 +107,8 @@ def audit_record(
     documents = sorted(set(documents or []))
     with transaction.atomic():
         with connection.cursor() as cursor:
+            # an acknowledged audit event survives a crash, whatever the server's default
+            cursor.execute("SET LOCAL synchronous_commit = on")
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [AUDIT_CHAIN_LOCK])
         last = AuditEvent.objects.order_by("-id").values_list("hash", flat=True).first()
         prev_hash = last or GENESIS
@@ -74,38 +120,176 @@ def audit_record(
             "verdict": verdict,
             "documents": documents,
             "payload": payload,
+            "key_id": key_id,
         }
-        digest = event_digest(prev_hash=prev_hash, **content)
+        digest = event_digest(prev_hash=prev_hash, key=key, **content)
         return AuditEvent.objects.create(**content, prev_hash=prev_hash, hash=digest)
 
 
+# --- checkpoints outside the database ----------------------------------------------------------------------
+def _checkpoint_path() -> Path:
+    return Path(settings.ATHENA_AUDIT_CHECKPOINT_FILE)
+
+
+def _checkpoint_mac(key: bytes, body: dict[str, Any]) -> str:
+    return hmac.new(key, canonical_json(body).encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    event_id: int
+    hash: str
+    written_at: str
+    key_id: str
+    prev_mac: str
+    mac: str
+
+
+def checkpoints_read() -> tuple[list[Checkpoint], list[str]]:
+    """The checkpoints of the file whose signature and link to the previous one hold, and a problem for each
+    line that does not (an edited, reordered or forged line)."""
+    path = _checkpoint_path()
+    if not path.exists():
+        return [], []
+    keys = audit_keys()
+    good: list[Checkpoint] = []
+    problems: list[str] = []
+    prev_mac = ""
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            checkpoint = Checkpoint(**data)
+        except (ValueError, TypeError):
+            problems.append(f"checkpoint file line {number} is not a checkpoint")
+            continue
+        body = {k: v for k, v in data.items() if k != "mac"}
+        key = keys.get(checkpoint.key_id)
+        if key is None:
+            problems.append(
+                f"checkpoint file line {number} is signed with unknown key id {checkpoint.key_id!r}"
+            )
+        elif not hmac.compare_digest(_checkpoint_mac(key, body), checkpoint.mac):
+            problems.append(f"checkpoint file line {number} does not match its signature (altered or forged)")
+        elif checkpoint.prev_mac != prev_mac:
+            problems.append(f"checkpoint file line {number} does not follow the line before (lines removed)")
+            prev_mac = checkpoint.mac
+        else:
+            good.append(checkpoint)
+            prev_mac = checkpoint.mac
+    return good, problems
+
+
+def audit_checkpoint_write() -> Checkpoint | None:
+    """Verify the chain, then append a signed checkpoint of its head to the checkpoint file (append-only:
+    opened with O_APPEND, flushed and fsynced). Nothing is written for an empty or broken chain -- a
+    checkpoint must never bless a tampered head."""
+    report = audit_verify()
+    if not report.ok:
+        return None
+    head = AuditEvent.objects.order_by("-id").values_list("id", "hash").first()
+    if head is None:
+        return None
+    existing, _ = checkpoints_read()
+    if existing and existing[-1].event_id == head[0] and existing[-1].hash == head[1]:
+        return existing[-1]  # nothing new since the last checkpoint
+    key_id, key = _current_key()
+    body: dict[str, Any] = {
+        "event_id": head[0],
+        "hash": head[1],
+        "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "key_id": key_id,
+        "prev_mac": existing[-1].mac if existing else "",
+    }
+    record = {**body, "mac": _checkpoint_mac(key, body)}
+    path = _checkpoint_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(descriptor, (canonical_json(record) + "\n").encode("utf-8"))
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    return Checkpoint(**record)
+
+
+# --- verification ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ChainReport:
     ok: bool
     checked: int
     first_broken_id: int | None
     reason: str
+    problems: list[str] = field(default_factory=list)
+    checkpoint_event_id: int | None = None
 
 
 def audit_verify() -> ChainReport:
-    """Recompute every link; report the first event whose hash or back-link does not match."""
+    """Recompute every link with the audit keys and compare the head with the latest checkpoint.
+
+    Reports the first broken event (a gap: a back-link that does not match; an edited event; a chain re-hashed
+    without the key; an unknown key) and, separately, a deleted tail or a rewritten head that only the
+    checkpoint can reveal, and any altered checkpoint line."""
+    keys = audit_keys()
     prev_hash = GENESIS
     checked = 0
+    first_broken: int | None = None
+    reason = ""
+    seen_keyed = False
+    hashes: dict[int, str] = {}
+    last_id = 0
     for event in AuditEvent.objects.order_by("id").iterator(chunk_size=2000):
+        hashes[event.pk] = event.hash
+        last_id = event.pk
+        if first_broken is not None:
+            continue
+        content = {name: getattr(event, name) for name in CONTENT_FIELDS}
+        problem = ""
         if event.prev_hash != prev_hash:
-            return ChainReport(
-                False,
-                checked,
-                event.pk,
-                "prev_hash does not match the previous event's hash (an event was removed or reordered)",
+            problem = (
+                "prev_hash does not match the previous event's hash "
+                "(a gap: an event was removed or reordered)"
             )
-        expected = event_digest(
-            prev_hash=event.prev_hash, **{field: getattr(event, field) for field in CONTENT_FIELDS}
-        )
-        if expected != event.hash:
-            return ChainReport(
-                False, checked, event.pk, "content does not match its hash (event was altered)"
-            )
+        elif event.key_id:
+            key = keys.get(event.key_id)
+            if key is None:
+                problem = f"signed with an unknown audit key id {event.key_id!r} (see ATHENA_AUDIT_OLD_KEYS)"
+            elif not hmac.compare_digest(event_digest(prev_hash=prev_hash, key=key, **content), event.hash):
+                if event_digest(prev_hash=prev_hash, **content) == event.hash:
+                    problem = "content matches an unkeyed hash, not the audit key (the chain was re-hashed without the key)"
+                else:
+                    problem = "content does not match its hash (event was altered)"
+            seen_keyed = True
+        elif seen_keyed:
+            problem = "an unkeyed event follows keyed ones (the chain was re-hashed without the key)"
+        elif event_digest(prev_hash=prev_hash, **content) != event.hash:
+            problem = "content does not match its hash (event was altered)"
+        if problem:
+            first_broken, reason = event.pk, problem
+            continue
         prev_hash = event.hash
         checked += 1
-    return ChainReport(True, checked, None, "chain intact")
+    checkpoints, problems = checkpoints_read()
+    checkpoint_id = None
+    if checkpoints:
+        latest = checkpoints[-1]
+        checkpoint_id = latest.event_id
+        stored = hashes.get(latest.event_id)
+        if stored is None and latest.event_id > last_id:
+            problems.append(
+                f"deleted tail: the checkpoint of {latest.written_at} names event {latest.event_id}, "
+                f"but the log ends at event {last_id or 'none'}"
+            )
+        elif stored is None:
+            problems.append(f"event {latest.event_id} named by the latest checkpoint is missing (removed)")
+        elif stored != latest.hash:
+            problems.append(
+                f"event {latest.event_id} does not have the hash its checkpoint recorded (the chain was rewritten)"
+            )
+    ok = first_broken is None and not problems
+    if ok:
+        reason = "chain intact"
+    elif first_broken is None:
+        reason = problems[0]
+    return ChainReport(ok, checked, first_broken, reason, problems, checkpoint_id)

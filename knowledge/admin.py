@@ -1,10 +1,19 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from knowledge.models import Chunk, Document, DocumentLink, Entity, IngestRun, Synonym, Vendor
+
+
+def _readable_ids(request: HttpRequest) -> Any:
+    from knowledge.selectors import documents_readable
+    from retrieval.types import Principal
+
+    return documents_readable(principal=Principal.from_user(request.user)).values("pk")
 
 
 @admin.register(Document)
@@ -38,6 +47,11 @@ class DocumentAdmin(admin.ModelAdmin):
         "created_at",
     )
     actions = ["reingest", "tombstone"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Document]:
+        # being staff or a superuser grants no read access: only documents the admin's groups may read are
+        # listed (an ACL can still be set on any document through PUT /api/v1/documents/<id>/acl)
+        return super().get_queryset(request).filter(pk__in=_readable_ids(request))
 
     def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:  # type: ignore[no-untyped-def]
         super().save_related(request, form, formsets, change)
@@ -91,6 +105,9 @@ class ChunkAdmin(admin.ModelAdmin):
     list_filter = ("injection_flag", "active", "access_tier")
     search_fields = ("document__source", "text")
     exclude = ("embedding", "tsv")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Chunk]:
+        return super().get_queryset(request).filter(document_id__in=_readable_ids(request))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

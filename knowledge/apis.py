@@ -154,7 +154,9 @@ class DocumentMetadataApi(APIView):
 
     @extend_schema(responses=DocumentMetadataOutputSerializer)
     def get(self, request: Request, document_id: int) -> Response:
-        meta = document_metadata(_visible_or_probe(request, document_id))
+        meta = document_metadata(
+            _visible_or_probe(request, document_id), principal=Principal.from_user(request.user)
+        )
         return Response(DocumentMetadataOutputSerializer(meta).data)
 
 
@@ -183,7 +185,13 @@ class PassageOutputSerializer(serializers.Serializer):
 
 
 class PassageApi(APIView):
-    """The full text of a cited passage with its document's metadata (for the citation viewer)."""
+    """The full text of a cited passage with its document's metadata (for the citation viewer).
+
+    The route is served by agents.apis.GuardedPassageApi, which passes the text through the same output guard
+    as answers (PII masked, confidential markings removed); that guard lives in agents, above this layer."""
+
+    def guard_text(self, text: str) -> str:
+        return text
 
     @extend_schema(responses=PassageOutputSerializer)
     def get(self, request: Request, chunk_id: int) -> Response:
@@ -194,7 +202,7 @@ class PassageApi(APIView):
             PassageOutputSerializer(
                 {
                     "chunk_id": chunk.pk,
-                    "text": chunk.text,
+                    "text": self.guard_text(chunk.text),
                     "section": chunk.section_path,
                     "page": chunk.page,
                     "ordinal": chunk.ordinal,

@@ -1,6 +1,31 @@
+from typing import Any
+
 from django.apps import AppConfig
 
 
 class KnowledgeConfig(AppConfig):
     name = "knowledge"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.contrib.auth.models import Group
+        from django.db.models.signals import post_delete, pre_delete
+
+        # A signal, against the house rule, because a Group is deleted by Django admin (or any code) without
+        # passing through a service of ours; the rule itself lives in knowledge.services.
+        pre_delete.connect(_group_pre_delete, sender=Group, dispatch_uid="knowledge_group_pre_delete")
+        post_delete.connect(_group_post_delete, sender=Group, dispatch_uid="knowledge_group_post_delete")
+
+
+def _group_pre_delete(sender: Any, instance: Any, **kwargs: Any) -> None:
+    from knowledge.services import group_delete_close_documents
+
+    instance._athena_closed_documents = group_delete_close_documents(group=instance)
+
+
+def _group_post_delete(sender: Any, instance: Any, **kwargs: Any) -> None:
+    from knowledge.services import group_deleted_sync_documents
+
+    group_deleted_sync_documents(
+        group_name=instance.name, document_ids=getattr(instance, "_athena_closed_documents", [])
+    )

@@ -8,6 +8,9 @@ indistinguishable: both raise NotFound with the same message.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
@@ -31,6 +34,12 @@ def _visible_q(principal: Principal) -> Q:
     if principal.user_id is not None:
         rule |= Q(owner_id=principal.user_id)
     return rule
+
+
+def documents_readable(*, principal: Principal) -> QuerySet[Document]:
+    """Every document `principal` may read, in any state (for curation screens, which also list failed and
+    pending documents): the same rule as retrieval, and no exception for staff or superusers."""
+    return Document.objects.filter(_visible_q(principal))
 
 
 def document_list_visible(
@@ -70,12 +79,22 @@ def get_document_metadata(
 ) -> dict[str, Any]:
     """Title, section list (reading order), last update and tier of a visible document."""
     return document_metadata(
-        document_get_visible(principal=principal, document_id=document_id, source=source)
+        document_get_visible(principal=principal, document_id=document_id, source=source), principal=principal
     )
 
 
-def document_metadata(document: Document) -> dict[str, Any]:
-    """The metadata of :func:`get_document_metadata` for a document the caller already found visible."""
+def _superseding_visible(document: Document, principal: Principal | None) -> Document | None:
+    """The document that supersedes `document`, only when `principal` may read it. A superseding document the
+    principal cannot see is not mentioned at all (not its title, not that it exists); with no principal,
+    nobody is assumed to see it (fail closed)."""
+    if document.superseded_by_id is None or principal is None:
+        return None
+    return document_list_visible(principal=principal).filter(pk=document.superseded_by_id).first()
+
+
+def document_metadata(document: Document, *, principal: Principal) -> dict[str, Any]:
+    """The metadata of :func:`get_document_metadata` for a document the caller already found visible.
+    `superseded` is true only when the superseding document is visible to `principal` too."""
     sections = list(
         dict.fromkeys(
             section
@@ -95,15 +114,65 @@ def document_metadata(document: Document) -> dict[str, Any]:
         "doc_type": document.doc_type,
         "version": document.version,
         "review_by": document.review_by,
-        "superseded": document.superseded_by_id is not None,
+        "superseded": _superseding_visible(document, principal) is not None,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentFreshness:
+    """What a reader may be told about how current a cited document is.
+    `superseded_by_title`: the title (or source id) of a newer document that supersedes it, only when the
+    reader may see that document; `says_superseded_by`: what the document's own metadata says supersedes it
+    (its own text, so visible to whoever may read the document)."""
+
+    source: str
+    label: str
+    superseded_by_title: str | None
+    says_superseded_by: str | None
+    review_by: date | None
+    updated_at: datetime | None
+
+
+def document_freshness(
+    *, principal: Principal | None, document_ids: Collection[int]
+) -> list[DocumentFreshness]:
+    """Freshness facts for documents the caller already found visible to the reader (the cited ones), in
+    source order. A superseding document is named only when `principal` may read it; with no principal it
+    is never named (fail closed), and the documents themselves are re-checked against `principal` when
+    one is given."""
+    if not document_ids:
+        return []
+    if principal is None:
+        documents = list(Document.objects.filter(pk__in=list(document_ids)))
+        newer: dict[int, Document] = {}
+    else:
+        documents = list(document_list_visible(principal=principal).filter(pk__in=list(document_ids)))
+        newer_ids = {d.superseded_by_id for d in documents if d.superseded_by_id is not None}
+        # one query for the superseding documents, through the same visibility rule as everything else
+        newer = {d.pk: d for d in document_list_visible(principal=principal).filter(pk__in=newer_ids)}
+    rows = []
+    for document in sorted(documents, key=lambda d: d.source):
+        superseding = newer.get(document.superseded_by_id) if document.superseded_by_id else None
+        says = document.metadata.get("superseded_by") if isinstance(document.metadata, dict) else None
+        rows.append(
+            DocumentFreshness(
+                source=document.source,
+                label=document.title or document.source,
+                superseded_by_title=(superseding.title or superseding.source) if superseding else None,
+                says_superseded_by=str(says) if says else None,
+                review_by=document.review_by,
+                updated_at=document.source_updated_at,
+            )
+        )
+    return rows
 
 
 def chunk_get_visible(*, principal: Principal, chunk_id: int) -> Chunk:
     """A passage for the citation viewer, by the chunk's own denormalised ACL columns (as retrieval uses)."""
     rule = Q(acl_open=True) | Q(acl_groups__overlap=list(principal.group_ids))
     if principal.user_id is not None:
-        rule |= Q(owner_id_acl=principal.user_id)
+        unexpired = Q(document__expires_at__isnull=True) | Q(document__expires_at__gt=timezone.now())
+        rule |= Q(owner_id_acl=principal.user_id) & unexpired
     chunk = Chunk.objects.select_related("document").filter(rule, active=True, pk=chunk_id).first()
     if chunk is None:
         raise NotFound("no such passage")

@@ -79,6 +79,52 @@ class IngestOptions:
         return cls(**data)
 
 
+@dataclass(frozen=True)
+class SourceFolder:
+    """One entry of ATHENA_SOURCE_FOLDERS: a folder and the options its documents are ingested with."""
+
+    path: Path
+    options: IngestOptions
+
+
+SOURCE_FOLDER_KEYS = ("tier", "groups", "prefix", "department", "doc_type", "vendor")
+
+
+def source_folder_parse(entry: str) -> SourceFolder:
+    """Parse `path|tier=restricted|groups=a+b|prefix=x/|department=D` (keys: tier, groups, prefix,
+    department, doc_type, vendor). A folder that names neither tier nor groups is restricted to the
+    kb-admins group (fail closed): the nightly sync must never publish a new file to every employee because
+    nobody said otherwise."""
+    from athena.services import ROLE_ADMIN
+
+    path, *parts = [part.strip() for part in entry.split("|")]
+    if not path:
+        raise ValidationFailed(f"ATHENA_SOURCE_FOLDERS entry {entry!r} names no folder")
+    values: dict[str, str] = {}
+    for part in parts:
+        key, sep, value = part.partition("=")
+        if not sep or key not in SOURCE_FOLDER_KEYS:
+            raise ValidationFailed(
+                f"ATHENA_SOURCE_FOLDERS entry {entry!r}: {part!r} is not key=value with a key among "
+                f"{', '.join(SOURCE_FOLDER_KEYS)}"
+            )
+        values[key] = value.strip()
+    groups = tuple(g.strip() for g in values.get("groups", "").split("+") if g.strip())
+    tier = values.get("tier", "")
+    if not tier and not groups:
+        tier, groups = AccessTier.RESTRICTED, (ROLE_ADMIN,)
+    options = IngestOptions(
+        acl_groups=groups,
+        access_tier=tier,
+        department=values.get("department", ""),
+        doc_type=values.get("doc_type", ""),
+        vendor=values.get("vendor", ""),
+        prefix=values.get("prefix", ""),
+    )
+    options.validate()
+    return SourceFolder(Path(path), options)
+
+
 def _check_access_tier(tier: str) -> None:
     if tier not in AccessTier.values:
         raise ValidationFailed(f"unknown access tier {tier!r}; valid: {', '.join(AccessTier.values)}")
@@ -276,19 +322,22 @@ def staged_embed(staged: Sequence[StagedDocument], *, timings: defaultdict[str, 
 # --- documents --------------------------------------------------------------------------------------------------
 
 
+def _tier_rank(tier: str) -> int:
+    return AccessTier.values.index(tier) if tier in AccessTier.values else 0
+
+
 def _apply_options(
     document: Document, options: IngestOptions, metadata: dict[str, Any], *, existing: bool
 ) -> None:
-    """Command-line options win over document metadata; metadata fills what options leave empty. An option
-    left unset never loosens what an admin set on an existing document (its tier and groups are kept)."""
-    if options.access_tier:
+    """Command-line options win over document metadata; metadata fills what options leave empty. A re-ingest
+    never loosens an existing document's access: its tier can only rise (to the option's or the document's
+    own metadata tier); changing an ACL otherwise is document_set_acl's job (admin, audited)."""
+    if not existing:
+        document.access_tier = options.access_tier or AccessTier.INTERNAL
+    elif _tier_rank(options.access_tier) > _tier_rank(document.access_tier):
         document.access_tier = options.access_tier
-    elif not existing:
-        document.access_tier = AccessTier.INTERNAL
     tier = str(metadata.get("access_tier", "")).lower()
-    if tier in AccessTier.values and AccessTier.values.index(tier) > AccessTier.values.index(
-        document.access_tier
-    ):
+    if tier in AccessTier.values and _tier_rank(tier) > _tier_rank(document.access_tier):
         document.access_tier = tier  # a document may ask to be more restricted than its folder, never less
     doc_type = options.doc_type or str(metadata.get("doc_type", "")).lower()
     document.doc_type = doc_type if doc_type in DocType.values else DocType.OTHER
@@ -312,10 +361,14 @@ def document_index_staged(*, staged: StagedDocument) -> Document:
     options = IngestOptions.from_dict(staged.options)
     with transaction.atomic():
         document, created = Document.objects.select_for_update().get_or_create(source=staged.source)
-        existing = not created and document.status != DocumentStatus.FAILED or document.version > 0
+        # a document whose first ingest failed already carries the ACL it was given then: keep it on retry
+        existing = not created
         _apply_options(document, options, staged.metadata, existing=existing)
         document.save()
-        if options.acl_groups or not existing:
+        if not existing:
+            document.allowed_groups.set(_groups(options.acl_groups))
+        elif options.acl_groups and not document.allowed_groups.exists():
+            # groups restrict a document that had none; a document's existing groups are never widened
             document.allowed_groups.set(_groups(options.acl_groups))
         return document_replace_chunks(staged=staged, document=document)
 
@@ -373,6 +426,55 @@ def document_set_acl(*, document: Document, access_tier: str, groups: Sequence[s
         document.allowed_groups.set(_groups(groups))
         document_acl_sync(document=document, actor=actor)
     return document
+
+
+def uploads_expire(*, now: datetime | None = None) -> int:
+    """Tombstone every private upload whose expiry has passed (its chunks leave retrieval and the citation
+    viewer) and delete its file; each expiry is audited. Returns how many expired."""
+    from django.conf import settings
+
+    from audit.services import audit_record
+
+    now = now or timezone.now()
+    uploads = (Path(settings.MEDIA_ROOT) / "uploads").resolve()
+    expired = Document.objects.filter(owner__isnull=False, expires_at__lte=now).exclude(
+        status=DocumentStatus.TOMBSTONED
+    )
+    count = 0
+    for document in expired:
+        with transaction.atomic():
+            document_tombstone(document=document)
+            audit_record(
+                kind="upload_expired",
+                actor=None,
+                documents=[document.source],
+                payload={"document": document.source, "owner_id": document.owner_id},
+            )
+        path = Path(document.source_path).resolve() if document.source_path else None
+        if path is not None and path.is_relative_to(uploads):  # only ever a file of the upload area
+            path.unlink(missing_ok=True)
+        count += 1
+    return count
+
+
+def group_delete_close_documents(*, group: Group) -> list[int]:
+    """Before a Group is deleted: a document readable through that group alone would be left with no group,
+    which for an open tier means readable by every employee. Such documents become restricted (readable by
+    nobody until an admin sets their ACL): deleting a group never opens a document. Returns the ids of all
+    documents that named the group, for group_deleted_sync_documents."""
+    ids = list(Document.objects.filter(allowed_groups=group).values_list("id", flat=True))
+    through = Document.allowed_groups.through
+    for document in Document.objects.filter(pk__in=ids):
+        others = through.objects.filter(document_id=document.pk).exclude(group_id=group.pk).exists()
+        if not others and document.access_tier in (AccessTier.PUBLIC, AccessTier.INTERNAL):
+            Document.objects.filter(pk=document.pk).update(access_tier=AccessTier.RESTRICTED)
+    return ids
+
+
+def group_deleted_sync_documents(*, group_name: str, document_ids: Sequence[int]) -> None:
+    """After a Group was deleted: its documents' chunks get their new ACL, and each change is audited."""
+    for document in Document.objects.filter(pk__in=list(document_ids)):
+        document_acl_sync(document=document, actor=f"group deleted: {group_name}"[:150])
 
 
 def document_reingest(*, document: Document) -> None:

@@ -21,11 +21,81 @@ _RETRYING: dict[str, Any] = {
 }
 
 
+# acks_late + reject_on_worker_lost redeliver a task whose worker died; a file that kills the worker (a
+# decompression bomb, a parser crash) would be redelivered forever. Each delivery is counted in Redis and the
+# count is cleared when the task ends in Python (success, error or retry), so only deliveries that took the
+# worker down stay counted.
+CRASH_LIMIT = 2
+_CRASH_TTL_SECONDS = 7 * 86_400
+
+
+def _crash_key(task_id: str) -> str:
+    from athena.throttling import key_prefix
+
+    return f"{key_prefix()}:deliveries:{task_id}"
+
+
+def delivery_start(task_id: str | None) -> int:
+    """Count one delivery of `task_id`; returns how many deliveries did not finish, this one included."""
+    if not task_id:
+        return 1
+    from athena.throttling import redis_client
+
+    client = redis_client()
+    count = int(client.incr(_crash_key(task_id)))
+    client.expire(_crash_key(task_id), _CRASH_TTL_SECONDS)
+    return count
+
+
+def delivery_end(task_id: str | None) -> None:
+    if task_id:
+        from athena.throttling import redis_client
+
+        redis_client().delete(_crash_key(task_id))
+
+
 @shared_task(**_RETRYING)
 def ingest_files_task(
     self, run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any]
 ) -> dict:  # type: ignore[no-untyped-def]
-    """Stage a batch of files (CPU work) and hand the staged documents to the embed queue."""
+    """Stage a batch of files (CPU work) and hand the staged documents to the embed queue. A batch that took
+    its worker down CRASH_LIMIT times is split into one task per file; a single file that did is marked
+    failed instead of being tried again."""
+    task_id = self.request.id
+    if delivery_start(task_id) > CRASH_LIMIT:
+        try:
+            return _crashed_batch(run_id, root, files, options)
+        finally:
+            delivery_end(task_id)
+    try:
+        return _ingest_files(run_id, root, files, options)
+    finally:
+        delivery_end(task_id)
+
+
+def _crashed_batch(run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any]) -> dict:
+    summary = services.IngestSummary()
+    if len(files) > 1:
+        for item in files:  # find the file that crashes: each on its own
+            ingest_files_task.delay(run_id, root, [item], options)
+        return summary.as_dict()
+    ingest_options = services.IngestOptions.from_dict(options)
+    for source, path in files:
+        services.document_record_failure(
+            source=source,
+            path=Path(path),
+            root=root,
+            error=f"the worker died {CRASH_LIMIT} times while processing this file; not retried",
+            options=ingest_options,
+        )
+        summary.failed += 1
+        summary.errors[source] = "crashed the worker"
+    if run_id is not None:
+        services.ingest_run_add(run_id=run_id, summary=summary)
+    return summary.as_dict()
+
+
+def _ingest_files(run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any]) -> dict:
     summary, documents = services.files_stage(
         root=root, files=[(s, p) for s, p in files], options=services.IngestOptions.from_dict(options)
     )
@@ -41,8 +111,34 @@ def ingest_files_task(
 
 @shared_task(**_RETRYING)
 def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[str, int]) -> dict:  # type: ignore[no-untyped-def]
-    """Embed every chunk of the batch in one length-sorted call, then index each document atomically."""
+    """Embed every chunk of the batch in one length-sorted call, then index each document atomically. A batch
+    that took its worker down CRASH_LIMIT times is marked failed (see ingest_files_task)."""
     documents = [staged_from_json(item) for item in staged]
+    task_id = self.request.id
+    if delivery_start(task_id) > CRASH_LIMIT:
+        try:
+            crashed = services.IngestSummary()
+            for document in documents:
+                services.document_record_failure(
+                    source=document.source,
+                    path=Path(document.source_path),
+                    root=document.source_root,
+                    error=f"the worker died {CRASH_LIMIT} times while embedding this batch; not retried",
+                    options=services.IngestOptions.from_dict(document.options),
+                )
+                crashed.failed += 1
+            if run_id is not None:
+                services.ingest_run_add(run_id=run_id, summary=crashed)
+            return crashed.as_dict()
+        finally:
+            delivery_end(task_id)
+    try:
+        return _embed_index(run_id, documents, counts)
+    finally:
+        delivery_end(task_id)
+
+
+def _embed_index(run_id: int | None, documents: list[Any], counts: dict[str, int]) -> dict:
     summary = services.IngestSummary(new=counts.get("new", 0), changed=counts.get("changed", 0))
     services.staged_index(documents, summary)
     if run_id is not None:
@@ -52,7 +148,8 @@ def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[
 
 @shared_task
 def sync_source_folders_task(once_per_night: bool = False) -> list[int]:
-    """Nightly: ingest every configured source folder (unchanged files cost a hash each).
+    """Nightly: ingest every configured source folder with its own ACL policy (services.source_folder_parse;
+    unchanged files cost a hash each).
 
     Beat sends it with `once_per_night`: a beat killed after sending but before saving its schedule sends it
     again when restarted; the second copy finds tonight's key in Redis and does nothing."""
@@ -66,10 +163,14 @@ def sync_source_folders_task(once_per_night: bool = False) -> list[int]:
         key = f"athena:{settings.DATABASES['default']['NAME']}:nightly-sync:{night}"
         if not redis_client().set(key, "1", nx=True, ex=36 * 3600):
             return []
-    run_ids = []
-    for folder in settings.ATHENA_SOURCE_FOLDERS:
-        run_ids.append(folder_ingest_enqueue(root=Path(folder), options=services.IngestOptions()))
-    return run_ids
+    folders = [services.source_folder_parse(entry) for entry in settings.ATHENA_SOURCE_FOLDERS]
+    return [folder_ingest_enqueue(root=folder.path, options=folder.options) for folder in folders]
+
+
+@shared_task
+def uploads_expire_task() -> int:
+    """Hourly: private uploads past their expiry are tombstoned and their files deleted."""
+    return services.uploads_expire()
 
 
 @shared_task

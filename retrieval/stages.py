@@ -25,7 +25,11 @@ def visibility_sql(principal: Principal, filters: Filters, alias: str = "c") -> 
     acl = f"({alias}.acl_open OR {alias}.acl_groups && %s::bigint[]"
     params.append(list(principal.group_ids))
     if principal.user_id is not None:
-        acl += f" OR {alias}.owner_id_acl = %s"
+        # a private upload is readable by its owner until it expires (the hourly expiry task then removes it)
+        acl += (
+            f" OR ({alias}.owner_id_acl = %s AND NOT EXISTS (SELECT 1 FROM knowledge_document expiring"
+            f" WHERE expiring.id = {alias}.document_id AND expiring.expires_at <= now()))"
+        )
         params.append(principal.user_id)
     clauses.append(acl + ")")
     for column, values in (

@@ -34,6 +34,34 @@ def django_db_setup(django_db_setup, django_db_blocker):  # type: ignore[no-unty
     connection.close()
 
 
+@pytest.fixture(autouse=True)
+def audit_checkpoint_file(settings, tmp_path):  # type: ignore[no-untyped-def]
+    """Each test gets its own checkpoint file: a checkpoint left by an earlier test names events that the
+    database flush removed, which audit_verify would rightly report as a deleted tail."""
+    settings.ATHENA_AUDIT_CHECKPOINT_FILE = str(tmp_path / "audit-checkpoints.jsonl")
+    return tmp_path / "audit-checkpoints.jsonl"
+
+
+@pytest.fixture(autouse=True)
+def aggregation_counters_clear():  # type: ignore[no-untyped-def]
+    """Audit aggregation and sign-in failure counters live in Redis for an hour; a test starts with none (only
+    the test database's keys are touched, never a development server's)."""
+    from django.conf import settings
+
+    from athena.throttling import key_prefix, redis_client
+
+    if not str(settings.DATABASES["default"]["NAME"]).startswith("test"):
+        return
+    try:
+        client = redis_client()
+        for pattern in (f"{key_prefix()}:agg:*", f"{key_prefix()}:loginfail:*"):
+            keys = list(client.scan_iter(match=pattern, count=500))
+            if keys:
+                client.delete(*keys)
+    except Exception:  # a test that runs without Redis has no counters to clear
+        pass
+
+
 @pytest.fixture()
 def redis_client():  # type: ignore[no-untyped-def]
     import redis

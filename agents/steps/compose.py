@@ -45,7 +45,7 @@ class Compose:
                     "quote": cited.span if cited else "",
                 }
             )
-        notes = _stale_notes(list(state.hits), {str(c["document"]) for c in citations})
+        notes = _stale_notes(list(state.hits), {str(c["document"]) for c in citations}, state.principal)
         if state.disagreement:
             notes.insert(0, state.disagreement)
         cited_chunks = {c["chunk_id"] for c in citations}

@@ -44,6 +44,10 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+AUTHENTICATION_BACKENDS = ["athena.auth.ThrottledModelBackend"]  # sign-in throttling (athena.throttling)
+ATHENA_LOGIN_FAILURES_PER_NAME = env.int("ATHENA_LOGIN_FAILURES_PER_NAME", 10, minimum=1)
+ATHENA_LOGIN_FAILURES_PER_ADDRESS = env.int("ATHENA_LOGIN_FAILURES_PER_ADDRESS", 100, minimum=1)
+
 ROOT_URLCONF = "athena.urls"
 WSGI_APPLICATION = "athena.wsgi.application"
 TEMPLATES = [
@@ -62,25 +66,44 @@ TEMPLATES = [
 ]
 
 # --- database -------------------------------------------------------------------------------------------
+# Two roles (athena/db_roles.py): the application connects with a least-privilege role (DATABASE_URL, alias
+# "default"); migrations run as the owner role (ATHENA_MIGRATE_DATABASE_URL, alias "owner"). The embedded
+# PostgreSQL creates both (athena_owner, athena_app) at `stack up` and trusts its private unix socket.
 DATABASE_URL = env.url("DATABASE_URL", schemes=("postgres", "postgresql"))
+MIGRATE_DATABASE_URL = env.url("ATHENA_MIGRATE_DATABASE_URL", schemes=("postgres", "postgresql"))
 EMBEDDED_POSTGRES = DATABASE_URL is None
 PG_PORT = env.int("ATHENA_PG_PORT", 5433, minimum=1, maximum=65535)
-_default_db: dict[str, Any]
-if DATABASE_URL:
-    _default_db = database_from_url(DATABASE_URL)
-else:
-    _default_db = {
+EMBEDDED_OWNER_ROLE = "athena_owner"
+EMBEDDED_APP_ROLE = "athena_app"
+
+
+def _embedded_db(user: str) -> dict[str, Any]:
+    return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": env.str("ATHENA_DB_NAME", "athena"),
-        "USER": "postgres",
+        "USER": user,
         "PASSWORD": "",
         "HOST": str(pg_socket_dir()),
         "PORT": str(PG_PORT),
         "OPTIONS": {},
     }
-_default_db["CONN_MAX_AGE"] = env.int("ATHENA_DB_CONN_MAX_AGE", 60, minimum=0)
-_default_db["TEST"] = {"NAME": env.str("ATHENA_TEST_DB_NAME", "test_athena")}
-DATABASES = {"default": _default_db}
+
+
+_default_db: dict[str, Any]
+_owner_db: dict[str, Any]
+if DATABASE_URL:
+    _default_db = database_from_url(DATABASE_URL)
+    # without a separate owner URL the application's role also migrates (a single-role installation)
+    _owner_db = database_from_url(MIGRATE_DATABASE_URL or DATABASE_URL)
+else:
+    _default_db = _embedded_db(EMBEDDED_APP_ROLE)
+    _owner_db = _embedded_db(EMBEDDED_OWNER_ROLE)
+# the role granted the application's rights after each migrate (athena.db_roles)
+ATHENA_DB_APP_ROLE = env.str("ATHENA_DB_APP_ROLE", str(_default_db["USER"]))
+for _db in (_default_db, _owner_db):
+    _db["CONN_MAX_AGE"] = env.int("ATHENA_DB_CONN_MAX_AGE", 60, minimum=0)
+    _db["TEST"] = {"NAME": env.str("ATHENA_TEST_DB_NAME", "test_athena")}
+DATABASES = {"default": _default_db, "owner": _owner_db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- redis / celery -------------------------------------------------------------------------------------
@@ -176,6 +199,20 @@ ATHENA_NO_WORKER_GRACE_SECONDS = env.float("ATHENA_NO_WORKER_GRACE_SECONDS", 8.0
 # second, accepted questions stay near the 5 s p95 aim (tests/benchmarks/README.md, load.py)
 ATHENA_MAX_QUEUE_WAIT_SECONDS = env.float("ATHENA_MAX_QUEUE_WAIT_SECONDS", 4.0, minimum=0.0)
 ATHENA_WORKER_WARM_UP = env.bool("ATHENA_WORKER_WARM_UP", True)
+
+# --- audit ----------------------------------------------------------------------------------------------
+# Events are HMAC-signed with this key (audit.services); the database never holds it. Rotation: give the new
+# key a new ATHENA_AUDIT_KEY_ID and move the old one to ATHENA_AUDIT_OLD_KEYS ("id:secret,..."), which only
+# verifies. No default here: local.py and test.py (DEBUG/tests only) use DEV_AUDIT_KEY, production requires one.
+DEV_AUDIT_KEY = "athena-development-audit-key-not-a-secret"
+ATHENA_AUDIT_KEY = env.str("ATHENA_AUDIT_KEY", "")
+ATHENA_AUDIT_KEY_ID = env.str("ATHENA_AUDIT_KEY_ID", "1")
+ATHENA_AUDIT_OLD_KEYS = env.list("ATHENA_AUDIT_OLD_KEYS")
+# signed checkpoints of the chain's head, outside the database (append-only file)
+ATHENA_AUDIT_CHECKPOINT_FILE = env.str(
+    "ATHENA_AUDIT_CHECKPOINT_FILE", str(var_dir() / "audit" / "checkpoints.jsonl")
+)
+ATHENA_AUDIT_CHECKPOINT_MINUTES = env.int("ATHENA_AUDIT_CHECKPOINT_MINUTES", 5, minimum=1, maximum=1440)
 
 # --- web ------------------------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

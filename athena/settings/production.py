@@ -7,8 +7,19 @@ DEBUG = False
 SECRET_KEY = env.str("ATHENA_SECRET_KEY")
 if len(SECRET_KEY) < 40:
     raise EnvError("ATHENA_SECRET_KEY must be set to at least 40 random characters in production")
+ATHENA_AUDIT_KEY = env.str("ATHENA_AUDIT_KEY")
+if len(ATHENA_AUDIT_KEY) < 32 or ATHENA_AUDIT_KEY == DEV_AUDIT_KEY:  # noqa: F405
+    raise EnvError("ATHENA_AUDIT_KEY must be set to at least 32 random characters in production")
 SESSION_COOKIE_SECURE = env.bool("ATHENA_SECURE_COOKIES", True)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 EMAIL_BACKEND = env.str("ATHENA_EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+# HTTPS only: behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it from clients)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env.bool("ATHENA_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = env.int("ATHENA_HSTS_SECONDS", 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+SECURE_HSTS_PRELOAD = False  # preloading is a decision for the domain's owner, not a default
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True

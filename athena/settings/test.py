@@ -17,3 +17,9 @@ STORAGES = {
     **STORAGES,  # noqa: F405
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+
+# The test database is created, migrated and flushed by the owner role (the application role may not create
+# databases or truncate); tests/athena/test_db_roles.py connects as the application role to check its limits.
+DATABASES = {"default": {**DATABASES["owner"]}}  # noqa: F405
+ATHENA_AUDIT_KEY = ATHENA_AUDIT_KEY or DEV_AUDIT_KEY  # noqa: F405
+ATHENA_AUDIT_CHECKPOINT_FILE = str(var_dir() / "test-audit" / "checkpoints.jsonl")

@@ -3,10 +3,31 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 
+def _staff_client() -> APIClient:
+    from tests.api import client_for, make_user
+
+    return client_for(make_user("ops", superuser=True))
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_only_staff_see_component_details():
+    from tests.api import client_for, make_user
+
+    clients = (APIClient(), client_for(make_user("emp", "employees")))
+    staff = _staff_client()
+    with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):
+        for client in clients:
+            response = client.get("/api/v1/health")
+            # a load balancer still learns up or down, nothing about versions, hosts or error text
+            assert response.status_code == 503 and response.json() == {"status": "degraded"}
+        assert "components" in staff.get("/api/v1/health").json()
+
+
 @pytest.mark.integration
 @pytest.mark.django_db
 def test_health_reports_every_component_healthy(celery_worker_process):
-    response = APIClient().get("/api/v1/health")
+    response = _staff_client().get("/api/v1/health")
     body = response.json()
     assert response.status_code == 200, body
     assert body["status"] == "ok"
@@ -17,8 +38,9 @@ def test_health_reports_every_component_healthy(celery_worker_process):
 @pytest.mark.integration
 @pytest.mark.django_db
 def test_health_names_redis_when_it_is_down():
+    staff = _staff_client()
     with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):
-        response = APIClient().get("/api/v1/health")
+        response = staff.get("/api/v1/health")
     body = response.json()
     assert response.status_code == 503
     assert body["status"] == "degraded"

@@ -103,6 +103,12 @@ def test_audit_events_are_read_only_in_the_admin(client) -> None:  # type: ignor
     event = audit_record(kind="question", actor="x", payload={"question": "q"})
     make_user("root", superuser=True)
     client.login(username="root", password="pw")
+    # a superuser is no auditor: the audit log is for compliance staff
+    assert client.get("/admin/audit/auditevent/").status_code == 403
+    assert client.get(f"/admin/audit/auditevent/{event.pk}/change/").status_code == 403
+    assert client.get("/admin/agents/curationitem/").status_code == 200
+    make_user("root-auditor", "compliance", superuser=True)
+    client.login(username="root-auditor", password="pw")
     assert client.get("/admin/audit/auditevent/").status_code == 200
     assert client.get("/admin/audit/auditevent/add/").status_code == 403
     assert client.get(f"/admin/audit/auditevent/{event.pk}/delete/").status_code == 403

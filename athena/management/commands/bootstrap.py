@@ -25,6 +25,20 @@ DEMO_USERS = [
 ]
 
 
+def demo_users_ensure(*, debug: bool) -> bool:
+    """Create the demo users, resetting their printed passwords -- only under DEBUG (`make run`): outside
+    development no account with a known password is created and no existing password is ever reset.
+    Returns whether anything was done."""
+    if not debug:
+        return False
+    for name, password, groups, staff, superuser in DEMO_USERS:
+        user, _ = user_create_or_update(username=name, groups=groups, password=password, staff=staff)
+        if superuser and not user.is_superuser:
+            user.is_superuser = True
+            user.save(update_fields=["is_superuser"])
+    return True
+
+
 class Command(BaseCommand):
     help = (
         "Prepare the local stack: start database/broker/worker, migrate, collect static files, create demo users, "
@@ -42,11 +56,12 @@ class Command(BaseCommand):
         # gunicorn serves pages whose stylesheets and scripts have hashed names from this manifest
         call_command("collectstatic", interactive=False, verbosity=0)
         self.stdout.write(f"static files collected in {settings.STATIC_ROOT}")
-        for name, password, groups, staff, superuser in DEMO_USERS:
-            user, _ = user_create_or_update(username=name, groups=groups, password=password, staff=staff)
-            if superuser and not user.is_superuser:
-                user.is_superuser = True
-                user.save(update_fields=["is_superuser"])
+        # `make run` (local settings) is development even with debug pages off: its demo accounts exist there
+        # and nowhere else
+        if not demo_users_ensure(debug=settings.DEBUG or getattr(settings, "ATHENA_DEMO_USERS", False)):
+            self.stdout.write(
+                "demo users skipped (not a development stack): no account is created or has its password reset"
+            )
         load_sample = settings.ATHENA_LOAD_SAMPLE_KB and not options["no_sample"]
         if not load_sample:
             self.stdout.write("sample knowledge base not loaded (ATHENA_LOAD_SAMPLE_KB=false or --no-sample)")
@@ -80,7 +95,8 @@ class Command(BaseCommand):
         port = settings.PORT
         self.stdout.write(self.style.SUCCESS(f"ready in {time.monotonic() - started:.1f}s"))
         self.stdout.write(f"\n  Athena KB: http://127.0.0.1:{port}/   (admin: /admin/, API: /api/v1/docs)\n")
-        self.stdout.write("  demo logins (user / password):")
-        for name, password, groups, _staff, _su in DEMO_USERS:
-            self.stdout.write(f"    {name:<8} / {password:<16} groups: {', '.join(groups)}")
+        if settings.DEBUG:
+            self.stdout.write("  demo logins (user / password):")
+            for name, password, groups, _staff, _su in DEMO_USERS:
+                self.stdout.write(f"    {name:<8} / {password:<16} groups: {', '.join(groups)}")
         self.stdout.write("")

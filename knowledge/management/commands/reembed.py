@@ -9,8 +9,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
-from django.db import connection, transaction
+from django.db import connections, transaction
 
 from knowledge.indexing import embedding_text
 from knowledge.models import Chunk
@@ -29,7 +30,9 @@ class Command(BaseCommand):
 
         embedder = get_embedder()
         embedder.warm_up()
-        with connection.cursor() as cursor:
+        # schema changes go through the owner role (athena/db_roles.py); the data through the application's
+        owner = "owner" if "owner" in settings.DATABASES else "default"
+        with connections[owner].cursor() as cursor:
             cursor.execute(
                 "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
                 "WHERE attrelid = 'knowledge_chunk'::regclass AND attname = 'embedding'"
@@ -38,7 +41,7 @@ class Command(BaseCommand):
             wanted = f"vector({embedder.dimension})"
             if current != wanted:
                 self.stdout.write(f"changing embedding column {current} -> {wanted}")
-                with transaction.atomic():
+                with transaction.atomic(using=owner):
                     cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
                     cursor.execute(
                         f"ALTER TABLE knowledge_chunk ALTER COLUMN embedding TYPE {wanted} USING NULL"
@@ -59,7 +62,7 @@ class Command(BaseCommand):
                     chunk.embedding_model = embedder.name
                 Chunk.objects.bulk_update(batch, ["embedding", "embedding_model"])
                 bar.update(len(batch))
-        with connection.cursor() as cursor:
+        with connections[owner].cursor() as cursor:
             cursor.execute(
                 "CREATE INDEX IF NOT EXISTS chunk_embedding_hnsw ON knowledge_chunk "
                 "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"

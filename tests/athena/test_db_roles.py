@@ -1,0 +1,107 @@
+"""The application's database role has only the rights it needs: it cannot rewrite or hide audit history.
+
+The test database is created and migrated by the owner role (as `manage.py migrate` is); these tests connect
+as the application role (settings.ATHENA_DB_APP_ROLE), as the web and workers do, and try each attack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from audit.services import audit_record
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture()
+def app_db() -> Iterator[psycopg.Connection]:
+    params = connection.settings_dict
+    role = settings.ATHENA_DB_APP_ROLE
+    if role == params["USER"]:
+        pytest.skip("single-role installation: DATABASE_URL names no separate application role")
+    conn = psycopg.connect(
+        dbname=params["NAME"],
+        user=role,
+        host=params["HOST"],
+        port=params["PORT"] or None,
+        password=params.get("PASSWORD") or None,
+        autocommit=True,
+    )
+    yield conn
+    conn.close()
+
+
+def _refused(conn: psycopg.Connection, sql: str) -> None:
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.cursor() as cursor:
+        cursor.execute(sql)
+
+
+def test_the_application_role_is_no_superuser_and_owns_nothing(app_db) -> None:  # type: ignore[no-untyped-def]
+    with app_db.cursor() as cursor:
+        cursor.execute(
+            "SELECT rolsuper, rolcreatedb, rolcreaterole, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        )
+        assert cursor.fetchone() == (False, False, False, False)
+        cursor.execute(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'public' AND c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)"
+        )
+        assert cursor.fetchone() == (0,)
+
+
+def test_the_application_role_can_append_and_read_the_audit_log(app_db) -> None:  # type: ignore[no-untyped-def]
+    event = audit_record(kind="question", actor="alice", payload={"question": "q"})
+    with app_db.cursor() as cursor:
+        cursor.execute("SELECT hash FROM audit_auditevent WHERE id = %s", [event.pk])
+        assert cursor.fetchone() == (event.hash,)
+        cursor.execute(
+            "INSERT INTO audit_auditevent (created_at, kind, actor, verdict, documents, payload, key_id, prev_hash, hash) "
+            "VALUES (now(), 'probe', '', '', '[]', '{}', '', %s, %s)",
+            [event.hash, "f" * 64],
+        )
+        # and it does its ordinary work on the other tables
+        cursor.execute(
+            "INSERT INTO knowledge_vendor (name, kind, aliases) VALUES ('ProbeCo', 'vendor', '{}')"
+        )
+        cursor.execute("UPDATE knowledge_vendor SET name = 'ProbeCo 2' WHERE name = 'ProbeCo'")
+        cursor.execute("DELETE FROM knowledge_vendor WHERE name = 'ProbeCo 2'")
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "UPDATE audit_auditevent SET payload = '{}'",
+        "DELETE FROM audit_auditevent",
+        "TRUNCATE audit_auditevent",
+        "ALTER TABLE audit_auditevent DISABLE TRIGGER ALL",
+        "ALTER TABLE audit_auditevent DISABLE TRIGGER audit_no_delete",
+        "ALTER TABLE audit_auditevent ADD COLUMN note text",
+        "DROP TABLE audit_auditevent",
+        "DROP TRIGGER audit_no_delete ON audit_auditevent",
+        "SET session_replication_role = replica",
+        "TRUNCATE knowledge_document CASCADE",
+        "ALTER TABLE knowledge_document ADD COLUMN note text",
+        "CREATE TABLE public.shadow (id int)",
+        "DELETE FROM django_migrations",
+    ],
+)
+def test_the_application_role_cannot_rewrite_history(app_db, attack: str) -> None:  # type: ignore[no-untyped-def]
+    audit_record(kind="question", actor="alice", payload={"question": "q"})
+    _refused(app_db, attack)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'audit_auditevent'::regclass"
+        )
+        # 'A': the append-only triggers fire ALWAYS, even in a replica-mode session
+        assert dict(cursor.fetchall()) == {
+            "audit_no_update": "A",
+            "audit_no_delete": "A",
+            "audit_no_truncate": "A",
+        }
+        cursor.execute("SELECT count(*) FROM audit_auditevent")
+        assert cursor.fetchone() == (1,)

