@@ -500,6 +500,7 @@ class Stack:
     def service(self, name: str) -> Service:
         """One component's command line, as `up` starts it (the browser tests run the same `web`)."""
         return self._services()[name]
+
     def _test_database_name(self) -> str:
         test: Any = self.settings.DATABASES["default"].get("TEST") or {}
         return str(test.get("NAME") or "")
