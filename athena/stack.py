@@ -278,6 +278,9 @@ BEGIN
         WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
           AND pg_get_userbyid(c.relowner) <> {owner}
           AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')
+          -- a serial or identity column's sequence belongs to its table and changes owner with it
+          AND NOT (c.relkind = 'S' AND EXISTS (
+              SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype IN ('a', 'i')))
     LOOP
         EXECUTE format('ALTER %s %I OWNER TO %I',
             CASE item.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW'
