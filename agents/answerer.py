@@ -63,7 +63,6 @@ QUESTION_FEATURES = (
     "pool_coverage",
     "top_fused",
     "top_dense",
-    "top_bm25",
     "wants_number_unmet",
     "question_words",
     "multi_hop",
@@ -158,7 +157,9 @@ class QuestionFacts:
     top_dense: (
         float  # the best hit's dense similarity to the question (absolute, not normalised per question)
     )
-    top_bm25: float  # the best BM25 score among the hits (log1p)
+    # the best BM25 score among the hits (log1p): recorded, not a feature; raw BM25 grows with the corpus's
+    # size and vocabulary, so a model fitted on one corpus would misjudge a smaller or larger one
+    top_bm25: float
     wants_number: bool
     question_words: int
     multi_hop: bool
@@ -242,7 +243,6 @@ def question_features(probabilities: np.ndarray, rows: np.ndarray, facts: Questi
             facts.pool_coverage,
             facts.top_fused,
             facts.top_dense,
-            facts.top_bm25,
             float(facts.wants_number and not column["number_fit"][top].any()),
             math.log1p(facts.question_words),
             float(facts.multi_hop),
