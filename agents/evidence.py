@@ -673,6 +673,7 @@ def compose_ranked(
     evidence: Sequence[Evidence],
     *,
     units: int = 3,
+    protect: int = 1,
     continued_in: Mapping[int, int] | None = None,
 ) -> Draft:
     """An answer from the selector's most probable sentences, each as a unit: the sentence, what it needs
@@ -686,9 +687,11 @@ def compose_ranked(
         ranked: candidates, most probable answer first.
         evidence: the passages the candidates index.
         units: how many of the most probable sentences make units.
+        protect: how many of the first units the shaper must keep whole (the lead, and each sub-question's
+            best sentence when `ranked` puts them right after it).
         continued_in: evidence index -> the passage that continues it in its document.
     Returns:
-        a Draft whose `lead` counts the first unit's sentences.
+        a Draft whose `lead` counts the protected units' sentences.
     """
     chosen: list[tuple[str, int]] = []
     seen: set[str] = set()
@@ -699,8 +702,10 @@ def compose_ranked(
             chosen.append((sentence, index))
             seen.add(sentence.lower())
 
-    for pick in ranked[:units]:
+    for number, pick in enumerate(ranked[:units], start=1):
         if pick.text.lower() in seen:
+            if number == protect and not lead:
+                lead = len(chosen)
             continue
         index = pick.evidence_index
         parts = _passage(evidence[index])
@@ -726,7 +731,7 @@ def compose_ranked(
                 if len(sentence.split()) <= 40:
                     add(sentence, index)
         add(pick.text, index)
-        if not lead and template == "parameter_lookup":
+        if number == 1 and template == "parameter_lookup":
             _value_first(question, chosen)  # within the pick and what it needs, not the sentence after it
         following: tuple[str, int] | None = None
         if here is not None and here + 1 < len(parts):
@@ -739,6 +744,6 @@ def compose_ranked(
                 following = (rest[0], successor) if rest else None
         if following and len(following[0].split()) <= 40 and WORD.search(following[0]):
             add(*following)
-        if not lead:
+        if number == protect:
             lead = len(chosen)
-    return Draft(template, chosen, lead=max(lead, 1))
+    return Draft(template, chosen, lead=max(lead or len(chosen), 1))

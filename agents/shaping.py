@@ -84,17 +84,19 @@ def _max_words() -> int:
     return int(getattr(settings, "ATHENA_ANSWER_MAX_WORDS", MAX_WORDS)) if settings.configured else MAX_WORDS
 
 
-def _capped(sentences: Sequence[tuple[str, int]], lead: int) -> list[tuple[str, int]]:
-    """Whole sentences up to the word budget; the first `lead` sentences (the answer's lead unit) always stay."""
+def _capped(sentences: Sequence[tuple[str, int]], protected: set[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Whole sentences within the word budget, in the order given; `protected` ones (the answer's lead unit, and
+    each sub-question's best sentence) always stay, wherever grouping by document has put them."""
     budget = _max_words()
+    words = sum(len(sentence.split()) for sentence, _ in sentences if (sentence, _) in protected)
     kept: list[tuple[str, int]] = []
-    words = 0
-    for position, (sentence, index) in enumerate(sentences):
-        length = len(sentence.split())
-        if position >= lead and words + length > budget:
-            break
-        kept.append((sentence, index))
-        words += length
+    for pair in sentences:
+        length = len(pair[0].split())
+        if pair in protected:
+            kept.append(pair)
+        elif words + length <= budget:
+            kept.append(pair)
+            words += length
     return kept
 
 
@@ -113,7 +115,7 @@ def shape(draft: Draft, evidence: Sequence[Evidence]) -> Shaped:
 
 
 def _prose(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
-    kept = _capped(_grouped(draft.sentences, evidence), lead)
+    kept = _capped(_grouped(draft.sentences, evidence), set(draft.sentences[:lead]))
     refs: dict[int, int] = {}
     parts = []
     named = {_source(kept[0][1], evidence)} if kept else set()

@@ -106,6 +106,10 @@ def adequate(
         ok, why = adequate_by_rules(state, ranked)
         return ok, why, None
     chosen = select(answerer, ranked, evidence, facts(state, evidence), chunk_scores(state))
+    assert state.terms is not None
+    if state.terms.unknown:  # the selector abstains on these whatever its probability: say which term
+        missing = ", ".join(t.lstrip("=") for t in state.terms.unknown[:5])
+        return False, f"term(s) not in the knowledge base: {missing}; {chosen.describe()}", chosen
     return chosen.answer, chosen.describe(), chosen
 
 

@@ -101,6 +101,7 @@ def _extractive(state: AnswerState) -> tuple[Draft | None, Attribution | None, A
                 order,
                 evidence,
                 units=UNITS + len(pins),
+                protect=1 + len(pins),  # a chained question's answer needs every part's best sentence
                 continued_in=continued_in,
             )
         else:
