@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,6 +30,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 
 from audit.models import AuditEvent
+
+logger = logging.getLogger(__name__)
 
 AUDIT_CHAIN_LOCK = 7_413_002  # serialises appends so each row links to the true previous one
 GENESIS = "0" * 64
@@ -223,6 +226,99 @@ class ChainReport:
     reason: str
     problems: list[str] = field(default_factory=list)
     checkpoint_event_id: int | None = None
+    # events whose hash this call recomputed (all of them for a full check, only the new ones for an
+    # incremental one) and the verified event it started after (None: from the genesis)
+    verified_now: int = 0
+    verified_after_id: int | None = None
+
+
+@dataclass
+class _Walk:
+    """Running state of a walk along the chain: the hash the next event must link to."""
+
+    prev_hash: str = GENESIS
+    seen_keyed: bool = False
+    checked: int = 0
+    verified_now: int = 0
+    last_id: int | None = None
+    first_broken: int | None = None
+    reason: str = ""
+
+
+def _event_problem(event: AuditEvent, walk: _Walk, keys: dict[str, bytes]) -> str:
+    """Why `event` does not continue the chain verified so far ('' when it does)."""
+    content = {name: getattr(event, name) for name in CONTENT_FIELDS}
+    if event.prev_hash != walk.prev_hash:
+        return "prev_hash does not match the previous event's hash (a gap: an event was removed or reordered)"
+    if event.key_id:
+        walk.seen_keyed = True
+        key = keys.get(event.key_id)
+        if key is None:
+            return f"signed with an unknown audit key id {event.key_id!r} (see ATHENA_AUDIT_OLD_KEYS)"
+        if not hmac.compare_digest(event_digest(prev_hash=walk.prev_hash, key=key, **content), event.hash):
+            if event_digest(prev_hash=walk.prev_hash, **content) == event.hash:
+                return "content matches an unkeyed hash, not the audit key (the chain was re-hashed without the key)"
+            return "content does not match its hash (event was altered)"
+        return ""
+    if walk.seen_keyed:
+        return "an unkeyed event follows keyed ones (the chain was re-hashed without the key)"
+    if event_digest(prev_hash=walk.prev_hash, **content) != event.hash:
+        return "content does not match its hash (event was altered)"
+    return ""
+
+
+def _walk_events(events: Any, walk: _Walk, keys: dict[str, bytes]) -> dict[int, str]:
+    """Check each event of `events` (ascending id) against the chain so far; stops checking at the first
+    broken one. Returns every event's stored hash by id (the checkpoint comparison needs them)."""
+    hashes: dict[int, str] = {}
+    for event in events:
+        hashes[event.pk] = event.hash
+        if walk.first_broken is not None:
+            continue
+        walk.verified_now += 1
+        problem = _event_problem(event, walk, keys)
+        if problem:
+            walk.first_broken, walk.reason = event.pk, problem
+            continue
+        walk.prev_hash = event.hash
+        walk.last_id = event.pk
+        walk.checked += 1
+    return hashes
+
+
+def _checkpoint_problems(stored_hash_of: Any, log_end: int) -> tuple[int | None, list[str]]:
+    """The latest good checkpoint's event id and the problems of the checkpoint file and of the head against
+    it. `stored_hash_of(event_id)` gives the stored hash of an event (None: no such event)."""
+    checkpoints, problems = checkpoints_read()
+    if not checkpoints:
+        return None, problems
+    latest = checkpoints[-1]
+    stored = stored_hash_of(latest.event_id)
+    if stored is None and latest.event_id > log_end:
+        problems.append(
+            f"deleted tail: the checkpoint of {latest.written_at} names event {latest.event_id}, "
+            f"but the log ends at event {log_end or 'none'}"
+        )
+    elif stored is None:
+        problems.append(f"event {latest.event_id} named by the latest checkpoint is missing (removed)")
+    elif stored != latest.hash:
+        problems.append(
+            f"event {latest.event_id} does not have the hash its checkpoint recorded (the chain was rewritten)"
+        )
+    return latest.event_id, problems
+
+
+def _report(walk: _Walk, problems: list[str], checkpoint_id: int | None, after_id: int | None) -> ChainReport:
+    ok = walk.first_broken is None and not problems
+    if ok:
+        reason = "chain intact"
+    elif walk.first_broken is None:
+        reason = problems[0]
+    else:
+        reason = walk.reason
+    return ChainReport(
+        ok, walk.checked, walk.first_broken, reason, problems, checkpoint_id, walk.verified_now, after_id
+    )
 
 
 def audit_verify() -> ChainReport:
@@ -230,66 +326,99 @@ def audit_verify() -> ChainReport:
 
     Reports the first broken event (a gap: a back-link that does not match; an edited event; a chain re-hashed
     without the key; an unknown key) and, separately, a deleted tail or a rewritten head that only the
-    checkpoint can reveal, and any altered checkpoint line."""
-    keys = audit_keys()
-    prev_hash = GENESIS
-    checked = 0
-    first_broken: int | None = None
-    reason = ""
-    seen_keyed = False
-    hashes: dict[int, str] = {}
-    last_id = 0
-    for event in AuditEvent.objects.order_by("id").iterator(chunk_size=2000):
-        hashes[event.pk] = event.hash
-        last_id = event.pk
-        if first_broken is not None:
-            continue
-        content = {name: getattr(event, name) for name in CONTENT_FIELDS}
-        problem = ""
-        if event.prev_hash != prev_hash:
-            problem = (
-                "prev_hash does not match the previous event's hash "
-                "(a gap: an event was removed or reordered)"
-            )
-        elif event.key_id:
-            key = keys.get(event.key_id)
-            if key is None:
-                problem = f"signed with an unknown audit key id {event.key_id!r} (see ATHENA_AUDIT_OLD_KEYS)"
-            elif not hmac.compare_digest(event_digest(prev_hash=prev_hash, key=key, **content), event.hash):
-                if event_digest(prev_hash=prev_hash, **content) == event.hash:
-                    problem = "content matches an unkeyed hash, not the audit key (the chain was re-hashed without the key)"
-                else:
-                    problem = "content does not match its hash (event was altered)"
-            seen_keyed = True
-        elif seen_keyed:
-            problem = "an unkeyed event follows keyed ones (the chain was re-hashed without the key)"
-        elif event_digest(prev_hash=prev_hash, **content) != event.hash:
-            problem = "content does not match its hash (event was altered)"
-        if problem:
-            first_broken, reason = event.pk, problem
-            continue
-        prev_hash = event.hash
-        checked += 1
-    checkpoints, problems = checkpoints_read()
-    checkpoint_id = None
-    if checkpoints:
-        latest = checkpoints[-1]
-        checkpoint_id = latest.event_id
-        stored = hashes.get(latest.event_id)
-        if stored is None and latest.event_id > last_id:
-            problems.append(
-                f"deleted tail: the checkpoint of {latest.written_at} names event {latest.event_id}, "
-                f"but the log ends at event {last_id or 'none'}"
-            )
-        elif stored is None:
-            problems.append(f"event {latest.event_id} named by the latest checkpoint is missing (removed)")
-        elif stored != latest.hash:
-            problems.append(
-                f"event {latest.event_id} does not have the hash its checkpoint recorded (the chain was rewritten)"
-            )
-    ok = first_broken is None and not problems
-    if ok:
-        reason = "chain intact"
-    elif first_broken is None:
-        reason = problems[0]
-    return ChainReport(ok, checked, first_broken, reason, problems, checkpoint_id)
+    checkpoint can reveal, and any altered checkpoint line. An intact chain's head is remembered as the
+    verified state (audit_verify_incremental starts after it)."""
+    walk = _Walk()
+    hashes = _walk_events(AuditEvent.objects.order_by("id").iterator(chunk_size=2000), walk, audit_keys())
+    log_end = max(hashes) if hashes else 0
+    checkpoint_id, problems = _checkpoint_problems(hashes.get, log_end)
+    report = _report(walk, problems, checkpoint_id, None)
+    if report.ok and walk.last_id is not None:
+        _verified_state_write(event_id=walk.last_id, hash=walk.prev_hash, checked=walk.checked)
+    return report
+
+
+# --- incremental verification (compliance pages) -------------------------------------------------------------
+# The whole chain is re-verified by audit_verify (the command, and the checkpoint beat task every
+# ATHENA_AUDIT_CHECKPOINT_MINUTES); a page load only verifies what was appended since the last verification.
+# The remembered state (head id + hash + how many events were verified up to it) is HMAC-signed with the audit
+# key like the checkpoints, so editing the file cannot make a page skip events: an unsigned, forged or stale
+# state is ignored and the page falls back to a full verification.
+
+
+def _verified_state_path() -> Path:
+    return _checkpoint_path().with_name("verified.json")
+
+
+@dataclass(frozen=True)
+class VerifiedState:
+    event_id: int
+    hash: str
+    checked: int
+    key_id: str
+    mac: str
+
+
+def _verified_state_write(*, event_id: int, hash: str, checked: int) -> None:
+    try:
+        key_id, key = _current_key()
+    except ImproperlyConfigured:
+        return
+    body: dict[str, Any] = {"event_id": event_id, "hash": hash, "checked": checked, "key_id": key_id}
+    path = _verified_state_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        temporary.write_text(canonical_json({**body, "mac": _checkpoint_mac(key, body)}), encoding="utf-8")
+        os.replace(temporary, path)  # atomic: a concurrent reader sees the old or the new state, whole
+    except OSError:
+        # only a shortcut: without it the next page load verifies the whole chain again
+        logger.warning("audit: verified state not written to %s", path, exc_info=True)
+
+
+def verified_state_read() -> VerifiedState | None:
+    """The remembered verified head, or None when there is none or its signature does not hold."""
+    try:
+        data = json.loads(_verified_state_path().read_text(encoding="utf-8"))
+        state = VerifiedState(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+    key = audit_keys().get(state.key_id)
+    body = {k: v for k, v in data.items() if k != "mac"}
+    if key is None or not hmac.compare_digest(_checkpoint_mac(key, body), str(state.mac)):
+        return None
+    return state
+
+
+def audit_verify_incremental() -> ChainReport:
+    """What the compliance pages show: verify only the events appended after the remembered verified head
+    (a full audit_verify when there is none), and check that the head and the latest checkpoint still have
+    the hashes they were verified with. An edit to an older event is left to the full verification."""
+    state = verified_state_read()
+    if state is None:
+        return audit_verify()
+    anchor = AuditEvent.objects.filter(pk=state.event_id).values_list("hash", "key_id").first()
+    walk = _Walk(prev_hash=state.hash, checked=state.checked, last_id=state.event_id)
+    if anchor is None or anchor[0] != state.hash:
+        walk.first_broken = state.event_id
+        walk.reason = (
+            "the last verified event is missing (removed)"
+            if anchor is None
+            else "the last verified event no longer has the hash it was verified with (altered)"
+        )
+        return _report(walk, [], None, state.event_id)
+    walk.seen_keyed = bool(anchor[1])  # an unkeyed event may not follow a keyed one
+    newer = AuditEvent.objects.filter(pk__gt=state.event_id).order_by("id").iterator(chunk_size=2000)
+    hashes = _walk_events(newer, walk, audit_keys())
+    log_end = max(hashes) if hashes else state.event_id
+
+    def stored_hash_of(event_id: int) -> str | None:
+        if event_id in hashes:
+            return hashes[event_id]
+        return AuditEvent.objects.filter(pk=event_id).values_list("hash", flat=True).first()
+
+    checkpoint_id, problems = _checkpoint_problems(stored_hash_of, log_end)
+    report = _report(walk, problems, checkpoint_id, state.event_id)
+    if report.ok and walk.last_id != state.event_id and walk.last_id is not None:
+        _verified_state_write(event_id=walk.last_id, hash=walk.prev_hash, checked=walk.checked)
+    return report

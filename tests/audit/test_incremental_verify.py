@@ -1,0 +1,113 @@
+"""The compliance pages verify the audit chain incrementally: a page load recomputes only the events appended
+since the last verification (remembered, signed with the audit key, next to the checkpoints); the full
+verification (audit_verify, the checkpoint beat task) still walks the whole chain and reports an edited older
+event, and a page still says BROKEN when the recent part is broken."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+
+from audit.models import AuditEvent
+from audit.services import audit_record, audit_verify, audit_verify_incremental, verified_state_read
+from tests.api import make_user
+
+pytestmark = [pytest.mark.django_db, pytest.mark.integration]
+
+
+def _events(count: int, start: int = 0) -> list[AuditEvent]:
+    return [
+        audit_record(kind="question", actor=f"user{i}", verdict="answered", payload={"question": f"q{i}"})
+        for i in range(start, start + count)
+    ]
+
+
+@pytest.fixture()
+def auditor() -> Client:
+    make_user("auditor", "compliance")
+    client = Client()
+    assert client.login(username="auditor", password="pw")
+    return client
+
+
+def _page_chain(client: Client) -> dict:
+    page = client.get("/compliance/")
+    assert page.status_code == 200
+    return dict(page.context["chain"]) | {"html": page.content.decode()}
+
+
+def test_a_page_load_verifies_only_the_events_since_the_last_verification(auditor) -> None:  # type: ignore[no-untyped-def]
+    _events(30)
+    first = _page_chain(auditor)  # nothing remembered yet: the whole chain
+    assert first["ok"] and first["verified_now"] == 30 and first["checked"] == 30
+    newer = _events(3, start=30)
+    second = _page_chain(auditor)
+    assert second["ok"] and second["verified_now"] == 3 and second["checked"] == 33
+    assert second["verified_after_id"] == newer[0].pk - 1
+    assert "Hash chain intact (33 events verified)" in second["html"]
+    third = _page_chain(auditor)  # nothing new: nothing recomputed
+    assert third["ok"] and third["verified_now"] == 0 and third["checked"] == 33
+    state = verified_state_read()
+    assert state is not None and state.event_id == newer[-1].pk and state.hash == newer[-1].hash
+
+
+def test_a_tampered_older_event_is_reported_by_the_full_check(auditor, tamper) -> None:  # type: ignore[no-untyped-def]
+    events = _events(10)
+    assert audit_verify().ok  # the periodic / command verification remembers the head
+    victim = events[3]
+    tamper("audit_no_update", "UPDATE audit_auditevent SET verdict = 'x' WHERE id = %s", [victim.pk])
+    _events(2, start=10)
+    page = _page_chain(auditor)
+    assert page["verified_now"] == 2  # the page does not walk the older part again...
+    full = audit_verify()  # ...the full verification does, and reports the edit
+    assert not full.ok and full.first_broken_id == victim.pk and full.verified_now >= 4
+    with pytest.raises(CommandError, match=f"chain broken at event {victim.pk}"):
+        call_command("audit_verify")
+
+
+def test_the_page_says_broken_when_the_recent_part_is_broken(auditor, tamper) -> None:  # type: ignore[no-untyped-def]
+    _events(10)
+    assert _page_chain(auditor)["ok"]
+    recent = _events(3, start=10)
+    tamper("audit_no_update", "UPDATE audit_auditevent SET verdict = 'x' WHERE id = %s", [recent[1].pk])
+    page = _page_chain(auditor)
+    assert not page["ok"] and page["first_broken_id"] == recent[1].pk and page["verified_now"] == 2
+    assert "BROKEN at event" in page["html"]
+    # a broken chain is not remembered as verified: the next load reports it again
+    assert verified_state_read().event_id == recent[0].pk - 1  # type: ignore[union-attr]
+    assert not _page_chain(auditor)["ok"]
+
+
+def test_a_rewritten_or_deleted_verified_head_is_broken(auditor, tamper) -> None:  # type: ignore[no-untyped-def]
+    events = _events(5)
+    assert _page_chain(auditor)["ok"]
+    head = events[-1]
+    tamper("audit_no_delete", "DELETE FROM audit_auditevent WHERE id = %s", [head.pk])
+    page = _page_chain(auditor)
+    assert not page["ok"] and page["first_broken_id"] == head.pk and "missing" in page["reason"]
+
+
+def test_a_forged_verified_state_is_ignored(auditor, audit_checkpoint_file: Path, tamper) -> None:  # type: ignore[no-untyped-def]
+    events = _events(6)
+    tamper("audit_no_update", "UPDATE audit_auditevent SET verdict = 'x' WHERE id = %s", [events[1].pk])
+    # someone writes a state claiming the whole (tampered) chain was verified, without the key
+    state_file = audit_checkpoint_file.with_name("verified.json")
+    state_file.write_text(
+        json.dumps(
+            {
+                "event_id": events[-1].pk,
+                "hash": events[-1].hash,
+                "checked": 6,
+                "key_id": "k1",
+                "mac": "0" * 64,
+            }
+        )
+    )
+    assert verified_state_read() is None
+    report = audit_verify_incremental()  # falls back to the full verification
+    assert not report.ok and report.first_broken_id == events[1].pk and report.verified_after_id is None
