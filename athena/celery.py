@@ -43,3 +43,9 @@ def _schedule_nightly_sync(sender: Celery, **_: object) -> None:
         sender.signature("audit.tasks.audit_checkpoint_task"),
         name="audit checkpoint",
     )
+    # the exact count of each ended hour of throttled requests / failed sign-ins (aggregated in the chain)
+    sender.add_periodic_task(
+        crontab(minute="*/5"),
+        sender.signature("audit.tasks.audit_aggregates_flush_task"),
+        name="audit aggregation windows",
+    )

@@ -1,4 +1,5 @@
-"""Background work of the audit log: periodic signed checkpoints of the chain's head."""
+"""Background work of the audit log: periodic signed checkpoints of the chain's head, and the closing totals of
+aggregated (flood-proof) events."""
 
 from __future__ import annotations
 
@@ -20,3 +21,11 @@ def audit_checkpoint_task() -> int | None:
         )
         return None
     return checkpoint.event_id
+
+
+@shared_task(name="audit.tasks.audit_aggregates_flush_task")
+def audit_aggregates_flush_task() -> int:
+    """Write the exact total of each ended aggregation window (throttled requests, failed sign-ins)."""
+    from athena.throttling import audit_aggregates_flush
+
+    return audit_aggregates_flush()

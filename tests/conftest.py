@@ -54,7 +54,7 @@ def aggregation_counters_clear():  # type: ignore[no-untyped-def]
         return
     try:
         client = redis_client()
-        for pattern in (f"{key_prefix()}:agg:*", f"{key_prefix()}:loginfail:*"):
+        for pattern in (f"{key_prefix()}:agg*", f"{key_prefix()}:loginfail:*"):
             keys = list(client.scan_iter(match=pattern, count=500))
             if keys:
                 client.delete(*keys)

@@ -4,6 +4,8 @@ event per attempt under the chain's global lock."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -48,3 +50,53 @@ def test_a_successful_login_clears_the_name_counter(settings) -> None:  # type: 
     for attempt in range(2):
         assert not client.login(username="carol", password=f"typo-again-{attempt}")
     assert client.login(username="carol", password="carols-password")
+
+
+def test_an_ended_window_gets_one_event_with_its_exact_count(settings) -> None:  # type: ignore[no-untyped-def]
+    """The 1st/10th/100th... events are written at once; the window's true total (here 25, which no milestone
+    says) is written once when the window has ended, and only once."""
+    from athena.throttling import AGGREGATE_WINDOW_SECONDS, audit_aggregates_flush
+
+    settings.ATHENA_LOGIN_FAILURES_PER_NAME = 1000
+    client = Client()
+    for attempt in range(25):
+        client.post("/accounts/login/", {"username": "mallory", "password": f"p{attempt}"})
+    assert audit_aggregates_flush() == 0  # the window is still open
+    later = time.time() + AGGREGATE_WINDOW_SECONDS + 1
+    assert audit_aggregates_flush(now=later) == 1
+    assert audit_aggregates_flush(now=later) == 0
+    events = list(AuditEvent.objects.filter(kind="login_failed", actor="mallory").order_by("id"))
+    assert [event.payload["count"] for event in events] == [1, 10, 25]
+    assert events[-1].payload["window_closed"] is True and events[-1].verdict == "denied"
+    assert events[-1].payload["window_started"] == events[0].payload["window_started"]
+
+
+def test_a_throttled_question_flood_is_a_handful_of_events_with_the_total(settings) -> None:  # type: ignore[no-untyped-def]
+    """One user hammering the throttled ask endpoint: 1 + 10 + the window's total, not 40 chain events."""
+    from athena.throttling import AGGREGATE_WINDOW_SECONDS, audit_aggregates_flush, user_counters_clear
+    from tests.api import client_for, make_user
+
+    settings.ATHENA_QUESTIONS_PER_HOUR = 0  # every question is over the limit
+    user = make_user("hammer", "employees")
+    user_counters_clear(user)
+    api = client_for(user)
+    for _ in range(40):
+        assert api.post("/api/v1/ask", {"question": "again?"}, format="json").status_code == 429
+    audit_aggregates_flush(now=time.time() + AGGREGATE_WINDOW_SECONDS + 1)
+    events = list(AuditEvent.objects.filter(actor="hammer").order_by("id"))
+    assert [(event.kind, event.payload["count"]) for event in events] == [
+        ("throttled", 1),
+        ("throttled", 10),
+        ("throttled", 40),
+    ]
+    user_counters_clear(user)
+
+
+def test_the_window_totals_are_flushed_by_beat() -> None:
+    from athena.celery import app
+    from audit.tasks import audit_aggregates_flush_task
+
+    app.finalize()
+    tasks = {entry["task"] for entry in app.conf.beat_schedule.values()}
+    assert "audit.tasks.audit_aggregates_flush_task" in tasks
+    assert audit_aggregates_flush_task() == 0  # called as beat calls it: no ended window, nothing written
