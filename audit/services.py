@@ -335,6 +335,10 @@ def audit_verify() -> ChainReport:
     report = _report(walk, problems, checkpoint_id, None)
     if report.ok and walk.last_id is not None:
         _verified_state_write(event_id=walk.last_id, hash=walk.prev_hash, checked=walk.checked)
+    elif not report.ok:
+        # forget the verified head: until the chain is intact again every page load runs this full check and
+        # shows what it found (an edit below the head would otherwise stay invisible on the pages)
+        _verified_state_path().unlink(missing_ok=True)
     return report
 
 

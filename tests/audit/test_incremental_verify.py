@@ -68,6 +68,21 @@ def test_a_tampered_older_event_is_reported_by_the_full_check(auditor, tamper) -
     assert not full.ok and full.first_broken_id == victim.pk and full.verified_now >= 4
     with pytest.raises(CommandError, match=f"chain broken at event {victim.pk}"):
         call_command("audit_verify")
+    # once a full check has found it, the pages show it too (the remembered head is dropped)
+    assert verified_state_read() is None
+    after = _page_chain(auditor)
+    assert not after["ok"] and after["first_broken_id"] == victim.pk and "BROKEN at event" in after["html"]
+
+
+def test_the_periodic_checkpoint_task_runs_the_full_check(auditor, tamper) -> None:  # type: ignore[no-untyped-def]
+    from audit.tasks import audit_checkpoint_task
+
+    events = _events(8)
+    assert audit_checkpoint_task() == events[-1].pk
+    assert _page_chain(auditor)["verified_now"] == 0  # the beat's full check left the head verified
+    tamper("audit_no_update", "UPDATE audit_auditevent SET verdict = 'x' WHERE id = %s", [events[2].pk])
+    assert audit_checkpoint_task() is None  # the full check refuses to checkpoint a tampered chain
+    assert not _page_chain(auditor)["ok"]
 
 
 def test_the_page_says_broken_when_the_recent_part_is_broken(auditor, tamper) -> None:  # type: ignore[no-untyped-def]
