@@ -156,6 +156,35 @@ def archive_limits_check(
         )
 
 
+_PDF_STREAM = re.compile(rb"stream\r?\n")
+
+
+def pdf_inflate_check(raw: bytes, *, name: str, max_uncompressed: int = MAX_UNCOMPRESSED_BYTES) -> None:
+    """Refuse a PDF whose Flate streams inflate past ``max_uncompressed`` bytes in all. pdfminer inflates
+    each stream with an unbounded ``zlib.decompress`` and has no hook to limit it, so the streams are
+    inflated here first, each with a bounded output, and the scan stops as soon as the budget is spent.
+    Streams that are not Flate (images) or are encrypted fail zlib's header check at once and are skipped;
+    an encrypted PDF's streams are therefore not bounded here (pdfminer decrypts them itself)."""
+    import zlib
+
+    left = max_uncompressed
+    for match in _PDF_STREAM.finditer(raw):
+        if raw[max(match.start() - 3, 0) : match.start()] == b"end":
+            continue
+        start = match.end()
+        stop = raw.find(b"endstream", start)
+        inflater = zlib.decompressobj()
+        try:
+            out = inflater.decompress(raw[start : stop if stop >= 0 else len(raw)], left + 1)
+        except zlib.error:
+            continue
+        left -= len(out)
+        if left < 0:
+            raise ParseError(
+                "too_large", f"{name} inflates past {max_uncompressed} bytes (limit uncompressed): refused"
+            )
+
+
 def parse_file(
     path: Path,
     *,
@@ -165,7 +194,8 @@ def parse_file(
 ) -> ParsedDocument:
     """Parse ``path`` into a :class:`ParsedDocument`.
 
-    ``max_uncompressed`` bounds what a DOCX may inflate to (see :func:`archive_limits_check`);
+    ``max_uncompressed`` bounds what a DOCX or a PDF's streams may inflate to (see
+    :func:`archive_limits_check`, :func:`pdf_inflate_check`);
     ``max_pdf_pages`` bounds how many pages of a PDF are interpreted (a longer PDF is refused as too large).
 
     Raises :class:`ParseError` (codes: empty, too_large, binary, corrupt, unsupported, encoding).
@@ -184,6 +214,7 @@ def parse_file(
     if ext in _UNSUPPORTED_EXTS:
         raise ParseError("unsupported", f"{ext} files are not supported")
     if ext == ".pdf":
+        pdf_inflate_check(path.read_bytes(), name=path.name, max_uncompressed=max_uncompressed)
         doc = _parse_pdf(path, max_pages=max_pdf_pages)
     elif ext == ".docx":
         doc = _parse_docx(path, max_uncompressed=max_uncompressed)

@@ -58,7 +58,14 @@ def _bomb_docx(inflated: int) -> bytes:
     return buffer.getvalue()
 
 
-def test_oversized_body_is_refused_while_streaming(uploader, settings) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "size",
+    [
+        5_000_000,  # the declared Content-Length is over the limit: refused before any of the body is read
+        150_000,  # declared length within the multipart allowance: refused once the counted bytes cross it
+    ],
+)
+def test_oversized_body_is_refused_while_streaming(uploader, settings, size) -> None:  # type: ignore[no-untyped-def]
     settings.ATHENA_MAX_UPLOAD_BYTES = 100_000
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1000  # anything received would go to a temporary file
     settings.FILE_UPLOAD_HANDLERS = [
@@ -67,12 +74,13 @@ def test_oversized_body_is_refused_while_streaming(uploader, settings) -> None: 
         "django.core.files.uploadhandler.TemporaryFileUploadHandler",
     ]
     RECEIVED.clear()
-    big = SimpleUploadedFile("big.txt", b"x" * 5_000_000, content_type="text/plain")
+    big = SimpleUploadedFile("big.txt", b"x" * size, content_type="text/plain")
     response = client_for(uploader).post(URL, {"file": big}, format="multipart")
     assert response.status_code == 413, response.content
     assert response.json()["error"]["code"] == "too_large"
     # nothing past the limit reached the storing handlers, and nothing was stored
     assert sum(RECEIVED) <= settings.ATHENA_MAX_UPLOAD_BYTES
+    assert (sum(RECEIVED) > 0) == (size == 150_000)  # the second case really was cut mid-stream
     assert not (settings.MEDIA_ROOT / "uploads").exists()
     event = AuditEvent.objects.get(kind="upload_refused")
     assert event.actor == "uploader" and event.payload["code"] == "too_large"
@@ -144,3 +152,26 @@ def test_parser_refuses_zip_bomb_by_size_and_ratio(tmp_path) -> None:  # type: i
     with pytest.raises(ParseError) as by_ratio:
         parse_file(path)  # under the default size limit, but about 1000x compressed
     assert by_ratio.value.code == "too_large" and "zip bomb" in by_ratio.value.message
+
+
+def _bomb_pdf(inflated: int) -> bytes:
+    """A PDF whose one Flate content stream inflates `inflated` zero bytes."""
+    import zlib
+
+    packed = zlib.compress(b"\0" * inflated, 9)
+    return (
+        b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+        b"2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
+        b"3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents 4 0 R>>endobj\n"
+        + f"4 0 obj<</Length {len(packed)}/Filter/FlateDecode>>stream\n".encode()
+        + packed
+        + b"\nendstream\nendobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+    )
+
+
+def test_parser_refuses_pdf_whose_streams_inflate_past_the_limit(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "bomb.pdf"
+    path.write_bytes(_bomb_pdf(16 << 20))
+    with pytest.raises(ParseError) as refused:
+        parse_file(path, max_uncompressed=4 << 20)
+    assert refused.value.code == "too_large" and "uncompressed" in refused.value.message
