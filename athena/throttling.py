@@ -322,4 +322,5 @@ def user_counters_clear(user: Any) -> None:
     client = redis_client()
     keys = [_user_key(kind, user) for kind in ("empty", "probe", "block")]
     keys += list(client.scan_iter(match=f"{_user_key('ask', user)}:*"))
+    keys += list(client.scan_iter(match=f"{_user_key('upload', user)}:*"))  # knowledge.uploads' hourly rate
     client.delete(*keys)

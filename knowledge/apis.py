@@ -19,10 +19,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from athena.errors import NotFound, ValidationFailed
+from athena.errors import ApplicationError, NotFound, ValidationFailed
 from athena.permissions import IsKbAdmin, body_limit
 from athena.throttling import document_probe_record, ensure_not_blocked
 from knowledge.models import AccessTier, DocType, Document
+from knowledge.parsing import ParseError, archive_limits_check
 from knowledge.selectors import (
     NOT_FOUND_MESSAGE,
     chunk_get_visible,
@@ -31,6 +32,7 @@ from knowledge.selectors import (
     document_metadata,
     get_document_metadata,
 )
+from knowledge.uploads import UploadTooLarge, upload_quota_check, upload_rate_hit
 from retrieval.types import Principal
 
 MAX_JSON_BODY = 64 * 1024  # the largest legitimate JSON body (a question with filters) is far below
@@ -222,8 +224,23 @@ def upload_store(*, user: Any, upload: Any) -> tuple[str, Path]:
         raise ValidationFailed("the file needs a plain name (no leading dot, at most 200 characters)")
     if not name.lower().endswith(UPLOAD_SUFFIXES):
         raise ValidationFailed(f"unsupported file type; allowed: {', '.join(UPLOAD_SUFFIXES)}")
-    if upload.size > settings.ATHENA_MAX_UPLOAD_BYTES:
-        raise ValidationFailed(f"file too large (limit {settings.ATHENA_MAX_UPLOAD_BYTES} bytes)")
+    if upload.size > settings.ATHENA_MAX_UPLOAD_BYTES:  # the streaming handler refused most already
+        raise UploadTooLarge(
+            f"file too large (limit {settings.ATHENA_MAX_UPLOAD_BYTES} bytes)",
+            details={"limit": settings.ATHENA_MAX_UPLOAD_BYTES},
+        )
+    upload_quota_check(user=user, name=name, size=upload.size)
+    if name.lower().endswith(".docx"):
+        # a zip bomb is refused from the archive's directory before it is stored or queued for parsing
+        try:
+            archive_limits_check(
+                upload.file, name=name, max_uncompressed=settings.ATHENA_MAX_UNCOMPRESSED_BYTES
+            )
+        except ParseError as exc:
+            raise ValidationFailed(
+                f"the file could not be accepted: {exc.message}", code="unsafe_archive"
+            ) from exc
+        upload.file.seek(0)
     source = safe_source_id(f"uploads/{user.pk}/{name}")
     media = Path(settings.MEDIA_ROOT).resolve()
     folder = (media / "uploads" / str(user.pk)).resolve()
@@ -253,6 +270,7 @@ class DocumentUploadApi(APIView):
         from audit.services import audit_record
         from knowledge.services import IngestOptions, files_ingest
 
+        upload_rate_hit(user=request.user)  # before the body is parsed (when CSRF has not parsed it already)
         _refuse_unknown(request.data, {"file"})
         serializer = self.DocumentUploadInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -291,6 +309,33 @@ class DocumentUploadApi(APIView):
         if document.status == "failed":
             raise ValidationFailed(f"the file could not be read: {document.error}", code="unreadable")
         return Response(DocumentOutputSerializer(document).data, status=status.HTTP_201_CREATED)
+
+    def handle_exception(self, exc: Exception) -> Response:
+        """Every refused upload (size, quota, rate, unsafe archive, bad name or type) is audited. The size
+        refusal may come while authentication parses the body (CSRF check), so the actor is Django's session
+        user when DRF has not set one."""
+        if isinstance(exc, ApplicationError) and exc.code != "unreadable":  # unreadable: audited as "upload"
+            upload_refusal_audit(self.request, exc)
+        return super().handle_exception(exc)
+
+
+def upload_refusal_audit(request: Request, exc: ApplicationError) -> None:
+    from athena.throttling import RateLimited, audit_aggregated
+    from audit.services import audit_record
+
+    user = getattr(request._request, "user", None)  # Django's middleware user: set even if DRF's auth failed
+    user = getattr(request, "_user", None) or user
+    if user is None or not getattr(user, "is_authenticated", False):
+        return
+    payload = {"code": exc.code, "message": exc.message, "content_length": request.META.get("CONTENT_LENGTH")}
+    if isinstance(
+        exc, RateLimited
+    ):  # a flood is aggregated like other throttling (one event per count decade)
+        audit_aggregated(
+            kind="upload_refused", actor=user, subject=str(user.pk), payload=payload, verdict="refused"
+        )
+        return
+    audit_record(kind="upload_refused", actor=user, payload=payload, verdict="refused")
 
 
 def _document_or_404(document_id: int) -> Document:

@@ -109,8 +109,94 @@ _MAGIC = (
 )  # fmt: skip
 
 
-def parse_file(path: Path, *, max_bytes: int = 50_000_000) -> ParsedDocument:
+# Decompression limits: a DOCX is a ZIP whose members may inflate a thousandfold (a "zip bomb"); a PDF's
+# content streams are inflated page by page, so its page count bounds that work.
+MAX_UNCOMPRESSED_BYTES = 200_000_000
+MAX_COMPRESSION_RATIO = 100  # real DOCX XML compresses 5-20x; 100 leaves room for repetitive tables
+MAX_ARCHIVE_MEMBERS = 10_000
+MAX_PDF_PAGES = 2_000
+
+
+def archive_limits_check(
+    source: Any,
+    *,
+    name: str,
+    max_uncompressed: int = MAX_UNCOMPRESSED_BYTES,
+    max_ratio: float = MAX_COMPRESSION_RATIO,
+) -> None:
+    """Refuse a ZIP (DOCX) whose members would inflate past ``max_uncompressed`` bytes in all, or by more than
+    ``max_ratio`` over their compressed size, reading only the central directory (nothing is inflated).
+
+    ``source`` is a path or a seekable binary file. The sizes are the archive's own declarations; Python's
+    zipfile never inflates a member past its declared size (it stops there and fails the CRC check), so a
+    lying declaration cannot get more work done than an honest one. Raises :class:`ParseError` ("too_large"
+    for a bomb, "corrupt" for a damaged archive)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(source) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise ParseError("corrupt", f"{name}: damaged DOCX ({exc})") from exc
+    if len(members) > MAX_ARCHIVE_MEMBERS:
+        raise ParseError(
+            "too_large", f"{name} has {len(members)} archive members (limit {MAX_ARCHIVE_MEMBERS})"
+        )
+    total = sum(m.file_size for m in members)
+    packed = sum(m.compress_size for m in members)
+    if total > max_uncompressed:
+        raise ParseError(
+            "too_large", f"{name} inflates to {total} bytes (limit {max_uncompressed} bytes uncompressed)"
+        )
+    # small archives are exempt from the ratio: a few kB of repeated XML compresses far beyond 100x harmlessly
+    if total > 1_000_000 and total > max_ratio * max(packed, 1):
+        raise ParseError(
+            "too_large",
+            f"{name} inflates {total // max(packed, 1)}x (limit {max_ratio:g}x): refused as a zip bomb",
+        )
+
+
+_PDF_STREAM = re.compile(rb"stream\r?\n")
+
+
+def pdf_inflate_check(raw: bytes, *, name: str, max_uncompressed: int = MAX_UNCOMPRESSED_BYTES) -> None:
+    """Refuse a PDF whose Flate streams inflate past ``max_uncompressed`` bytes in all. pdfminer inflates
+    each stream with an unbounded ``zlib.decompress`` and has no hook to limit it, so the streams are
+    inflated here first, each with a bounded output, and the scan stops as soon as the budget is spent.
+    Streams that are not Flate (images) or are encrypted fail zlib's header check at once and are skipped;
+    an encrypted PDF's streams are therefore not bounded here (pdfminer decrypts them itself)."""
+    import zlib
+
+    left = max_uncompressed
+    for match in _PDF_STREAM.finditer(raw):
+        if raw[max(match.start() - 3, 0) : match.start()] == b"end":
+            continue
+        start = match.end()
+        stop = raw.find(b"endstream", start)
+        inflater = zlib.decompressobj()
+        try:
+            out = inflater.decompress(raw[start : stop if stop >= 0 else len(raw)], left + 1)
+        except zlib.error:
+            continue
+        left -= len(out)
+        if left < 0:
+            raise ParseError(
+                "too_large", f"{name} inflates past {max_uncompressed} bytes (limit uncompressed): refused"
+            )
+
+
+def parse_file(
+    path: Path,
+    *,
+    max_bytes: int = 50_000_000,
+    max_uncompressed: int = MAX_UNCOMPRESSED_BYTES,
+    max_pdf_pages: int = MAX_PDF_PAGES,
+) -> ParsedDocument:
     """Parse ``path`` into a :class:`ParsedDocument`.
+
+    ``max_uncompressed`` bounds what a DOCX or a PDF's streams may inflate to (see
+    :func:`archive_limits_check`, :func:`pdf_inflate_check`);
+    ``max_pdf_pages`` bounds how many pages of a PDF are interpreted (a longer PDF is refused as too large).
 
     Raises :class:`ParseError` (codes: empty, too_large, binary, corrupt, unsupported, encoding).
     OSError (missing/unreadable file) propagates unchanged: it is not a property of the content.
@@ -128,9 +214,10 @@ def parse_file(path: Path, *, max_bytes: int = 50_000_000) -> ParsedDocument:
     if ext in _UNSUPPORTED_EXTS:
         raise ParseError("unsupported", f"{ext} files are not supported")
     if ext == ".pdf":
-        doc = _parse_pdf(path)
+        pdf_inflate_check(path.read_bytes(), name=path.name, max_uncompressed=max_uncompressed)
+        doc = _parse_pdf(path, max_pages=max_pdf_pages)
     elif ext == ".docx":
-        doc = _parse_docx(path)
+        doc = _parse_docx(path, max_uncompressed=max_uncompressed)
     else:
         raw = path.read_bytes()
         if ext in _HTML_EXTS:
@@ -1070,7 +1157,7 @@ def _unstructured_setup() -> None:
     _UNSTRUCTURED_READY = True
 
 
-def _parse_docx(path: Path) -> ParsedDocument:
+def _parse_docx(path: Path, *, max_uncompressed: int = MAX_UNCOMPRESSED_BYTES) -> ParsedDocument:
     import zipfile
 
     with path.open("rb") as fh:
@@ -1079,6 +1166,7 @@ def _parse_docx(path: Path) -> ParsedDocument:
         if head.startswith(b"\xd0\xcf\x11\xe0"):
             raise ParseError("unsupported", f"{path.name} is a legacy .doc file saved as .docx")
         raise ParseError("corrupt", f"{path.name} is not a DOCX (ZIP) file")
+    archive_limits_check(path, name=path.name, max_uncompressed=max_uncompressed)
     try:
         import docx
 
@@ -1160,7 +1248,7 @@ class _PdfBox:
     bold: bool
 
 
-def _parse_pdf(path: Path) -> ParsedDocument:
+def _parse_pdf(path: Path, *, max_pages: int = MAX_PDF_PAGES) -> ParsedDocument:
     from pdfminer.converter import PDFPageAggregator
     from pdfminer.layout import LAParams, LTChar, LTTextBox, LTTextLine
     from pdfminer.pdfdocument import PDFDocument, PDFEncryptionError, PDFPasswordIncorrect
@@ -1182,6 +1270,8 @@ def _parse_pdf(path: Path) -> ParsedDocument:
             interpreter = PDFPageInterpreter(manager, device)
             pages = 0
             for number, page in enumerate(PDFPage.create_pages(document), start=1):
+                if number > max_pages:  # each page's streams are inflated when interpreted: stop before
+                    raise ParseError("too_large", f"{path.name} has more than {max_pages} pages")
                 pages = number
                 interpreter.process_page(page)
                 for item in device.get_result():

@@ -233,7 +233,12 @@ def document_stage(
     from retrieval.analysis import analyze
 
     started = time.perf_counter()
-    parsed = parse_file(path, max_bytes=settings.ATHENA_MAX_UPLOAD_BYTES)
+    parsed = parse_file(
+        path,
+        max_bytes=settings.ATHENA_MAX_UPLOAD_BYTES,
+        max_uncompressed=settings.ATHENA_MAX_UNCOMPRESSED_BYTES,
+        max_pdf_pages=settings.ATHENA_MAX_PDF_PAGES,
+    )
     timings["parse"] += time.perf_counter() - started
 
     started = time.perf_counter()

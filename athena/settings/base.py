@@ -178,6 +178,12 @@ ATHENA_LLM = {
 
 # --- ingestion / retrieval / answering -------------------------------------------------------------------
 ATHENA_MAX_UPLOAD_BYTES = env.int("ATHENA_MAX_UPLOAD_BYTES", 50_000_000, minimum=1)
+# per user: bytes of private uploads stored at once (expired ones are deleted) and upload attempts per hour
+ATHENA_UPLOAD_QUOTA_BYTES = env.int("ATHENA_UPLOAD_QUOTA_BYTES", 200_000_000, minimum=1)
+ATHENA_UPLOADS_PER_HOUR = env.int("ATHENA_UPLOADS_PER_HOUR", 30, minimum=1)
+# decompression limits: what a DOCX (ZIP) may inflate to, and how many pages of a PDF are interpreted
+ATHENA_MAX_UNCOMPRESSED_BYTES = env.int("ATHENA_MAX_UNCOMPRESSED_BYTES", 200_000_000, minimum=1)
+ATHENA_MAX_PDF_PAGES = env.int("ATHENA_MAX_PDF_PAGES", 2_000, minimum=1)
 ATHENA_CHUNK_TOKENS = env.int("ATHENA_CHUNK_TOKENS", 200, minimum=32)
 ATHENA_MAX_QUESTION_CHARS = 1000
 ATHENA_QUESTIONS_PER_HOUR = env.int("ATHENA_QUESTIONS_PER_HOUR", 60, minimum=1)
@@ -231,6 +237,13 @@ MEDIA_ROOT = var_dir() / "media"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+# the size limit is enforced while a multipart body streams in, before the memory/temporary-file handlers
+# receive it (knowledge.uploads.SizeLimitUploadHandler)
+FILE_UPLOAD_HANDLERS = [
+    "knowledge.uploads.SizeLimitUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 ADMINS = [("Athena admins", env.str("ATHENA_ADMIN_EMAIL", "admins@localhost"))]
 EMAIL_BACKEND = env.str("ATHENA_EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
 EMAIL_FILE_PATH = var_dir() / "mail"

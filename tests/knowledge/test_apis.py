@@ -221,7 +221,7 @@ def test_upload_size_limit(corpus, settings, tmp_path) -> None:  # type: ignore[
     response = client_for(corpus["alice"]).post(
         "/api/v1/documents/upload", {"file": upload}, format="multipart"
     )
-    assert response.status_code == 400 and "too large" in response.json()["error"]["message"]
+    assert response.status_code == 413 and "too large" in response.json()["error"]["message"]
 
 
 # --- admin operations ---------------------------------------------------------------------------------------
