@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.evidence import SIGNALS, Evidence, ScoredSentence
+from agents.evidence import HAS_NUMBER, SIGNALS, Evidence, ScoredSentence, passage_sentences
 
 ARTEFACT = Path(__file__).resolve().parent / "data" / "answerer.json"
 ARTEFACT_VERSION = 1
@@ -166,8 +166,6 @@ class QuestionFacts:
 
 
 def _has_number(text: str) -> bool:
-    from agents.evidence import HAS_NUMBER
-
     return HAS_NUMBER.search(text) is not None
 
 
@@ -291,12 +289,11 @@ def select(
 
 
 def next_sentences(ranked: Sequence[ScoredSentence], evidence: Sequence[Evidence]) -> dict[str, str]:
-    """Candidate text -> the sentence after it in its passage."""
-    from agents.evidence import _passage
-
+    """Candidate text -> the sentence after it in its passage (at its recorded position only: the features
+    the shipped model was fitted on read it so)."""
     following: dict[str, str] = {}
     for s in ranked:
-        parts = _passage(evidence[s.evidence_index])
+        parts = passage_sentences(evidence[s.evidence_index])
         at = s.position if s.position < len(parts) and parts[s.position] == s.text else None
         following[s.text] = parts[at + 1] if at is not None and at + 1 < len(parts) else ""
     return following

@@ -13,8 +13,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +28,7 @@ from agents.answerer import (
     QuestionFacts,
     question_features,
 )
+from retrieval.metrics import contains
 
 FOLDS = 5
 # the abstention targets the threshold is chosen for: abstain on at least this share of the questions the
@@ -39,27 +38,10 @@ FALSE_ABSTENTION_CAP = 0.10  # at most this share of answerable questions turned
 C_SENTENCE = 1.0
 C_QUESTION = 1.0
 
-_FOLD_CHARACTERS = {
-    ord("\u2018"): "'",
-    ord("\u2019"): "'",
-    ord("\u201c"): '"',
-    ord("\u201d"): '"',
-    ord("\u2013"): "-",
-    ord("\u2014"): "-",
-    ord("\u00a0"): " ",
-}
-
-
-def _normalise(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text or "").translate(_FOLD_CHARACTERS)
-    return re.sub(r"\s+", " ", text.lower()).strip()
-
 
 def label_candidates(candidates: Sequence[str], gold: Sequence[str]) -> list[int]:
-    """1 for each candidate that contains a gold answer (normalised, on token edges, as the dev-set scorer
-    matches), else 0."""
-    patterns = [re.compile(r"(?<!\w)" + re.escape(_normalise(g)) + r"(?!\w)") for g in gold if g]
-    return [int(any(p.search(_normalise(c)) for p in patterns)) for c in candidates]
+    """1 for each candidate that contains a gold answer (as the dev-set scorer matches), else 0."""
+    return [int(any(contains(c, g) for g in gold if g)) for c in candidates]
 
 
 def package_of(question: dict[str, Any]) -> str:

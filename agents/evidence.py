@@ -195,6 +195,19 @@ def _continuation(
     return None if first and first == item.section.rpartition(" > ")[2].strip() else following
 
 
+def _position(pick: ScoredSentence, parts: Sequence[str]) -> int | None:
+    """Where `pick` sits among its passage's sentences: its recorded position when that still holds it (a
+    sentence repeated in a passage is never confused), else its first occurrence."""
+    if pick.position < len(parts) and parts[pick.position] == pick.text:
+        return pick.position
+    return parts.index(pick.text) if pick.text in parts else None
+
+
+def passage_sentences(item: Evidence) -> tuple[str, ...]:
+    """The answer sentences of one evidence passage, as scoring and composing read them."""
+    return _passage(item)
+
+
 def _passage(item: Evidence) -> tuple[str, ...]:
     """The answer sentences of one evidence passage (see `_split_below_title`)."""
     return _split_below_title(item.text, item.title)
@@ -468,9 +481,7 @@ def compose_extractive(
         """Add `pick` with what it needs around it; reading on stops once the answer holds `room` sentences.
         Neighbours are found by position in the passage, so a sentence repeated in it is never confused."""
         parts = _passage(evidence[pick.evidence_index])
-        here = pick.position if pick.position < len(parts) and parts[pick.position] == pick.text else None
-        if here is None:
-            here = parts.index(pick.text) if pick.text in parts else None
+        here = _position(pick, parts)
 
         def add(sentence: str, index: int = pick.evidence_index) -> None:
             chosen.append((sentence, index))
@@ -709,9 +720,7 @@ def compose_ranked(
             continue
         index = pick.evidence_index
         parts = _passage(evidence[index])
-        here = pick.position if pick.position < len(parts) and parts[pick.position] == pick.text else None
-        if here is None and pick.text in parts:
-            here = parts.index(pick.text)
+        here = _position(pick, parts)
         if here is not None:
             at = here
             while at > 0 and here - at < 2 and (ANAPHOR.match(parts[at]) or _names_back(parts[at])):

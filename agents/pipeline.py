@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agents.memory import Turn
 from agents.steps import ANSWERING, AnswerState, run_steps
 from agents.steps.state import ABSTAIN_MESSAGE
-from retrieval.types import Filters, Hit, Principal, SearchConfig
+from retrieval.types import Filters, Principal, SearchConfig
 
 __all__ = ["ABSTAIN_MESSAGE", "PipelineResult", "run_pipeline"]
 
@@ -108,30 +107,3 @@ def _result(state: AnswerState, started: float) -> PipelineResult:
         guard=state.guard,
         chunk_ids=[h.chunk_id for h in hits],
     )
-
-
-def _stale_notes(hits: list[Hit], cited: set[str], principal: Principal | None = None) -> list[str]:
-    """'May be outdated' notes for the cited documents. A superseding document is named only when
-    `principal` may read it (knowledge.selectors.document_freshness); without a principal it is never named."""
-    from django.conf import settings
-
-    from knowledge.selectors import document_freshness
-
-    notes = []
-    now = datetime.now(UTC)
-    cited_ids = {hit.document_id for hit in hits if hit.source in cited}
-    for row in document_freshness(principal=principal, document_ids=cited_ids):
-        if row.superseded_by_title is not None:
-            notes.append(f"'{row.label}' is superseded by '{row.superseded_by_title}'; it may be outdated.")
-        elif row.says_superseded_by:
-            notes.append(
-                f"'{row.label}' says it is superseded by {row.says_superseded_by}; it may be outdated."
-            )
-        if row.review_by and row.review_by < now.date():
-            notes.append(
-                f"'{row.label}' was due for review on {row.review_by.isoformat()}; it may be outdated."
-            )
-        updated = row.updated_at
-        if updated and updated < now - timedelta(days=settings.ATHENA_STALE_AFTER_DAYS):
-            notes.append(f"'{row.label}' was last updated {updated.date().isoformat()}; it may be outdated.")
-    return notes

@@ -116,23 +116,36 @@ def passage_text_guard(text: str) -> str:
         ) from None
 
 
-def _unavailable_record(user: Any, conversation_id: str | None, *, question_id: str, reason: str) -> None:
-    """Audit a question that got no answer. Its text is not logged: it has not been screened for personal
-    data."""
+def _withheld_question_record(
+    user: Any, conversation_id: str | None, *, question_id: str, verdict: str, reason: str, why: str
+) -> None:
+    """Audit a question that got no answer (`unavailable`: no worker answered; `error`: the pipeline raised).
+    Its text is not logged: it has not been screened for personal data."""
     from audit.services import audit_record
 
     audit_record(
         kind="question",
         actor=user,
-        verdict="unavailable",
+        verdict=verdict,
         documents=[],
         payload={
-            "question": "[withheld: not screened, the answering service did not answer]",
+            "question": f"[withheld: not screened, {why}]",
             "question_id": question_id,
             "groups": sorted(user.groups.values_list("name", flat=True)),
             "conversation": conversation_id,
             "error": reason,
         },
+    )
+
+
+def _unavailable_record(user: Any, conversation_id: str | None, *, question_id: str, reason: str) -> None:
+    _withheld_question_record(
+        user,
+        conversation_id,
+        question_id=question_id,
+        verdict="unavailable",
+        reason=reason,
+        why="the answering service did not answer",
     )
 
 
@@ -242,20 +255,14 @@ def ask(
     except Unavailable:
         raise  # audited where it was detected
     except Exception as exc:
-        # every question is audited, also one whose pipeline failed; its text is withheld since it may not
-        # have been screened for personal data
-        audit_record(
-            kind="question",
-            actor=user,
+        # every question is audited, also one whose pipeline failed
+        _withheld_question_record(
+            user,
+            str(conversation.pk) if conversation is not None else None,
+            question_id=question_id,
             verdict="error",
-            documents=[],
-            payload={
-                "question": "[withheld: not screened, the answering pipeline failed]",
-                "question_id": question_id,
-                "groups": sorted(user.groups.values_list("name", flat=True)),
-                "conversation": str(conversation.pk) if conversation is not None else None,
-                "error": type(exc).__name__,
-            },
+            reason=type(exc).__name__,
+            why="the answering pipeline failed",
         )
         raise
     finally:

@@ -14,11 +14,11 @@ with its [n] citation; what they decide is order, grouping and length:
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agents.evidence import Draft, Evidence
+from retrieval.choices import Choice
 
 # a short answer, about four sentences of a manual (ATHENA_ANSWER_MAX_WORDS). Validation EM by limit: 80 words
 # .398, 100 words .435, 120 words .454 (tests/benchmarks/README.md): containment rewards length, readers do not
@@ -26,20 +26,12 @@ MAX_WORDS = 100
 MAX_HEADING_WORDS = 8
 
 
-class Template(enum.StrEnum):
+class Template(str, Choice):
     PROCEDURE = "procedure_sop"
     CONCEPT = "concept_explanation"
     COMPARISON = "comparison_decision"
     PARAMETER = "parameter_lookup"
     TROUBLESHOOTING = "troubleshooting"
-
-    @classmethod
-    def from_str(cls, value: str) -> Template:
-        try:
-            return cls(value)
-        except ValueError:
-            valid = ", ".join(t.value for t in cls)
-            raise ValueError(f"unknown template {value!r}; valid: {valid}") from None
 
 
 @dataclass(frozen=True, slots=True)

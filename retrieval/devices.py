@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from retrieval.choices import Choice
 
 
-class Device(Enum):
+class Device(Choice):
     AUTO = "auto"
     CPU = "cpu"
     CUDA = "cuda"
-
-    @classmethod
-    def from_str(cls, value: str) -> Device:
-        try:
-            return cls(value.strip().lower())
-        except ValueError:
-            raise ValueError(f"unknown device {value!r}; valid: {', '.join(d.value for d in cls)}") from None
 
 
 def device_resolve(requested: str, *, cuda_available: bool) -> str:

@@ -6,10 +6,11 @@ ordering is deterministic (ties broken by ascending id).
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from retrieval.choices import Choice
 
 __all__ = ["FusionMode", "Scored", "combsum", "fuse", "minmax", "rrf"]
 
@@ -126,21 +127,11 @@ def rrf(
     return _ranked(totals)
 
 
-class FusionMode(enum.Enum):
+class FusionMode(Choice):
     """How retriever runs are fused."""
 
     COMBSUM = "combsum"
     RRF = "rrf"
-
-    @classmethod
-    def from_str(cls, value: str) -> FusionMode:
-        """Parse a mode name (case-insensitive); raise ValueError listing the valid names otherwise."""
-        normalised = value.strip().lower() if isinstance(value, str) else value
-        for mode in cls:
-            if mode.value == normalised:
-                return mode
-        valid = ", ".join(mode.value for mode in cls)
-        raise ValueError(f"unknown fusion mode {value!r}; valid modes: {valid}")
 
 
 def fuse(

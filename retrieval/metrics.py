@@ -9,6 +9,8 @@ query functions return 0.0 for them.
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from collections.abc import Collection, Hashable, Iterable, Sequence
 from typing import TypeVar
 
@@ -126,3 +128,31 @@ def summarise(rows: Iterable[tuple[Sequence[T], Collection[T]]], k: int = 10) ->
     summary["queries"] = float(counted)
     summary["skipped"] = float(skipped)
     return summary
+
+
+# Answer containment, as the dev set's scorer matches: NFKC, typographic quotes and dashes folded to ASCII,
+# lower case, whitespace collapsed, and the gold string on token edges ("10" is not in "100").
+_FOLD: dict[int, str] = {
+    ord(k): v
+    for k, v in {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u00a0": " ",
+    }.items()
+}
+
+
+def normalise(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text or "")
+    text = text.translate(_FOLD)
+    return re.sub(r"\s+", " ", text.lower()).strip()
+
+
+def contains(answer: str, gold: str) -> bool:
+    """Whether `answer` contains `gold` after normalisation, on token edges."""
+    pattern = r"(?<!\w)" + re.escape(normalise(gold)) + r"(?!\w)"
+    return re.search(pattern, normalise(answer)) is not None

@@ -5,11 +5,13 @@ disagree, flagged passages)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agents.evidence import SentenceCheck
 from agents.shaping import shape
 from agents.steps.state import AnswerState
+from retrieval.types import Hit, Principal
 
 FLAGGED_NOTE = "A cited passage contains text flagged as instructions to an AI; it was treated as data."
 
@@ -19,8 +21,6 @@ class Compose:
     name: str = "compose"
 
     def run(self, state: AnswerState) -> AnswerState:
-        from agents.pipeline import _stale_notes
-
         assert state.draft is not None and state.attribution is not None
         shaped = shape(state.draft, state.evidence)
         checks_by_index: dict[int, SentenceCheck] = {}
@@ -45,7 +45,7 @@ class Compose:
                     "quote": cited.span if cited else "",
                 }
             )
-        notes = _stale_notes(list(state.hits), {str(c["document"]) for c in citations}, state.principal)
+        notes = stale_notes(list(state.hits), {str(c["document"]) for c in citations}, state.principal)
         if state.disagreement:
             notes.insert(0, state.disagreement)
         cited_chunks = {c["chunk_id"] for c in citations}
@@ -55,3 +55,30 @@ class Compose:
 
     def describe(self, state: AnswerState) -> str:
         return f"{len(state.citations)} citation(s), {len(state.notes)} note(s)"
+
+
+def stale_notes(hits: list[Hit], cited: set[str], principal: Principal | None = None) -> list[str]:
+    """'May be outdated' notes for the cited documents. A superseding document is named only when
+    `principal` may read it (knowledge.selectors.document_freshness); without a principal it is never named."""
+    from django.conf import settings
+
+    from knowledge.selectors import document_freshness
+
+    notes = []
+    now = datetime.now(UTC)
+    cited_ids = {hit.document_id for hit in hits if hit.source in cited}
+    for row in document_freshness(principal=principal, document_ids=cited_ids):
+        if row.superseded_by_title is not None:
+            notes.append(f"'{row.label}' is superseded by '{row.superseded_by_title}'; it may be outdated.")
+        elif row.says_superseded_by:
+            notes.append(
+                f"'{row.label}' says it is superseded by {row.says_superseded_by}; it may be outdated."
+            )
+        if row.review_by and row.review_by < now.date():
+            notes.append(
+                f"'{row.label}' was due for review on {row.review_by.isoformat()}; it may be outdated."
+            )
+        updated = row.updated_at
+        if updated and updated < now - timedelta(days=settings.ATHENA_STALE_AFTER_DAYS):
+            notes.append(f"'{row.label}' was last updated {updated.date().isoformat()}; it may be outdated.")
+    return notes

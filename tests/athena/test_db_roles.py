@@ -22,8 +22,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 def app_db() -> Iterator[psycopg.Connection]:
     params = connection.settings_dict
     role = settings.ATHENA_DB_APP_ROLE
-    if role == params["USER"]:
-        pytest.skip("single-role installation: DATABASE_URL names no separate application role")
+    # a single-role installation is the gap these tests exist to catch, not a case to skip: the application
+    # must never connect as the role that owns (and can alter) the tables
+    assert role != params["USER"], (
+        f"the application role {role!r} is the owner role: set DATABASE_URL to a separate application role "
+        "and ATHENA_MIGRATE_DATABASE_URL to the owner (deploy/roles.sql)"
+    )
     conn = psycopg.connect(
         dbname=params["NAME"],
         user=role,

@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import json
-import re
 import statistics
 import time
-import unicodedata
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test import override_settings
 
 from athena.errors import ApplicationError
-from retrieval.metrics import mrr_at_k, ndcg_at_k, recall_at_k
+from retrieval.metrics import contains, mrr_at_k, ndcg_at_k, normalise, recall_at_k  # noqa: F401 - re-exported
 from retrieval.types import SearchConfig
 
 ABLATIONS: list[tuple[str, dict[str, Any]]] = [
@@ -29,31 +27,6 @@ ABLATIONS: list[tuple[str, dict[str, Any]]] = [
     ("+ rerank", {"rerank": True, "mmr": False}),
     ("+ rerank + mmr", {"rerank": True, "mmr": True}),
 ]
-
-
-_FOLD: dict[int, str] = {
-    ord(k): v
-    for k, v in {
-        "\u2018": "'",
-        "\u2019": "'",
-        "\u201c": '"',
-        "\u201d": '"',
-        "\u2013": "-",
-        "\u2014": "-",
-        "\u00a0": " ",
-    }.items()
-}
-
-
-def normalise(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text or "")
-    text = text.translate(_FOLD)
-    return re.sub(r"\s+", " ", text.lower()).strip()
-
-
-def contains(answer: str, gold: str) -> bool:
-    pattern = r"(?<!\w)" + re.escape(normalise(gold)) + r"(?!\w)"
-    return re.search(pattern, normalise(answer)) is not None
 
 
 def _config(raw: str | None) -> SearchConfig:
