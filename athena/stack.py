@@ -297,6 +297,11 @@ END $$;
 """
 
 
+def _psql_value(port: int, sql: str) -> str:
+    """The single value a superuser query on the cluster returns ("" for no row)."""
+    return subprocess.run([*_psql(port), sql], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def pg_ensure_database(name: str, port: int, *, owner: str, app: str, test_name: str = "") -> None:
     """Create (idempotently) the owner and application roles and the database owned by the owner.
 
@@ -307,20 +312,10 @@ def pg_ensure_database(name: str, port: int, *, owner: str, app: str, test_name:
         (app, "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"),
     )
     for role, attributes in roles:
-        exists = subprocess.run(
-            [*_psql(port), f"SELECT 1 FROM pg_roles WHERE rolname = {_sql_literal(role)}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        exists = _psql_value(port, f"SELECT 1 FROM pg_roles WHERE rolname = {_sql_literal(role)}")
         verb = "ALTER" if exists == "1" else "CREATE"
         subprocess.run([*_psql(port), f'{verb} ROLE "{role}" {attributes}'], check=True, capture_output=True)
-    exists = subprocess.run(
-        [*_psql(port), f"SELECT 1 FROM pg_database WHERE datname = {_sql_literal(name)}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    exists = _psql_value(port, f"SELECT 1 FROM pg_database WHERE datname = {_sql_literal(name)}")
     if exists != "1":
         subprocess.run(
             [*_psql(port), f'CREATE DATABASE "{name}" OWNER "{owner}"'], check=True, capture_output=True
