@@ -10,7 +10,7 @@ Memory writes and the audit event are done by the caller (agents.services) after
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agents.memory import Turn
@@ -40,6 +40,8 @@ class PipelineResult:
     rewritten: str
     guard: dict[str, Any]
     chunk_ids: list[int]
+    # retrieval's own stages (query embedding, each source, fusion, rerank, MMR), summed over its searches
+    search_timings_ms: dict[str, float] = field(default_factory=dict)
 
 
 def run_pipeline(
@@ -106,4 +108,13 @@ def _result(state: AnswerState, started: float) -> PipelineResult:
         rewritten=state.rewritten,
         guard=state.guard,
         chunk_ids=[h.chunk_id for h in hits],
+        search_timings_ms=_search_timings(state),
     )
+
+
+def _search_timings(state: AnswerState) -> dict[str, float]:
+    summed: dict[str, float] = {}
+    for result in state.results:
+        for stage, ms in result.timings_ms.items():
+            summed[stage] = round(summed.get(stage, 0.0) + ms, 2)
+    return summed
