@@ -74,6 +74,7 @@ def _result(state: AnswerState, started: float) -> PipelineResult:
     answered = state.verdict == "answered"
     # a blocked question never reached retrieval; a clarifying question shows nothing it retrieved
     hits = list(state.hits) if state.verdict in ("answered", "abstained") else []
+    best_bm25 = max((h.scores.get("bm25", 0.0) for h in hits), default=0.0)
     timings = {step["step"]: step["ms"] for step in state.trace}
     timings["total"] = round((time.perf_counter() - started) * 1000, 1)
     return PipelineResult(
@@ -98,7 +99,7 @@ def _result(state: AnswerState, started: float) -> PipelineResult:
                 "title": h.title,
                 "section": h.section,
                 "score": round(h.score, 4),
-                "scores": h.scores,
+                "scores": _shown_scores(h.scores, best_bm25),
             }
             for h in hits
         ],
@@ -107,3 +108,14 @@ def _result(state: AnswerState, started: float) -> PipelineResult:
         guard=state.guard,
         chunk_ids=[h.chunk_id for h in hits],
     )
+
+
+def _shown_scores(scores: dict[str, float], best_bm25: float) -> dict[str, float]:
+    """A hit's per-source scores as the response shows them: BM25 relative to the best BM25 score shown (1.0).
+    The raw score is idf x tf-part, and its idf comes from the corpus-wide document frequencies, which count
+    documents the asker may not read: with a readable chunk's text in hand, a raw score gives away how many
+    chunks hold a term. The ratio of two chunks' scores for the same terms does not (retrieval and the answer
+    use the raw scores; only what is shown changes)."""
+    if "bm25" not in scores or best_bm25 <= 0:
+        return scores
+    return {**scores, "bm25": round(scores["bm25"] / best_bm25, 4)}
