@@ -187,9 +187,12 @@ def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: A
 
     from agents import realtime
     from agents.tasks import answer_task
+    from athena.sealing import seal
 
     queue, timeout = settings.ATHENA_REALTIME_QUEUE, settings.ATHENA_ANSWER_TIMEOUT_SECONDS
-    args = [user.pk, question, conversation_id, filters]
+    # sealed: the input guard screens the question on the worker (Presidio needs torch, which web processes
+    # never import), so until then the broker and a redelivered copy hold only ciphertext
+    args = [user.pk, seal(question), conversation_id, filters]
     try:
         outcome = realtime.answer_wait(
             question_id=question_id,
