@@ -40,6 +40,9 @@ class PipelineResult:
     rewritten: str
     guard: dict[str, Any]
     chunk_ids: list[int]
+    # abstained: how many of the question's distinctive terms only documents the asker cannot read hold;
+    # for the enumeration detector (athena.throttling), never part of the response
+    unreadable_terms: int = 0
 
 
 def run_pipeline(
@@ -107,7 +110,18 @@ def _result(state: AnswerState, started: float) -> PipelineResult:
         rewritten=state.rewritten,
         guard=state.guard,
         chunk_ids=[h.chunk_id for h in hits],
+        unreadable_terms=_unreadable_terms(state),
     )
+
+
+def _unreadable_terms(state: AnswerState) -> int:
+    """For an abstained question: its distinctive terms that no chunk the asker may read holds (the adequacy
+    step's `unknown`) but the index does, i.e. only documents they cannot read."""
+    if state.verdict != "abstained" or state.terms is None or not state.terms.unknown:
+        return 0
+    from retrieval.stages import indexed_terms
+
+    return len(indexed_terms(state.terms.unknown))
 
 
 def _shown_scores(scores: dict[str, float], best_bm25: float) -> dict[str, float]:

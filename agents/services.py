@@ -218,9 +218,17 @@ def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: A
 
 
 def ask(
-    *, user: Any, question: str, conversation_id: str | None = None, filters: dict[str, Any] | None = None
+    *,
+    user: Any,
+    question: str,
+    conversation_id: str | None = None,
+    filters: dict[str, Any] | None = None,
+    enumeration_watch: bool = False,
 ) -> dict[str, Any]:
-    """Answer a question for `user`; returns the ask response body (DESIGN.md §8)."""
+    """Answer a question for `user`; returns the ask response body (DESIGN.md §8).
+
+    `enumeration_watch`: count an abstained answer towards the user's enumeration alert
+    (athena.throttling.abstention_record); the ask API sets it, an operator's `manage.py evaluate` does not."""
     from agents.memory import Turn, memory_append
     from audit.services import audit_record
 
@@ -301,6 +309,10 @@ def ask(
             "timings_ms": result["timings_ms"],
         },
     )
+    if enumeration_watch and result["verdict"] == "abstained":
+        from athena.throttling import abstention_record
+
+        abstention_record(user, question, unreadable_match=bool(result.get("unreadable_terms")))
     if blocked:
         answer_row = None
     else:

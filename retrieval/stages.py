@@ -66,6 +66,16 @@ def readable_terms(terms: Collection[str], principal: Principal) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
+def indexed_terms(terms: Collection[str]) -> set[str]:
+    """The terms that occur in at least one chunk, whoever may read it. Never for what a user is shown: the
+    enumeration detector uses it to tell a probe for restricted topics in the audit log."""
+    if not terms:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT term FROM knowledge_termstat WHERE term = ANY(%s) AND df > 0", [list(terms)])
+        return {row[0] for row in cursor.fetchall()}
+
+
 def near_readable_terms(term: str, principal: Principal, *, limit: int, min_df: int = 1) -> list[str]:
     """Index terms within `limit` edits of `term` (pg_trgm candidates in at least `min_df` chunks) that the
     principal can read, closest first."""
