@@ -224,6 +224,9 @@ ATHENA_AUDIT_CHECKPOINT_FILE = env.str(
     "ATHENA_AUDIT_CHECKPOINT_FILE", str(var_dir() / "audit" / "checkpoints.jsonl")
 )
 ATHENA_AUDIT_CHECKPOINT_MINUTES = env.int("ATHENA_AUDIT_CHECKPOINT_MINUTES", 5, minimum=1, maximum=1440)
+# optional remote copy of each committed event's chain entry (id, kind, actor, verdict, hashes; no payload):
+# "udp://host:port" sends one RFC 5424 syslog datagram per event; empty (the default) sends nothing
+ATHENA_AUDIT_SYSLOG = env.str("ATHENA_AUDIT_SYSLOG", "")
 
 # --- web ------------------------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
