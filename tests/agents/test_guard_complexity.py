@@ -3,8 +3,8 @@
 Each guard (and each injection pattern on its own) gets 100 kB strings built to make a backtracking engine
 retry: long runs of separators, a marker repeated with the separators the patterns accept, the openings of
 the multi-part patterns with no ending. The limit is a complexity bound, not a speed target: a quadratic
-or exponential pattern takes seconds to hours on these inputs, a linear one a few milliseconds, so the best
-of three runs must stay under 100 ms of CPU time.
+or exponential pattern takes seconds to hours on these inputs, a linear one a few milliseconds (up to about
+120 ms on two loaded shared cores), so the best of three runs must stay under 500 ms of CPU time.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from agents.injection_patterns import PATTERNS, text_views, trigger_words_presen
 pytestmark = [pytest.mark.unit]
 
 SIZE = 100_000
-LIMIT_SECONDS = 0.100
+LIMIT_SECONDS = 0.500
 
 SEEDS = {
     "marker_dash": "CONFIDENTIAL - ",
