@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -79,6 +79,26 @@ def _ask_service() -> Any:
     return ask
 
 
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    retry_after = serializers.IntegerField(required=False, help_text="seconds; also sent as Retry-After")
+    details = serializers.DictField(required=False)
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorDetailSerializer()
+
+
+RETRY_AFTER_HEADER = OpenApiParameter(
+    "Retry-After",
+    int,
+    OpenApiParameter.HEADER,
+    response=[429, 503],
+    description="seconds before asking again is expected to be admitted",
+)
+
+
 class AskApi(APIView):
     """Ask a question; the answer cites only passages the caller may read."""
 
@@ -87,7 +107,25 @@ class AskApi(APIView):
         conversation_id = serializers.UUIDField(required=False, allow_null=True)
         filters = serializers.DictField(required=False, allow_null=True)
 
-    @extend_schema(request=AskInputSerializer, responses={200: AskOutputSerializer})
+    @extend_schema(
+        request=AskInputSerializer,
+        parameters=[RETRY_AFTER_HEADER],
+        responses={
+            200: AskOutputSerializer,
+            429: OpenApiResponse(
+                ErrorSerializer,
+                description="`too_many_in_flight`: the caller already has ATHENA_USER_MAX_IN_FLIGHT questions "
+                "waiting (details: in_flight, limit, ahead, expected_wait_seconds); `throttled`: the hourly "
+                "question limit or a pause",
+            ),
+            503: OpenApiResponse(
+                ErrorSerializer,
+                description="`overloaded`: the expected wait in the answering queue exceeds "
+                "ATHENA_MAX_QUEUE_WAIT_SECONDS (details: ahead, expected_wait_seconds); `unavailable`: no "
+                "answering worker, or none answered in time; `dependency_unavailable`: database or broker",
+            ),
+        },
+    )
     def post(self, request: Request) -> Response:
         reject_unknown_fields(request, self.AskInputSerializer)
         serializer = self.AskInputSerializer(data=request.data)
@@ -112,6 +150,53 @@ class AskApi(APIView):
             if answer is not None:
                 curation_enqueue(answer=answer, reason="abstained")
         return Response(result)
+
+
+class AskQueueApi(APIView):
+    """GET /api/v1/ask/queue: the caller's own place in the answering queue while a question of theirs waits
+    (the chat page polls it during an ask). Only the caller's questions are located; of everyone else's the
+    caller learns only how many are ahead of theirs."""
+
+    class AskQueueOutputSerializer(serializers.Serializer):
+        in_flight = serializers.IntegerField(help_text="the caller's questions waiting or being answered")
+        limit = serializers.IntegerField(
+            help_text="the most questions the caller may have waiting at once (0: no limit)"
+        )
+        ahead = serializers.IntegerField(
+            allow_null=True,
+            help_text="questions published before the caller's oldest one and not yet answered "
+            "(null: the caller has none waiting)",
+        )
+        expected_wait_seconds = serializers.FloatField(
+            allow_null=True,
+            help_text="expected time before that question starts being answered "
+            "(null: none waiting, or no answering worker is alive)",
+        )
+
+    @extend_schema(responses={200: AskQueueOutputSerializer})
+    def get(self, request: Request) -> Response:
+        from django.conf import settings
+        from redis.exceptions import RedisError
+
+        from agents.realtime import queue_position, retry_after_seconds
+
+        try:
+            position = queue_position(user_id=request.user.pk)
+        except RedisError:
+            raise Unavailable(
+                "the message broker is not reachable; retry in a few seconds",
+                retry_after=retry_after_seconds(),
+            ) from None
+        return Response(
+            self.AskQueueOutputSerializer(
+                {
+                    "in_flight": position.in_flight,
+                    "limit": settings.ATHENA_USER_MAX_IN_FLIGHT,
+                    "ahead": position.ahead,
+                    "expected_wait_seconds": position.expected_wait_seconds,
+                }
+            ).data
+        )
 
 
 class ConversationSerializer(serializers.ModelSerializer):

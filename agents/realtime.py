@@ -9,7 +9,10 @@ workers keep in Redis (all under `athena:<database>:rt:`):
 - `lease:<id>` — set by the pool process computing question <id>, refreshed while it works and left to
   expire (LEASE_SECONDS) when it stops; `starts:<id>` counts the times a process began that question;
 - `pending` — questions published and not yet answered (scored with their publish time), which with the
-  mean answer time `service_ms` gives the expected wait of a new question.
+  mean answer time `service_ms` gives the expected wait of a new question; `pending:user:<user id>` holds the
+  same entries per asker, so that one user cannot have more than ATHENA_USER_MAX_IN_FLIGHT questions waiting
+  (fairness: the realtime queue itself is first-in first-out, so a heavy user's share of it is what bounds
+  the wait of everyone else) and an asker can be told their own place in the queue (`queue_position`).
 
 Recovery: a pool process killed mid-answer is noticed by its Celery parent, which gives the message back to
 the queue (acks_late + reject_on_worker_lost) and a new pool process runs it. When the whole worker dies, the
@@ -69,6 +72,10 @@ def starts_key(question_id: str) -> str:
 
 def pending_key() -> str:
     return f"{_prefix()}:pending"
+
+
+def user_pending_key(user_id: int) -> str:
+    return f"{_prefix()}:pending:user:{user_id}"
 
 
 def service_key() -> str:
@@ -185,29 +192,119 @@ class Capacity:
         return (0.5 + (ahead - self.processes) / self.processes) * self.service_seconds
 
 
-def capacity_read(*, adding: str) -> Capacity:
-    """Count question `adding` as waiting and read the capacity it meets (one MULTI/EXEC transaction)."""
-    client = redis_client()
-    now = time.time()
-    timeout = settings.ATHENA_ANSWER_TIMEOUT_SECONDS
-    pipe = client.pipeline(transaction=True)
-    pipe.zrangebyscore(workers_key(), now - WORKER_TTL_SECONDS, "+inf")
-    pipe.zremrangebyscore(pending_key(), 0, now - timeout)  # a web process killed while waiting
-    pipe.zadd(pending_key(), {adding: now})
-    pipe.zcard(pending_key())
-    pipe.get(service_key())
-    members, _, _, pending, service_ms = pipe.execute()
+def _processes(members: list[bytes]) -> int:
     processes = 0
     for member in members:
         try:
             processes += max(1, int(member.decode().rsplit("|", 1)[1]))
         except (IndexError, ValueError):
             processes += 1
-    return Capacity(
+    return processes
+
+
+def _service_seconds(raw: bytes | str | None) -> float:
+    return float(raw) / 1000 if raw else 1.0
+
+
+# Admission in one script, so that the per-user cap and the count cannot be raced by two questions of the same
+# user arriving together (a MULTI/EXEC transaction cannot add conditionally). Entries older than the answer
+# timeout belong to a web process killed while waiting and are dropped first.
+# KEYS: workers, pending, pending:user:<id>, service_ms; ARGV: now, worker ttl, answer timeout, question id, cap
+_ADMIT_SCRIPT = """
+local now = tonumber(ARGV[1])
+local timeout = tonumber(ARGV[3])
+local cap = tonumber(ARGV[5])
+local members = redis.call('ZRANGEBYSCORE', KEYS[1], now - tonumber(ARGV[2]), '+inf')
+redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, now - timeout)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], 0, now - timeout)
+local mine = redis.call('ZCARD', KEYS[3])
+local admitted = 0
+if cap <= 0 or mine < cap then
+  redis.call('ZADD', KEYS[2], now, ARGV[4])
+  redis.call('ZADD', KEYS[3], now, ARGV[4])
+  redis.call('EXPIRE', KEYS[3], math.ceil(timeout) + 60)
+  mine = mine + 1
+  admitted = 1
+end
+return {admitted, members, redis.call('ZCARD', KEYS[2]), mine, redis.call('GET', KEYS[4]) or ''}
+"""
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What a question met on arrival: `admitted` false means its asker already had `in_flight` questions
+    waiting, the most allowed (it was not added); `capacity` counts it as waiting only when admitted."""
+
+    admitted: bool
+    in_flight: int
+    capacity: Capacity
+
+
+def admission_try(*, question_id: str, user_id: int | None, user_cap: int = 0) -> Admission:
+    """Add question `question_id` of user `user_id` to the questions waiting, unless that user already has
+    `user_cap` questions waiting (0: no cap), and read the capacity it meets, atomically.
+
+    Returns the Admission. Raises RedisError when Redis is not reachable."""
+    client = redis_client()
+    keys = [workers_key(), pending_key(), user_pending_key(user_id or 0), service_key()]
+    now = time.time()
+    args = [now, WORKER_TTL_SECONDS, settings.ATHENA_ANSWER_TIMEOUT_SECONDS, question_id, user_cap]
+    admitted, members, pending, mine, service_ms = client.register_script(_ADMIT_SCRIPT)(keys=keys, args=args)
+    return Admission(
+        admitted=bool(admitted),
+        in_flight=int(mine),
+        capacity=Capacity(
+            workers=len(members),
+            processes=_processes(members),
+            pending=int(pending),
+            service_seconds=_service_seconds(service_ms),
+        ),
+    )
+
+
+def capacity_read(*, adding: str) -> Capacity:
+    """Count question `adding` as waiting (no asker, no cap) and read the capacity it meets."""
+    return admission_try(question_id=adding, user_id=None).capacity
+
+
+@dataclass(frozen=True)
+class QueuePosition:
+    """An asker's own place among the questions waiting or being answered (never anyone else's questions).
+
+    `in_flight`: the asker's questions waiting or being answered; `ahead`: questions (anyone's) published
+    before the asker's oldest one and still not answered, None when the asker has none; `expected_wait_seconds`:
+    the time before that question starts, None when the asker has none or no worker is alive."""
+
+    in_flight: int
+    ahead: int | None
+    expected_wait_seconds: float | None
+
+
+def queue_position(*, user_id: int) -> QueuePosition:
+    """The place of `user_id`'s oldest unanswered question in the realtime queue and its expected wait.
+    Raises RedisError when Redis is not reachable."""
+    client = redis_client()
+    now = time.time()
+    pipe = client.pipeline(transaction=True)
+    pipe.zrangebyscore(user_pending_key(user_id), now - settings.ATHENA_ANSWER_TIMEOUT_SECONDS, "+inf")
+    pipe.zrangebyscore(workers_key(), now - WORKER_TTL_SECONDS, "+inf")
+    pipe.get(service_key())
+    mine, members, service_ms = pipe.execute()
+    ranks = [rank for rank in (client.zrank(pending_key(), member) for member in mine) if rank is not None]
+    if not ranks:
+        return QueuePosition(in_flight=0, ahead=None, expected_wait_seconds=None)
+    ahead = min(ranks)
+    capacity = Capacity(
         workers=len(members),
-        processes=processes,
-        pending=int(pending),
-        service_seconds=float(service_ms) / 1000 if service_ms else 1.0,
+        processes=_processes(members),
+        pending=ahead + 1,
+        service_seconds=_service_seconds(service_ms),
+    )
+    wait = capacity.expected_wait_seconds
+    return QueuePosition(
+        in_flight=len(ranks),
+        ahead=ahead,
+        expected_wait_seconds=round(wait, 1) if math.isfinite(wait) else None,
     )
 
 
@@ -218,9 +315,13 @@ def workers_alive() -> bool:
         return False
 
 
-def pending_remove(question_id: str) -> None:
+def pending_remove(question_id: str, user_id: int | None = None) -> None:
+    """The question no longer waits (answered, refused, failed or given up): drop it from the queue counts."""
     try:
-        redis_client().zrem(pending_key(), question_id)
+        pipe = redis_client().pipeline(transaction=True)
+        pipe.zrem(pending_key(), question_id)
+        pipe.zrem(user_pending_key(user_id or 0), question_id)
+        pipe.execute()
     except RedisError:
         pass
 

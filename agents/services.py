@@ -13,10 +13,21 @@ from django.db import transaction
 
 from agents.models import Answer, Conversation, CurationItem
 from athena.errors import ApplicationError, NotFound, Unavailable, ValidationFailed
+from athena.throttling import RateLimited
 
 
 class Blocked(ApplicationError):
     code = "blocked"
+
+
+class TooManyInFlight(RateLimited):
+    """The asker already has ATHENA_USER_MAX_IN_FLIGHT questions waiting (429; Retry-After sent as a header)."""
+
+    code = "too_many_in_flight"
+
+    def __init__(self, message: str, *, details: Any, retry_after: int) -> None:
+        super().__init__(message, details=details)
+        self.retry_after = retry_after
 
 
 def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
@@ -151,28 +162,67 @@ def _unavailable_record(user: Any, conversation_id: str | None, *, question_id: 
 
 def _admit(user: Any, question_id: str) -> None:
     """Back-pressure: refuse at once (503 + Retry-After) a question that would wait in the realtime queue
-    longer than ATHENA_MAX_QUEUE_WAIT_SECONDS, instead of holding the caller's connection."""
+    longer than ATHENA_MAX_QUEUE_WAIT_SECONDS, instead of holding the caller's connection; and (429 +
+    Retry-After) a question whose asker already has ATHENA_USER_MAX_IN_FLIGHT questions waiting, so that one
+    heavy user's burst cannot fill the queue in front of everyone else."""
+    import math
+
     from redis.exceptions import RedisError
 
     from agents import realtime
 
     bound = settings.ATHENA_MAX_QUEUE_WAIT_SECONDS
+    cap = settings.ATHENA_USER_MAX_IN_FLIGHT
     try:
-        # added before counting, in one transaction: a burst of questions arriving together each see the
-        # ones that came before them (checking first and adding later let a burst of 32 all in)
-        capacity = realtime.capacity_read(adding=question_id)
+        # added before counting, in one script: a burst of questions arriving together each see the ones that
+        # came before them (checking first and adding later let a burst of 32 all in)
+        admission = realtime.admission_try(question_id=question_id, user_id=user.pk, user_cap=cap)
     except RedisError:
         _unavailable_record(user, None, question_id=question_id, reason="broker_down")
         raise Unavailable(
             "the message broker is not reachable; retry in a few seconds",
             retry_after=realtime.retry_after_seconds(),
         ) from None
+    capacity = admission.capacity
+    if not admission.admitted:
+        try:
+            position = realtime.queue_position(user_id=user.pk)
+        except RedisError:
+            position = realtime.QueuePosition(
+                in_flight=admission.in_flight, ahead=None, expected_wait_seconds=None
+            )
+        # the oldest of the user's questions is answered after its wait plus one answer's time
+        retry_after = max(1, math.ceil((position.expected_wait_seconds or 0.0) + capacity.service_seconds))
+        _withheld_question_record(
+            user,
+            None,
+            question_id=question_id,
+            verdict="throttled",
+            reason="too_many_in_flight",
+            why="the asker had too many questions waiting",
+        )
+        raise TooManyInFlight(
+            f"you already have {admission.in_flight} questions waiting for an answer, the most allowed; "
+            f"ask again when one is answered (about {retry_after} s)",
+            details={
+                "retry_after": retry_after,
+                "in_flight": admission.in_flight,
+                "limit": cap,
+                "ahead": position.ahead,
+                "expected_wait_seconds": position.expected_wait_seconds,
+            },
+            retry_after=retry_after,
+        )
     if bound and capacity.processes and capacity.expected_wait_seconds > bound:
-        realtime.pending_remove(question_id)
+        realtime.pending_remove(question_id, user.pk)
         _unavailable_record(user, None, question_id=question_id, reason="overloaded")
         raise Unavailable(
             f"too many questions are waiting (about {capacity.expected_wait_seconds:.0f} s); retry shortly",
             code="overloaded",
+            details={
+                "ahead": max(0, capacity.pending - 1),
+                "expected_wait_seconds": round(capacity.expected_wait_seconds, 1),
+            },
             retry_after=realtime.retry_after_seconds(capacity),
         )
 
@@ -280,7 +330,7 @@ def ask(
         if settings.ATHENA_REALTIME_VIA_CELERY:
             from agents.realtime import pending_remove
 
-            pending_remove(question_id)
+            pending_remove(question_id, user.pk)
 
     blocked = result["verdict"] == "blocked"
     guard = result.get("guard") or {}

@@ -4,6 +4,7 @@ from agents import apis, views
 
 api_urlpatterns = [
     path("ask", apis.AskApi.as_view(), name="ask"),
+    path("ask/queue", apis.AskQueueApi.as_view(), name="ask-queue"),
     path("conversations", apis.ConversationListApi.as_view(), name="conversations"),
     path("conversations/<uuid:conversation_id>", apis.ConversationDetailApi.as_view(), name="conversation"),
     path("answers/<int:answer_id>/feedback", apis.FeedbackApi.as_view(), name="answer-feedback"),

@@ -212,6 +212,11 @@ ATHENA_NO_WORKER_GRACE_SECONDS = env.float("ATHENA_NO_WORKER_GRACE_SECONDS", 8.0
 # (503 + Retry-After) rather than holding a connection; 0 turns the check off. 4 s: with an answer's own
 # second, accepted questions stay near the 5 s p95 aim (tests/benchmarks/README.md, load.py)
 ATHENA_MAX_QUEUE_WAIT_SECONDS = env.float("ATHENA_MAX_QUEUE_WAIT_SECONDS", 4.0, minimum=0.0)
+# fairness: questions one user may have waiting or being answered at once; the next gets 429 + Retry-After at
+# once while other users are still admitted (the realtime queue is first-in first-out, so this bounds how much
+# of it one user's burst can fill). 2: the chat page asks one at a time; a second tab or a retry may overlap.
+# 0 turns the cap off
+ATHENA_USER_MAX_IN_FLIGHT = env.int("ATHENA_USER_MAX_IN_FLIGHT", 2, minimum=0)
 ATHENA_WORKER_WARM_UP = env.bool("ATHENA_WORKER_WARM_UP", True)
 
 # --- audit ----------------------------------------------------------------------------------------------

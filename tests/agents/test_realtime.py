@@ -28,7 +28,8 @@ def clean_realtime_keys(redis_client):  # type: ignore[no-untyped-def]
 
 def _busy(redis_client, *, processes: int, waiting: int, service_ms: float) -> None:  # type: ignore[no-untyped-def]
     redis_client.zadd(realtime.workers_key(), {f"celery@busy|{processes}": time.time()})
-    redis_client.zadd(realtime.pending_key(), {f"q{i}": time.time() for i in range(waiting)})
+    if waiting:
+        redis_client.zadd(realtime.pending_key(), {f"q{i}": time.time() for i in range(waiting)})
     redis_client.set(realtime.service_key(), str(service_ms))
 
 
@@ -59,10 +60,12 @@ def test_a_question_that_would_wait_too_long_is_refused_at_once_with_retry_after
     assert response["Retry-After"] == "9"  # rounded up
     assert response.json()["error"]["code"] == "overloaded"
     assert response.json()["error"]["retry_after"] == 9
+    assert response.json()["error"]["details"] == {"ahead": 12, "expected_wait_seconds": 8.2}
     event = AuditEvent.objects.filter(kind="question", actor="crowded").latest("id")
     assert event.verdict == "unavailable" and event.payload["error"] == "overloaded"
     assert "restart BGP" not in str(event.payload)  # not screened for personal data: not logged
     assert clean_realtime_keys.zcard(realtime.pending_key()) == 12  # the refused question is not waiting
+    assert clean_realtime_keys.zcard(realtime.user_pending_key(user.pk)) == 0
     assert not Conversation.objects.filter(user=user).exists()  # nor did it leave an empty conversation
 
 
@@ -90,4 +93,132 @@ def test_no_live_worker_gives_503_with_retry_after_after_the_grace_not_the_answe
     event = AuditEvent.objects.filter(kind="question", actor="nobody-home").latest("id")
     assert event.payload["error"] == "no_worker" and event.payload["question_id"]
     assert clean_realtime_keys.zcard(realtime.pending_key()) == 0  # it no longer counts as waiting
+    assert clean_realtime_keys.zcard(realtime.user_pending_key(user.pk)) == 0  # nor as one of the user's
     assert clean_realtime_keys.exists(realtime.abandoned_key(event.payload["question_id"]))
+
+
+# --- per-user fairness and the asker's place in the queue -----------------------------------------------------
+
+
+def _own_waiting(redis_client, user, *ids: str, at: float | None = None) -> None:  # type: ignore[no-untyped-def]
+    """Questions of `user` waiting, as the web process's admission records them (both sets)."""
+    now = at or time.time()
+    redis_client.zadd(realtime.pending_key(), {qid: now for qid in ids})
+    redis_client.zadd(realtime.user_pending_key(user.pk), {qid: now for qid in ids})
+
+
+def test_a_user_at_the_in_flight_cap_is_refused_at_once_while_another_user_is_admitted(clean_realtime_keys):
+    redis = clean_realtime_keys
+    _busy(redis, processes=1, waiting=0, service_ms=2000)
+    heavy, other = make_user("heavy", "employees"), make_user("light", "employees")
+    redis.delete(realtime.user_pending_key(heavy.pk), realtime.user_pending_key(other.pk))
+    _own_waiting(redis, heavy, "heavy-1", "heavy-2")
+    started = time.monotonic()
+    with override_settings(
+        ATHENA_REALTIME_VIA_CELERY=True, ATHENA_USER_MAX_IN_FLIGHT=2, ATHENA_MAX_QUEUE_WAIT_SECONDS=30
+    ):
+        refused = client_for(heavy).post("/api/v1/ask", {"question": "How do I restart BGP?"}, format="json")
+        assert time.monotonic() - started < 2
+        position = client_for(other).get("/api/v1/ask/queue").json()
+        admitted = realtime.admission_try(question_id="light-1", user_id=other.pk, user_cap=2)
+    assert refused.status_code == 429, refused.content
+    error = refused.json()["error"]
+    assert error["code"] == "too_many_in_flight" and "2 questions waiting" in error["message"]
+    # the oldest of the two is first in the queue (being answered): one answer's time, 2 s
+    assert refused["Retry-After"] == "2" and error["retry_after"] == 2
+    assert error["details"] == {
+        "retry_after": 2,
+        "in_flight": 2,
+        "limit": 2,
+        "ahead": 0,
+        "expected_wait_seconds": 0.0,
+    }
+    event = AuditEvent.objects.filter(kind="question", actor="heavy").latest("id")
+    assert event.verdict == "throttled" and event.payload["error"] == "too_many_in_flight"
+    assert "BGP" not in str(event.payload)
+    assert not Conversation.objects.filter(user=heavy).exists()
+    assert redis.zcard(realtime.user_pending_key(heavy.pk)) == 2  # the refused one was never added
+    assert redis.zcard(realtime.pending_key()) == 3  # heavy's two and the other user's admitted one
+    assert position == {"in_flight": 0, "limit": 2, "ahead": None, "expected_wait_seconds": None}
+    assert admitted.admitted and admitted.in_flight == 1
+    redis.delete(realtime.user_pending_key(heavy.pk), realtime.user_pending_key(other.pk))
+
+
+def test_queue_position_reveals_only_the_callers_own_place(clean_realtime_keys):
+    redis = clean_realtime_keys
+    _busy(redis, processes=1, waiting=3, service_ms=2000)  # three questions of other users, older
+    asker, idle = make_user("asker", "employees"), make_user("idle", "employees")
+    redis.delete(realtime.user_pending_key(asker.pk), realtime.user_pending_key(idle.pk))
+    _own_waiting(redis, asker, "mine-1", at=time.time() + 1)
+    _own_waiting(redis, asker, "mine-2", at=time.time() + 2)
+    assert client_for(None).get("/api/v1/ask/queue").status_code in (401, 403)
+    body = client_for(asker).get("/api/v1/ask/queue").json()
+    # three ahead of the asker's oldest, one process: half an answer, then two more (2.5 x 2 s)
+    assert body == {"in_flight": 2, "limit": 2, "ahead": 3, "expected_wait_seconds": 5.0}
+    assert client_for(idle).get("/api/v1/ask/queue").json()["ahead"] is None
+    redis.delete(realtime.workers_key())  # no worker alive: the place is known, the wait is not
+    assert client_for(asker).get("/api/v1/ask/queue").json()["expected_wait_seconds"] is None
+    redis.delete(realtime.user_pending_key(asker.pk))
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_one_heavy_user_does_not_starve_another_through_a_real_worker(  # type: ignore[no-untyped-def]
+    celery_worker_process, redis_client
+):
+    """User A has two questions really in flight on the worker; A's third is refused at once with
+    Retry-After, and user B's question is admitted and answered meanwhile. Nothing is left waiting."""
+    import threading
+
+    from django.db import connection
+
+    heavy, light = make_user("heavy-real", "employees"), make_user("light-real", "employees")
+    for user in (heavy, light):
+        redis_client.delete(realtime.user_pending_key(user.pk))
+    deadline = time.monotonic() + 60  # the worker announces itself with a heartbeat once ready
+    while not realtime.workers_alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    replies: list = []
+
+    def ask_as_heavy(question: str) -> None:
+        try:
+            replies.append(client_for(heavy).post("/api/v1/ask", {"question": question}, format="json"))
+        finally:
+            connection.close()
+
+    questions = ["How do I check NTP drift?", "What hold timer do we use for BGP?"]
+    with override_settings(
+        ATHENA_REALTIME_VIA_CELERY=True, ATHENA_USER_MAX_IN_FLIGHT=2, ATHENA_MAX_QUEUE_WAIT_SECONDS=0
+    ):
+        threads = [threading.Thread(target=ask_as_heavy, args=(q,)) for q in questions]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 20
+        while redis_client.zcard(realtime.user_pending_key(heavy.pk)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = time.monotonic()
+        third = client_for(heavy).post(
+            "/api/v1/ask", {"question": "Where is the DNS runbook?"}, format="json"
+        )
+        refused_in = time.monotonic() - started
+        still_waiting = redis_client.zcard(realtime.user_pending_key(heavy.pk))
+        other = client_for(light).post(
+            "/api/v1/ask", {"question": "How do I rotate TLS certificates?"}, format="json"
+        )
+        for thread in threads:
+            thread.join(120)
+    assert still_waiting == 2, "A's questions were answered before the third was asked: the race was lost"
+    assert third.status_code == 429, third.content
+    assert refused_in < 1.0 and int(third["Retry-After"]) >= 1
+    assert third.json()["error"]["code"] == "too_many_in_flight"
+    assert other.status_code == 200, other.content
+    assert [r.status_code for r in replies] == [200, 200], [r.content for r in replies]
+    assert AuditEvent.objects.filter(kind="question", actor="light-real").get().verdict in (
+        "answered",
+        "abstained",
+    )
+    for user in (heavy, light):
+        assert redis_client.zcard(realtime.user_pending_key(user.pk)) == 0
+    assert not {m.decode() for m in redis_client.zrange(realtime.pending_key(), 0, -1)} & {
+        e.payload["question_id"] for e in AuditEvent.objects.filter(kind="question")
+    }

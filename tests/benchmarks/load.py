@@ -8,7 +8,9 @@ each status (503s are the deliberate back-pressure or no-worker replies; their m
 The server must be running (`make run`, or `manage.py stack up`); start it with a question quota that a
 benchmark does not exhaust (ATHENA_QUESTIONS_PER_HOUR=100000). Tokens: --token, or --users N creates users
 load-1..N (group employees) and their tokens in the database the Django settings name, and the requests are
-spread over them.
+spread over them. Each user may have ATHENA_USER_MAX_IN_FLIGHT (2) questions waiting at once; beyond that the
+API answers 429 too_many_in_flight (per-user fairness), so use at least concurrency ÷ 2 users (or raise the cap
+on the server) to measure the service rather than the cap.
 
     python tests/benchmarks/load.py --users 4 --levels 1,4,8,16,32 --per-level 32 --save load.json
     python tests/benchmarks/load.py --users 4 --baseline load.json          # compare with an earlier run

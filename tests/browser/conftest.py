@@ -147,6 +147,27 @@ def web_server_without_worker(django_db_setup, static_root) -> Iterator[str]:  #
         client.close()
 
 
+@pytest.fixture()
+def web_server_queued(django_db_setup, static_root) -> Iterator[tuple[str, Any]]:  # type: ignore[no-untyped-def]
+    """The same server on a broker of its own that no worker consumes, waiting 10 s for an answer; yields its
+    URL and a client of that Redis, in which the test writes the realtime queue's state (a worker's heartbeat,
+    questions waiting) as workers and web processes write it (agents/realtime.py)."""
+    from urllib.parse import urlsplit
+
+    import redis
+    from django.conf import settings
+
+    broker = urlsplit(settings.REDIS_URL)._replace(path="/12").geturl()
+    client = redis.Redis.from_url(broker)
+    client.flushdb()
+    try:
+        with _gunicorn(static_root, REDIS_URL=broker, ATHENA_ANSWER_TIMEOUT_SECONDS="10") as url:
+            yield url, client
+    finally:
+        client.flushdb()
+        client.close()
+
+
 @pytest.fixture(scope="module")
 def sample_site(django_db_setup, django_db_blocker) -> Iterator[None]:  # type: ignore[no-untyped-def]
     """The demo users and the sample knowledge base, ingested as `make run` ingests them; emptied afterwards

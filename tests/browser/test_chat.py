@@ -359,3 +359,44 @@ def test_no_worker_answering_reads_as_busy(browser, web_server_without_worker, s
     assert not _by_css(driver, ".turn.pending")
     assert _one(driver, "#question").get_attribute("value") == "How do I check NTP drift?"
     shot("01-busy")
+
+
+def test_a_waiting_question_shows_its_place_in_the_queue(
+    browser, web_server_queued, sample_site, shot
+) -> None:  # type: ignore[no-untyped-def]
+    """Three questions of other users wait ahead on the one busy answering process: while alice's question
+    waits, the page shows her place and expected wait from GET /api/v1/ask/queue."""
+    import threading
+    import time
+
+    from agents import realtime
+
+    driver, (base, broker) = browser, web_server_queued
+    stop = threading.Event()
+
+    def heartbeat() -> None:  # a live realtime worker with one process, as WorkerHeartbeat writes it
+        while not stop.is_set():
+            broker.zadd(realtime.workers_key(), {"celery@busy|1": time.time()})
+            stop.wait(0.5)
+
+    beating = threading.Thread(target=heartbeat, daemon=True)
+    beating.start()
+    broker.zadd(realtime.pending_key(), {f"other-{i}": time.time() - 1 for i in range(3)})
+    broker.set(realtime.service_key(), "1000")
+    try:
+        _clear_throttle("alice")
+        login(driver, base, "alice")
+        wait(driver, _present("#question"))
+        _one(driver, "#question").send_keys("How do I check NTP drift?")
+        _one(driver, "#ask-submit").click()
+        # three ahead, one process: half an answer, then two more at 1 s each
+        wait(driver, lambda d: "3 questions ahead of yours" in _one(d, "#progress-text").text, timeout=8)
+        assert _one(driver, "#progress-text").text == "3 questions ahead of yours, about 3 s"
+        shot("01-queued")
+        # nobody consumes this broker: after the answer timeout the page says the service is busy
+        wait(driver, lambda d: _one(d, "#ask-error").is_displayed(), timeout=30)
+        assert _one(driver, "#ask-error").text.startswith("Athena is busy")
+        assert not _one(driver, "#progress").is_displayed()
+    finally:
+        stop.set()
+        beating.join(5)

@@ -68,21 +68,45 @@
   });
 
   var progressTimer = null;
+  var queueTimer = null;
+  // "N questions ahead of yours, about S s": the caller's own place in the answering queue
+  // (GET /api/v1/ask/queue), polled while the ask is outstanding; empty when nothing waits ahead of it
+  function queueText(position) {
+    if (!position || !position.ahead) { return ""; }
+    var text = position.ahead + (position.ahead === 1 ? " question" : " questions") + " ahead of yours";
+    if (position.expected_wait_seconds !== null && position.expected_wait_seconds !== undefined) {
+      text += ", about " + Math.max(1, Math.ceil(Number(position.expected_wait_seconds))) + " s";
+    }
+    return text;
+  }
   function setBusy(busy) {
     state.busy = busy;
+    state.queue = "";
+    state.asking = (state.asking || 0) + 1;  // a poll answered after its ask ended is ignored
+    var asking = state.asking;
     $("ask-submit").disabled = busy;
     $("progress").hidden = !busy;
     if (progressTimer) { clearInterval(progressTimer); progressTimer = null; }
+    if (queueTimer) { clearTimeout(queueTimer); queueTimer = null; }
     if (busy) {
       var started = Date.now();
       var steps = ["Checking the question…", "Searching the documents…", "Weighing the evidence…",
                    "Composing a cited answer…"];
       $("progress-text").textContent = steps[0];
-      progressTimer = setInterval(function () {
+      var render = function () {
         var seconds = (Date.now() - started) / 1000;
         var step = steps[Math.min(steps.length - 1, Math.floor(seconds / 1.5))];
-        $("progress-text").textContent = step + " " + seconds.toFixed(0) + " s";
-      }, 500);
+        $("progress-text").textContent = state.queue || (step + " " + seconds.toFixed(0) + " s");
+      };
+      progressTimer = setInterval(render, 500);
+      var poll = function () {
+        api("GET", "/api/v1/ask/queue").then(function (position) {
+          if (state.asking === asking) { state.queue = queueText(position); render(); }
+        }).catch(function () { /* only a hint: the ask itself reports what went wrong */ }).then(function () {
+          if (state.asking === asking) { queueTimer = setTimeout(poll, 1000); }
+        });
+      };
+      queueTimer = setTimeout(poll, 300);
     }
   }
 
@@ -129,6 +153,18 @@
   }
 
   function errorText(error) {
+    if (error.code === "too_many_in_flight") {
+      var wait = Number((error.details && error.details.retry_after) || 0);
+      return "You already have " + (error.details.in_flight || "several") + " questions waiting for an answer. " +
+        "Ask again when one is answered" + (wait ? " (about " + wait + " s)." : ".");
+    }
+    if (error.code === "overloaded") {
+      var ahead = error.details && error.details.ahead;
+      var queued = Number((error.details && error.details.expected_wait_seconds) || 0);
+      return "Athena is busy: " + (ahead ? ahead + " questions are waiting, about " + Math.ceil(queued) + " s. "
+                                          : "many questions are waiting. ") +
+        "Please try again in a few seconds.";
+    }
     if (error.status === 429 && error.details && error.details.retry_after) {
       var seconds = Number(error.details.retry_after);
       var when = new Date(Date.now() + seconds * 1000);
