@@ -94,6 +94,25 @@ def test_retrieval_benchmark_runs_with_a_tiny_synthetic_corpus(bench_env: dict[s
     _run(bench_env, "manage.py", "migrate", "--verbosity", "0")
     _run(bench_env, "manage.py", "ingest", str(corpus), "--inline")
 
+    # the answer profile over the same documents, before the synthetic chunks join them
+    _run(
+        bench_env,
+        "manage.py",
+        "shell",
+        "-c",
+        "from athena.services import user_create_or_update; user_create_or_update(username='bench', groups=[])",
+    )
+    profiled = tmp_path / "profile.json"
+    result = _run(
+        bench_env,
+        "tests/benchmarks/answer_profile.py",
+        *("--user", "bench", "--limit", "2", "--out", str(profiled)),
+    )
+    profile = json.loads(profiled.read_text())
+    assert profile["questions"] == 2 and profile["answer_ms"]["median"] > 0, result.stdout
+    assert "retrieve" in profile["steps"] and "dense" in profile["retrieval"], result.stdout
+    assert profile["peak_rss_mib"] > 0
+
     saved = tmp_path / "run.json"
     result = _run(
         bench_env,

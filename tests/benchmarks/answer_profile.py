@@ -2,7 +2,7 @@
 """Where an answer's time goes: per-step and per-retrieval-source milliseconds over dev questions, and the
 process's peak resident memory.
 
-    python tests/benchmarks/profile.py [--split train|validation|all] [--limit 100] [--user dev-user]
+    python tests/benchmarks/answer_profile.py [--split train|validation|all] [--limit 100] [--user dev-user]
                                        [--out var/bench/profile.json] [--compare OLD.json]
 
 Runs the answering pipeline in this process (no web or broker hop: `load.py` measures that) for the first
