@@ -32,9 +32,10 @@ stop:
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy athena knowledge retrieval agents audit
+	$(VENV)/bin/mypy athena audit screening knowledge retrieval agents
 
 pytest: $(STAMP)
 	bash scripts/browser-deps.sh

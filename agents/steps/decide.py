@@ -22,7 +22,7 @@ from agents.evidence import EXPECTS_NUMBER, HAS_NUMBER, Evidence, ScoredSentence
 from agents.steps.evaluate import evaluate_pool
 from agents.steps.retrieve import merge_results
 from agents.steps.state import ABSTAIN_MESSAGE, AnswerState
-from retrieval.analysis import analyze
+from knowledge.text import analyze
 from retrieval.types import SearchConfig
 
 # The hand-set rules (used only without a trained selector): the best evidence sentence must cover enough of

@@ -267,7 +267,7 @@ def test_pii_analyzer_builds_and_runs_without_network() -> None:
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
 
-        from agents.guardrails import detect_pii, warm_up
+        from screening.pii import detect_pii, warm_up
         warm_up()
         print(sorted({f.entity for f in detect_pii("mail ops@example.co.uk, ssn 536-22-1234")}))
         """

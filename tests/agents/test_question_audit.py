@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.django_db
 def test_a_question_whose_pipeline_fails_is_audited() -> None:
     user = make_user("eng", "employees")
-    broken = {**settings.ATHENA_EMBEDDER, "BACKEND": "retrieval.embedders.NoSuchEmbedder"}
+    broken = {**settings.ATHENA_EMBEDDER, "BACKEND": "knowledge.embedders.NoSuchEmbedder"}
     with override_settings(ATHENA_EMBEDDER=broken), pytest.raises(Exception):  # noqa: B017 - any failure
         ask(user=user, question="How do I rotate the VPN pre-shared key?")
     event = AuditEvent.objects.get(kind="question")

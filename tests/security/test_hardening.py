@@ -15,12 +15,12 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
+from athena.principals import Principal
 from audit.models import AuditEvent
 from audit.services import audit_record
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.selectors import document_list_visible
 from knowledge.services import IngestOptions, files_ingest, uploads_expire
-from retrieval.types import Principal
 from tests.api import client_for, make_user
 from tests.knowledge.conftest import write_docs
 
@@ -71,7 +71,7 @@ def test_the_csv_export_neutralises_formulas() -> None:
 @pytest.mark.integration
 @pytest.mark.django_db
 def test_bootstrap_sets_no_known_password_outside_development() -> None:
-    from athena.management.commands.bootstrap import demo_users_ensure
+    from knowledge.management.commands.bootstrap import demo_users_ensure
 
     admin = User.objects.create_user("admin", password="a-changed-strong-password")
     assert demo_users_ensure(debug=False) is False

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from django.test import override_settings
 
-from retrieval.devices import Device, device_resolve, torch_device
+from athena.devices import Device, device_resolve, torch_device
 
 
 @pytest.mark.unit
@@ -34,7 +34,7 @@ def test_cuda_without_a_gpu_and_unknown_values_are_errors_that_say_what_is_valid
 def test_the_embedder_loads_on_the_device_the_setting_names_here_the_cpu():
     import torch
 
-    from retrieval.embedders import MiniLMEmbedder
+    from knowledge.embedders import MiniLMEmbedder
 
     with override_settings(ATHENA_DEVICE="auto"):
         assert torch_device() == ("cuda" if torch.cuda.is_available() else "cpu")

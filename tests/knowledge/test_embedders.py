@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from retrieval.embedders import get_embedder
+from knowledge.embedders import get_embedder
 
 WINDOWS = [
     "Only the first eight (8) characters are used.",
