@@ -66,6 +66,7 @@ QUESTION_FEATURES = (
     "wants_number_unmet",
     "question_words",
     "multi_hop",
+    "unmatched_quoted",
 )
 
 
@@ -163,6 +164,9 @@ class QuestionFacts:
     wants_number: bool
     question_words: int
     multi_hop: bool
+    # identifiers and numbers the question quotes ("--max-port", "2.90") that no evidence passage contains:
+    # the evidence may be about the topic and still not address the very thing asked
+    unmatched_quoted: int = 0
 
 
 def _has_number(text: str) -> bool:
@@ -244,6 +248,7 @@ def question_features(probabilities: np.ndarray, rows: np.ndarray, facts: Questi
             float(facts.wants_number and not column["number_fit"][top].any()),
             math.log1p(facts.question_words),
             float(facts.multi_hop),
+            float(min(facts.unmatched_quoted, 2)),
         ],
         dtype=float,
     )
@@ -267,8 +272,11 @@ def select(
     evidence: Sequence[Evidence],
     facts: QuestionFacts,
     chunk_scores: Mapping[int, Mapping[str, float]],
+    *,
+    unknown_terms_abstain: bool = True,
 ) -> Selection:
-    """Rank the candidates by the sentence model and decide whether to answer.
+    """Rank the candidates by the sentence model and decide whether to answer (`unknown_terms_abstain`: a
+    distinctive term no readable chunk holds forces an abstention; off only in a benchmark's ablation).
 
     Returns a Selection whose `ranked` keeps the candidates the model read, each with its probability as
     `score` (so later steps that compare scores compare probabilities), most probable first."""
@@ -284,7 +292,7 @@ def select(
     # a distinctive term that no chunk the principal may read holds means the readable documents lack the
     # topic: abstain whatever the probability (cross-validated on the train split: it catches about a quarter
     # of the unanswerable questions and turns away under 2% of answerable ones)
-    answer = p_answerable >= answerer.threshold and facts.unknown_terms == 0
+    answer = p_answerable >= answerer.threshold and (facts.unknown_terms == 0 or not unknown_terms_abstain)
     return Selection(rescored, p_answerable, answer)
 
 

@@ -67,6 +67,7 @@ def _facts(run: dict[str, Any]) -> QuestionFacts:
         wants_number=bool(facts.get("wants_number", False)),
         question_words=int(facts.get("question_words", 0)),
         multi_hop=bool(facts.get("multi_hop", False)),
+        unmatched_quoted=int(facts.get("unmatched_quoted", 0)),
     )
 
 

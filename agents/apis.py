@@ -103,6 +103,7 @@ class AskApi(APIView):
             question=data["question"],
             conversation_id=str(conversation_id) if conversation_id else None,
             filters=data.get("filters") or None,
+            enumeration_watch=True,
         )
         if not result.get("retrieved"):
             empty_result_record(request.user, data["question"])

@@ -426,11 +426,15 @@ def compose_extractive(
     hop: str = "single_hop",
     pinned: Sequence[ScoredSentence] = (),
     continued_in: Mapping[int, int] | None = None,
+    close_to_best: float = CLOSE_TO_BEST,
 ) -> Draft:
     """Build an answer from verbatim evidence sentences, shaped by the template.
 
     `continued_in` maps an evidence index to the index of the passage that continues it in its document (the
     next chunk, when retrieval brought it too): reading on after a sentence goes on across the chunk boundary.
+    `close_to_best`: for a procedure, the share of the best sentence's score one of the next two must reach for
+    its list of steps to make the answer (0 when `ranked` is the trained selector's order: its probabilities
+    are not on the hand-made score's scale, and its top three are all plausible answers).
     """
     if not ranked:
         return Draft(template, [])
@@ -442,7 +446,7 @@ def compose_extractive(
         # answered by the procedure even when a line above it ("The approved target release is ...") matches
         # the question a little better
         for pick in ranked[:3]:
-            if pick.score < best.score * CLOSE_TO_BEST:
+            if pick.score < best.score * close_to_best:
                 break
             passage = evidence[pick.evidence_index].text
             steps = _steps(passage)

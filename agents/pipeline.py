@@ -10,7 +10,7 @@ Memory writes and the audit event are done by the caller (agents.services) after
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agents.memory import Turn
@@ -41,6 +41,11 @@ class PipelineResult:
     rewritten: str
     guard: dict[str, Any]
     chunk_ids: list[int]
+    # retrieval's own stages (query embedding, each source, fusion, rerank, MMR), summed over its searches
+    search_timings_ms: dict[str, float] = field(default_factory=dict)
+    # abstained: how many of the question's distinctive terms only documents the asker cannot read hold;
+    # for the enumeration detector (athena.throttling), never part of the response
+    unreadable_terms: int = 0
 
 
 def run_pipeline(
@@ -75,6 +80,7 @@ def _result(state: AnswerState, started: float) -> PipelineResult:
     answered = state.verdict == "answered"
     # a blocked question never reached retrieval; a clarifying question shows nothing it retrieved
     hits = list(state.hits) if state.verdict in ("answered", "abstained") else []
+    best_bm25 = max((h.scores.get("bm25", 0.0) for h in hits), default=0.0)
     timings = {step["step"]: step["ms"] for step in state.trace}
     timings["total"] = round((time.perf_counter() - started) * 1000, 1)
     return PipelineResult(
@@ -99,7 +105,7 @@ def _result(state: AnswerState, started: float) -> PipelineResult:
                 "title": h.title,
                 "section": h.section,
                 "score": round(h.score, 4),
-                "scores": h.scores,
+                "scores": _shown_scores(h.scores, best_bm25),
             }
             for h in hits
         ],
@@ -107,4 +113,35 @@ def _result(state: AnswerState, started: float) -> PipelineResult:
         rewritten=state.rewritten,
         guard=state.guard,
         chunk_ids=[h.chunk_id for h in hits],
+        search_timings_ms=_search_timings(state),
+        unreadable_terms=_unreadable_terms(state),
     )
+
+
+def _search_timings(state: AnswerState) -> dict[str, float]:
+    summed: dict[str, float] = {}
+    for result in state.results:
+        for stage, ms in result.timings_ms.items():
+            summed[stage] = round(summed.get(stage, 0.0) + ms, 2)
+    return summed
+
+
+def _unreadable_terms(state: AnswerState) -> int:
+    """For an abstained question: its distinctive terms that no chunk the asker may read holds (the adequacy
+    step's `unknown`) but the index does, i.e. only documents they cannot read."""
+    if state.verdict != "abstained" or state.terms is None or not state.terms.unknown:
+        return 0
+    from retrieval.stages import indexed_terms
+
+    return len(indexed_terms(state.terms.unknown))
+
+
+def _shown_scores(scores: dict[str, float], best_bm25: float) -> dict[str, float]:
+    """A hit's per-source scores as the response shows them: BM25 relative to the best BM25 score shown (1.0).
+    The raw score is idf x tf-part, and its idf comes from the corpus-wide document frequencies, which count
+    documents the asker may not read: with a readable chunk's text in hand, a raw score gives away how many
+    chunks hold a term. The ratio of two chunks' scores for the same terms does not (retrieval and the answer
+    use the raw scores; only what is shown changes)."""
+    if "bm25" not in scores or best_bm25 <= 0:
+        return scores
+    return {**scores, "bm25": round(scores["bm25"] / best_bm25, 4)}

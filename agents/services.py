@@ -187,9 +187,12 @@ def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: A
 
     from agents import realtime
     from agents.tasks import answer_task
+    from athena.sealing import seal
 
     queue, timeout = settings.ATHENA_REALTIME_QUEUE, settings.ATHENA_ANSWER_TIMEOUT_SECONDS
-    args = [user.pk, question, conversation_id, filters]
+    # sealed: the input guard screens the question on the worker (Presidio needs torch, which web processes
+    # never import), so until then the broker and a redelivered copy hold only ciphertext
+    args = [user.pk, seal(question), conversation_id, filters]
     try:
         outcome = realtime.answer_wait(
             question_id=question_id,
@@ -215,9 +218,17 @@ def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: A
 
 
 def ask(
-    *, user: Any, question: str, conversation_id: str | None = None, filters: dict[str, Any] | None = None
+    *,
+    user: Any,
+    question: str,
+    conversation_id: str | None = None,
+    filters: dict[str, Any] | None = None,
+    enumeration_watch: bool = False,
 ) -> dict[str, Any]:
-    """Answer a question for `user`; returns the ask response body (DESIGN.md §8)."""
+    """Answer a question for `user`; returns the ask response body (DESIGN.md §8).
+
+    `enumeration_watch`: count an abstained answer towards the user's enumeration alert
+    (athena.throttling.abstention_record); the ask API sets it, an operator's `manage.py evaluate` does not."""
     from agents.memory import Turn, memory_append
     from audit.services import audit_record
 
@@ -298,6 +309,10 @@ def ask(
             "timings_ms": result["timings_ms"],
         },
     )
+    if enumeration_watch and result["verdict"] == "abstained":
+        from athena.throttling import abstention_record
+
+        abstention_record(user, question, unreadable_match=bool(result.get("unreadable_terms")))
     if blocked:
         answer_row = None
     else:

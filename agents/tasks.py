@@ -15,12 +15,15 @@ _heartbeat: Any = None
 # relies on them)
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
 def answer_task(
-    self: Task, user_id: int, question: str, conversation_id: str, filters: dict[str, Any] | None
+    self: Task, user_id: int, sealed_question: str, conversation_id: str, filters: dict[str, Any] | None
 ) -> dict | None:
+    """Answer a question for the realtime queue. `sealed_question` is the question sealed by the web process
+    (athena.sealing): the broker never holds its text, which the input guard has not screened yet."""
     import time
 
     from agents.realtime import AnswerLease, abandoned, service_time_record
     from agents.services import answer_compute
+    from athena.sealing import unseal
 
     question_id = str(self.request.id)
     if abandoned(question_id):  # the asker already got 503: nobody reads this answer
@@ -31,7 +34,10 @@ def answer_task(
     started = time.monotonic()
     with AnswerLease(question_id):
         result = answer_compute(
-            user_id=user_id, question=question, conversation_id=conversation_id, filters=filters
+            user_id=user_id,
+            question=unseal(sealed_question),
+            conversation_id=conversation_id,
+            filters=filters,
         )
     # the whole run as this process lived it (model contention, database, memory), for the expected wait
     service_time_record(time.monotonic() - started)

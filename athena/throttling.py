@@ -2,9 +2,10 @@
 
 * `ask_throttle_hit(user)` counts a question in a fixed one-hour window (key per user and window) and raises
   `RateLimited` (HTTP 429) past `settings.ATHENA_QUESTIONS_PER_HOUR`, recording a "throttled" audit event.
-* `empty_result_record(user, question)` and `document_probe_record(user, document_id)` watch for patterns
-  that map out the corpus: many distinct questions that retrieve nothing, or a burst of requests for
-  document ids the caller cannot see. Either blocks the user for a while, records an "enumeration_alert"
+* `empty_result_record(user, question)`, `abstention_record(user, question, ...)` and
+  `document_probe_record(user, document_id)` watch for patterns that map out the corpus: many distinct
+  questions that retrieve nothing or end abstained, or a burst of requests for document ids the caller
+  cannot see. Either blocks the user for a while, records an "enumeration_alert"
   audit event and mails the admins (once per block).
 
 If Redis is unreachable the limiter fails open (logged): it protects the service, it is not an ACL, and
@@ -223,6 +224,33 @@ def empty_result_record(user: Any, question: str) -> bool:
     )
 
 
+def abstention_record(user: Any, question: str, *, unreadable_match: bool) -> bool:
+    """Note a question that ended abstained; True when it tipped the user into an enumeration alert (more than
+    ATHENA_ENUMERATION_ABSTENTIONS distinct ones within ATHENA_ENUMERATION_WINDOW_SECONDS).
+
+    `unreadable_match`: the question named a term that only documents the user cannot read hold. Every
+    abstention counts the same towards the block, matched or not: a block that came sooner for probes of
+    restricted topics would itself tell the prober that such documents exist. The alert's audit event says how
+    many of the window's questions matched (compliance staff read it, the user never does)."""
+    digest = hashlib.sha256(" ".join(question.lower().split()).encode()).hexdigest()[:16]
+    window = settings.ATHENA_ENUMERATION_WINDOW_SECONDS
+    member = f"{digest}:{int(unreadable_match)}"
+    distinct = _distinct_in_window(user, "abstained", member, window, what="abstention")
+    limit = settings.ATHENA_ENUMERATION_ABSTENTIONS
+    if distinct is None or distinct <= limit:
+        return False
+    try:
+        members = redis_client().zrange(_user_key("abstained", user), 0, -1)
+    except Exception:
+        members = []
+    matched = sum(1 for m in members if (m.decode() if isinstance(m, bytes) else str(m)).endswith(":1"))
+    return _enumeration_alert(
+        user,
+        pattern=f"more than {limit} distinct questions abstained within {window} s",
+        evidence={"distinct_abstained_questions": distinct, "matched_unreadable_documents": matched},
+    )
+
+
 def document_probe_record(user: Any, document_id: int) -> bool:
     """Note a request for a document id the user cannot see (or that does not exist)."""
     distinct = _distinct_in_window(user, "probe", str(document_id), PROBE_WINDOW_SECONDS, what="probe")
@@ -239,7 +267,7 @@ def document_probe_record(user: Any, document_id: int) -> bool:
 def user_counters_clear(user: Any) -> None:
     """Forget a user's counters and block (admin action, tests)."""
     client = redis_client()
-    keys = [_user_key(kind, user) for kind in ("empty", "probe", "block")]
+    keys = [_user_key(kind, user) for kind in ("empty", "abstained", "probe", "block")]
     keys += list(client.scan_iter(match=f"{_user_key('ask', user)}:*"))
     keys += list(client.scan_iter(match=f"{_user_key('upload', user)}:*"))  # knowledge.uploads' hourly rate
     client.delete(*keys)

@@ -126,7 +126,57 @@ def audit_record(
             "key_id": key_id,
         }
         digest = event_digest(prev_hash=prev_hash, key=key, **content)
-        return AuditEvent.objects.create(**content, prev_hash=prev_hash, hash=digest)
+        event = AuditEvent.objects.create(**content, prev_hash=prev_hash, hash=digest)
+        if settings.ATHENA_AUDIT_SYSLOG:
+            # only once committed: a rolled-back event must not appear in the remote copy
+            transaction.on_commit(lambda: audit_syslog_send(event))
+        return event
+
+
+# --- optional syslog sink ----------------------------------------------------------------------------------
+SYSLOG_PRIORITY = 16 * 8 + 6  # facility local0, severity informational
+
+
+def audit_syslog_message(event: AuditEvent) -> bytes:
+    """One RFC 5424 message for `event`: its place in the chain (id, hashes, key id) and who/what/verdict.
+    The payload stays in the database: it may quote a question or an answer, and the remote copy exists to
+    anchor the chain outside the database (an edited or deleted event no longer matches it), not to copy it."""
+    body = canonical_json(
+        {
+            "id": event.pk,
+            "created_at": event.created_at,
+            "kind": event.kind,
+            "actor": event.actor,
+            "verdict": event.verdict,
+            "key_id": event.key_id,
+            "prev_hash": event.prev_hash,
+            "hash": event.hash,
+        }
+    )
+    stamp = event.created_at.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    host = os.uname().nodename or "-"
+    return f"<{SYSLOG_PRIORITY}>1 {stamp} {host} athena - audit - {body}".encode()
+
+
+def audit_syslog_send(event: AuditEvent) -> None:
+    """Send `event` to ATHENA_AUDIT_SYSLOG ("udp://host:port"). A sink that is down loses the datagram (it is
+    logged): the database remains the record, and the checkpoints and audit_verify still cover it."""
+    import socket
+    from urllib.parse import urlsplit
+
+    target = urlsplit(settings.ATHENA_AUDIT_SYSLOG)
+    if target.scheme != "udp" or not target.hostname or not target.port:
+        logger.error("ATHENA_AUDIT_SYSLOG must look like udp://host:port; event %s not sent", event.pk)
+        return
+    try:
+        with socket.socket(
+            socket.AF_INET6 if ":" in target.hostname else socket.AF_INET, socket.SOCK_DGRAM
+        ) as sock:
+            sock.sendto(audit_syslog_message(event), (target.hostname, target.port))
+    except OSError as exc:
+        logger.warning(
+            "audit syslog sink %s: event %s not sent (%s)", settings.ATHENA_AUDIT_SYSLOG, event.pk, exc
+        )
 
 
 # --- checkpoints outside the database ----------------------------------------------------------------------

@@ -68,6 +68,16 @@ def readable_terms(terms: Collection[str], principal: Principal) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
+def indexed_terms(terms: Collection[str]) -> set[str]:
+    """The terms that occur in at least one chunk, whoever may read it. Never for what a user is shown: the
+    enumeration detector uses it to tell a probe for restricted topics in the audit log."""
+    if not terms:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT term FROM knowledge_termstat WHERE term = ANY(%s) AND df > 0", [list(terms)])
+        return {row[0] for row in cursor.fetchall()}
+
+
 def near_readable_terms(term: str, principal: Principal, *, limit: int, min_df: int = 1) -> list[str]:
     """Index terms within `limit` edits of `term` (pg_trgm candidates in at least `min_df` chunks) that the
     principal can read, closest first."""
@@ -265,58 +275,42 @@ def graph_search(
     Each entity contributes its `mentions_per_entity` strongest mentions among the chunks the principal may
     read (index knowledge_mention_strength, ACL checked while walking it, so a narrow principal or filter
     still gets a full list); entities mentioned in more than max(GRAPH_MAX_DF, N/50) chunks carry no
-    signal and are skipped. The cost is bounded whatever the corpus size."""
+    signal and are skipped. The cost is bounded whatever the corpus size.
+
+    Nothing the principal cannot read shapes the result (see :data:`GRAPH_SQL`): an entity's rarity counts
+    only the chunks they may read, and a question entity mentioned in any chunk they may not read gets its
+    co-occurring entities recounted over the chunks they may read (the stored edge weights count every
+    chunk), so an edge that only a hidden document created is never followed. When the principal reads
+    every chunk mentioning the entity the stored edges are exact for them and are used as before."""
+    from knowledge.indexing import MAX_EDGE_ENTITIES
+
     if not entity_keys:
         return []
     where, params = visibility_sql(principal, filters)
+    # edges and rarity are scoped by the ACL alone: metadata filters hide nothing, and answers under a filter
+    # keep following the stored edges
+    acl, acl_params = visibility_sql(principal, Filters())
     kinds = [kind for kind, _ in entity_keys]
     names = [name for _, name in entity_keys]
-    sql = f"""
-        WITH seed AS (
-            SELECT e.id FROM knowledge_entity e
-            JOIN unnest(%s::varchar[], %s::varchar[]) AS x(kind, name) ON e.kind = x.kind AND e.name = x.name),
-        near AS (
-            SELECT id, 1.0::float8 AS w FROM seed
-            UNION ALL
-            SELECT nb.other, 0.3 * nb.weight / nullif(max(nb.weight) OVER (PARTITION BY nb.seed_id), 0)
-            FROM (SELECT s.id AS seed_id, x.other, x.weight,
-                         row_number() OVER (PARTITION BY s.id ORDER BY x.weight DESC) AS r
-                  FROM seed s CROSS JOIN LATERAL (
-                      (SELECT e.target_id AS other, e.weight FROM knowledge_edge e
-                       WHERE e.source_id = s.id AND e.weight > 0 ORDER BY e.weight DESC LIMIT %s)
-                      UNION ALL
-                      (SELECT e.source_id, e.weight FROM knowledge_edge e
-                       WHERE e.target_id = s.id AND e.weight > 0 ORDER BY e.weight DESC LIMIT %s)) x) nb
-            WHERE nb.r <= %s AND nb.other NOT IN (SELECT id FROM seed)),
-        ent AS (SELECT id, max(w) AS w FROM near GROUP BY id),
-        -- materialised: each df is counted once, not again for every mention row that uses it
-        edf AS MATERIALIZED (SELECT ent.id, ent.w,
-                       (SELECT count(*) FROM (SELECT 1 FROM knowledge_mention m WHERE m.entity_id = ent.id
-                                              LIMIT %s) x) AS df
-                FROM ent),
-        direct AS (
-            SELECT m.chunk_id, m.document_id, sum(edf.w * (1 + ln(m.count)) / ln(2 + edf.df)) AS score
-            FROM edf CROSS JOIN LATERAL (
-                SELECT m.chunk_id, m.count, c.document_id FROM knowledge_mention m
-                JOIN knowledge_chunk c ON c.id = m.chunk_id
-                WHERE m.entity_id = edf.id AND {where}
-                ORDER BY m.count DESC, m.chunk_id LIMIT %s) m
-            WHERE edf.df <= %s
-            GROUP BY m.chunk_id, m.document_id)
-        SELECT chunk_id, score, document_id FROM direct ORDER BY score DESC, chunk_id LIMIT %s
-    """
     with connection.cursor() as cursor:
         cursor.execute("SELECT n_chunks FROM knowledge_corpusstat WHERE id = 1")
         row = cursor.fetchone()
         too_common = max(GRAPH_MAX_DF, (int(row[0]) if row else 0) // 50)
         cursor.execute(
-            sql,
+            GRAPH_SQL.format(acl=acl, where=where),
             [
+                *acl_params,  # seed.hidden
                 kinds,
                 names,
                 neighbours,
                 neighbours,
+                *acl_params,  # recount: the seed's readable mentions
+                GRAPH_RECOUNT_MENTIONS,
+                MAX_EDGE_ENTITIES,
+                MAX_EDGE_ENTITIES,
                 neighbours,
+                neighbours,
+                *acl_params,  # edf: readable mentions only
                 too_common + 1,
                 *params,
                 mentions_per_entity,
@@ -344,6 +338,68 @@ def graph_search(
         seen = {s.id for s in run}
         run += [Scored(int(i), floor) for (i,) in cursor.fetchall() if i not in seen]
     return run[: k + 5]
+
+
+# A question entity's neighbours for a principal who cannot read every chunk mentioning it are recounted
+# over at most its GRAPH_RECOUNT_MENTIONS strongest readable mentions (bounded cost; exact below that).
+GRAPH_RECOUNT_MENTIONS = 2_000
+# `{acl}`: the principal's ACL on chunk alias c; `{where}`: ACL and metadata filters.
+#  seed   - the question's entities; `hidden` when a chunk the principal may not read mentions one
+#  near   - each seed and its `neighbours` strongest co-occurring entities: from the stored edges when the
+#           seed is not hidden (their weights count chunks the principal may all read), else counted in the
+#           chunks the principal may read, with the indexer's rule (both entities among the chunk's
+#           MAX_EDGE_ENTITIES most mentioned, ties by entity id); the WHERE on s.hidden is a one-time filter,
+#           so only one of the two ways runs per seed
+#  edf    - each entity's document frequency among the chunks the principal may read (its rarity)
+GRAPH_SQL = """
+    WITH seed AS (
+        SELECT e.id, EXISTS (SELECT 1 FROM knowledge_mention hm JOIN knowledge_chunk c ON c.id = hm.chunk_id
+                             WHERE hm.entity_id = e.id AND ({acl}) IS NOT TRUE) AS hidden
+        FROM knowledge_entity e
+        JOIN unnest(%s::varchar[], %s::varchar[]) AS x(kind, name) ON e.kind = x.kind AND e.name = x.name),
+    near AS (
+        SELECT id, 1.0::float8 AS w FROM seed
+        UNION ALL
+        SELECT nb.other, 0.3 * nb.weight / nullif(max(nb.weight) OVER (PARTITION BY nb.seed_id), 0)
+        FROM (SELECT s.id AS seed_id, x.other, x.weight,
+                     row_number() OVER (PARTITION BY s.id ORDER BY x.weight DESC) AS r
+              FROM seed s CROSS JOIN LATERAL (
+                  (SELECT e.target_id AS other, e.weight FROM knowledge_edge e
+                   WHERE NOT s.hidden AND e.source_id = s.id AND e.weight > 0 ORDER BY e.weight DESC LIMIT %s)
+                  UNION ALL
+                  (SELECT e.source_id, e.weight FROM knowledge_edge e
+                   WHERE NOT s.hidden AND e.target_id = s.id AND e.weight > 0 ORDER BY e.weight DESC LIMIT %s)
+                  UNION ALL
+                  (SELECT o.entity_id, count(*)::float8
+                   FROM (SELECT m.chunk_id, m.count FROM knowledge_mention m
+                         JOIN knowledge_chunk c ON c.id = m.chunk_id
+                         WHERE s.hidden AND m.entity_id = s.id AND {acl}
+                         ORDER BY m.count DESC, m.chunk_id LIMIT %s) sm
+                   JOIN knowledge_mention o ON o.chunk_id = sm.chunk_id AND o.entity_id <> s.id
+                   WHERE (SELECT count(*) FROM knowledge_mention r WHERE r.chunk_id = sm.chunk_id
+                          AND (r.count > sm.count OR (r.count = sm.count AND r.entity_id < s.id))) < %s
+                     AND (SELECT count(*) FROM knowledge_mention r WHERE r.chunk_id = o.chunk_id
+                          AND (r.count > o.count OR (r.count = o.count AND r.entity_id < o.entity_id))) < %s
+                   GROUP BY o.entity_id ORDER BY 2 DESC, 1 LIMIT %s)) x) nb
+        WHERE nb.r <= %s AND nb.other NOT IN (SELECT id FROM seed)),
+    ent AS (SELECT id, max(w) AS w FROM near GROUP BY id),
+    -- materialised: each df is counted once, not again for every mention row that uses it
+    edf AS MATERIALIZED (SELECT ent.id, ent.w,
+                   (SELECT count(*) FROM (SELECT 1 FROM knowledge_mention m
+                                          JOIN knowledge_chunk c ON c.id = m.chunk_id
+                                          WHERE m.entity_id = ent.id AND {acl} LIMIT %s) x) AS df
+            FROM ent),
+    direct AS (
+        SELECT m.chunk_id, m.document_id, sum(edf.w * (1 + ln(m.count)) / ln(2 + edf.df)) AS score
+        FROM edf CROSS JOIN LATERAL (
+            SELECT m.chunk_id, m.count, c.document_id FROM knowledge_mention m
+            JOIN knowledge_chunk c ON c.id = m.chunk_id
+            WHERE m.entity_id = edf.id AND {where}
+            ORDER BY m.count DESC, m.chunk_id LIMIT %s) m
+        WHERE edf.df <= %s
+        GROUP BY m.chunk_id, m.document_id)
+    SELECT chunk_id, score, document_id FROM direct ORDER BY score DESC, chunk_id LIMIT %s
+"""
 
 
 def fetch_hits(chunk_ids: Sequence[int], visible_to: Principal | None = None) -> dict[int, dict[str, Any]]:

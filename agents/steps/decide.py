@@ -18,11 +18,12 @@ from agents.answerer import (
     select,
     sentence_features,
 )
-from agents.evidence import EXPECTS_NUMBER, HAS_NUMBER, Evidence, ScoredSentence
+from agents.evidence import EXPECTS_NUMBER, HAS_NUMBER, NUMBER, Evidence, ScoredSentence
 from agents.steps.evaluate import evaluate_pool
 from agents.steps.retrieve import merge_results
-from agents.steps.state import ABSTAIN_MESSAGE, AnswerState
-from knowledge.text import analyze
+from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, ablated
+from knowledge.text import analyze, identifiers
+from retrieval.metrics import contains
 from retrieval.types import SearchConfig
 
 # The hand-set rules (used only without a trained selector): the best evidence sentence must cover enough of
@@ -42,7 +43,7 @@ class Decide:
             _observe(state)
         ok, why, selection = adequate(state, state.candidates, state.evidence)
         state = state.noted("adequacy", why)
-        if not ok and not terms.unknown and len(state.sub_questions) <= 1:
+        if not ok and not terms.unknown and len(state.sub_questions) <= 1 and not ablated("reformulate"):
             retried = _reformulated(state)
             if retried is not None:
                 state = retried
@@ -73,7 +74,18 @@ def facts(state: AnswerState, evidence: Sequence[Evidence]) -> QuestionFacts:
         wants_number=EXPECTS_NUMBER.search(state.rewritten) is not None,
         question_words=len(state.rewritten.split()),
         multi_hop=state.hop == "multi_hop",
+        unmatched_quoted=unmatched_quoted(state.rewritten, evidence[: state.pool_size]),
     )
+
+
+def unmatched_quoted(question: str, pool: Sequence[Evidence]) -> int:
+    """How many of the identifiers and numbers the question quotes no evidence passage contains (as written,
+    case aside, at token edges)."""
+    quoted = dict.fromkeys([*identifiers(question), *(m.group(0) for m in NUMBER.finditer(question))])
+    if not quoted:
+        return 0
+    text = " ".join(f"{item.title} {item.section} {item.text}" for item in pool)
+    return sum(1 for value in quoted if not contains(text, value))
 
 
 def chunk_scores(state: AnswerState) -> dict[int, dict[str, float]]:
@@ -101,13 +113,22 @@ def adequate(
     state: AnswerState, ranked: Sequence[ScoredSentence], evidence: Sequence[Evidence]
 ) -> tuple[bool, str, Selection | None]:
     """(answer?, why, the selector's ranking when a trained selector decided)."""
-    answerer = get_answerer()
+    answerer = None if ablated("selector") else get_answerer()
     if answerer is None:
         ok, why = adequate_by_rules(state, ranked)
         return ok, why, None
-    chosen = select(answerer, ranked, evidence, facts(state, evidence), chunk_scores(state))
+    chosen = select(
+        answerer,
+        ranked,
+        evidence,
+        facts(state, evidence),
+        chunk_scores(state),
+        unknown_terms_abstain=not ablated("unknown_terms"),
+    )
     assert state.terms is not None
-    if state.terms.unknown:  # the selector abstains on these whatever its probability: say which term
+    if state.terms.unknown and not ablated(
+        "unknown_terms"
+    ):  # the selector abstains on these whatever its probability: say which term
         missing = ", ".join(t.lstrip("=") for t in state.terms.unknown[:5])
         return False, f"term(s) not in the knowledge base: {missing}; {chosen.describe()}", chosen
     return chosen.answer, chosen.describe(), chosen
@@ -116,7 +137,7 @@ def adequate(
 def adequate_by_rules(state: AnswerState, ranked: Sequence[ScoredSentence]) -> tuple[bool, str]:
     """The hand-set adequacy rules, used when no trained answer selector is installed."""
     assert state.terms is not None
-    if state.terms.unknown:
+    if state.terms.unknown and not ablated("unknown_terms"):
         return (
             False,
             f"term(s) not in the knowledge base: {', '.join(t.lstrip('=') for t in state.terms.unknown[:5])}",

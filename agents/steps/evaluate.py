@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from agents.evidence import Evidence, ScoredSentence, score_sentences
-from agents.steps.state import AnswerState
+from agents.steps.state import AnswerState, ablated
 from retrieval.types import Hit
 
 # Neighbour expansion for the best three hits: with four, their neighbours filled the twelve evaluated passages
@@ -37,7 +37,7 @@ def evaluate_pool(state: AnswerState, hits: Sequence[Hit]) -> tuple[list[Evidenc
     from retrieval.search import chunks_by_ids, neighbour_ids
 
     assert state.terms is not None, "retrieve runs first"
-    top = list(hits[:NEIGHBOURS_FOR])
+    top = list(hits[: 0 if ablated("neighbours") else NEIGHBOURS_FOR])
     links = neighbour_ids([h.chunk_id for h in top])
     wanted = [n for h in top for n in links.get(h.chunk_id, (None, None)) if n]
     neighbours = chunks_by_ids(wanted, state.principal)

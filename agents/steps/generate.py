@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from agents.evidence import (
+    CLOSE_TO_BEST,
     NUMBER,
     Attribution,
     Draft,
@@ -21,7 +22,7 @@ from agents.evidence import (
     verify,
 )
 from agents.steps.decide import MIN_SENTENCE_SCORE
-from agents.steps.state import ABSTAIN_MESSAGE, AnswerState
+from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, ablated
 from knowledge.text import sentences
 from retrieval.types import Hit
 
@@ -113,6 +114,7 @@ def _extractive(state: AnswerState) -> tuple[Draft | None, Attribution | None, A
                 hop=state.hop,
                 pinned=pins,
                 continued_in=continued_in,
+                close_to_best=0.0 if state.selection is not None else CLOSE_TO_BEST,
             )
         check = verify(candidate, evidence)
         state = state.noted(
@@ -127,7 +129,7 @@ def _extractive(state: AnswerState) -> tuple[Draft | None, Attribution | None, A
 def sub_question_picks(state: AnswerState, evidence: Sequence[Evidence]) -> list[ScoredSentence]:
     """For a decomposed question, the best sentence for each sub-question: the answer addresses every part (the
     bridging fact and what the question finally asks), not only what matches the whole best."""
-    if len(state.sub_questions) < 2 or state.terms is None:
+    if len(state.sub_questions) < 2 or state.terms is None or ablated("sub_question_pins"):
         return []
     picks: list[ScoredSentence] = []
     for sub in state.sub_questions:

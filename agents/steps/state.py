@@ -119,9 +119,41 @@ class Step(Protocol):
     def describe(self, state: AnswerState) -> str: ...
 
 
+# Parts of answering a benchmark may turn off (settings.ATHENA_ABLATE) to measure what each adds: whole steps
+# by name, and parts inside a step. The guards, retrieval and the composition of a cited answer are not among
+# them: without those there is no answer to measure, or an unsafe one.
+ABLATABLE = frozenset(
+    {
+        "follow_up_rewrite",  # step: follow-ups are asked as they are
+        "clarify",  # step: never ask back
+        "decompose",  # step: a chained or comparison question is retrieved as one
+        "neighbours",  # evaluate: the best hits' neighbouring chunks do not join the evidence
+        "selector",  # decide: the hand-set adequacy rules and order instead of the trained selector
+        "unknown_terms",  # decide: a term no readable chunk holds does not force an abstention
+        "reformulate",  # decide: no second search with the distinctive terms
+        "sub_question_pins",  # generate: each sub-question's best sentence is not pinned into the answer
+    }
+)
+
+
+def ablated(part: str) -> bool:
+    """Whether a benchmark turned `part` (one of ABLATABLE) off."""
+    from django.conf import settings
+
+    switched_off = getattr(settings, "ATHENA_ABLATE", ())
+    if not switched_off:
+        return False
+    unknown = set(switched_off) - ABLATABLE
+    if unknown:
+        raise ValueError(f"ATHENA_ABLATE names unknown part(s) {sorted(unknown)}; valid: {sorted(ABLATABLE)}")
+    return part in switched_off
+
+
 def run_steps(steps: Sequence[Step], state: AnswerState) -> AnswerState:
     """Run `steps` in order until one ends the run; one trace entry per step that ran."""
     for step in steps:
+        if step.name in ABLATABLE and ablated(step.name):
+            continue
         started = time.perf_counter()
         state = step.run(state)
         state = state.noted(step.name, step.describe(state), (time.perf_counter() - started) * 1000)

@@ -187,9 +187,17 @@ ATHENA_MAX_PDF_PAGES = env.int("ATHENA_MAX_PDF_PAGES", 2_000, minimum=1)
 ATHENA_CHUNK_TOKENS = env.int("ATHENA_CHUNK_TOKENS", 200, minimum=32)
 ATHENA_MAX_QUESTION_CHARS = 1000
 ATHENA_QUESTIONS_PER_HOUR = env.int("ATHENA_QUESTIONS_PER_HOUR", 60, minimum=1)
+# enumeration: more than this many distinct abstained questions from one user within the window raise an
+# enumeration_alert (audited, admins mailed) and pause the user; a person rephrasing abstains a few times, a
+# script mapping out what the knowledge base holds abstains dozens of times
+ATHENA_ENUMERATION_ABSTENTIONS = env.int("ATHENA_ENUMERATION_ABSTENTIONS", 15, minimum=1)
+ATHENA_ENUMERATION_WINDOW_SECONDS = env.int("ATHENA_ENUMERATION_WINDOW_SECONDS", 600, minimum=10)
 ATHENA_STALE_AFTER_DAYS = env.int("ATHENA_STALE_AFTER_DAYS", 730, minimum=1)
 # prose answers stop after about this many words (whole sentences; the lead unit is always kept)
 ATHENA_ANSWER_MAX_WORDS = env.int("ATHENA_ANSWER_MAX_WORDS", 100, minimum=20)
+# benchmark switches: answering parts turned off to measure what each adds (`devset.py eval --ablate`); names
+# in agents.steps.state.ABLATABLE, checked at start-up. Empty in any real deployment.
+ATHENA_ABLATE = env.list("ATHENA_ABLATE")
 ATHENA_MEMORY_TURNS = env.int("ATHENA_MEMORY_TURNS", 6, minimum=1)
 ATHENA_MEMORY_TTL_SECONDS = env.int("ATHENA_MEMORY_TTL_SECONDS", 86_400, minimum=60)
 ATHENA_UPLOAD_TTL_HOURS = env.int("ATHENA_UPLOAD_TTL_HOURS", 24, minimum=1)
@@ -219,6 +227,9 @@ ATHENA_AUDIT_CHECKPOINT_FILE = env.str(
     "ATHENA_AUDIT_CHECKPOINT_FILE", str(var_dir() / "audit" / "checkpoints.jsonl")
 )
 ATHENA_AUDIT_CHECKPOINT_MINUTES = env.int("ATHENA_AUDIT_CHECKPOINT_MINUTES", 5, minimum=1, maximum=1440)
+# optional remote copy of each committed event's chain entry (id, kind, actor, verdict, hashes; no payload):
+# "udp://host:port" sends one RFC 5424 syslog datagram per event; empty (the default) sends nothing
+ATHENA_AUDIT_SYSLOG = env.str("ATHENA_AUDIT_SYSLOG", "")
 
 # --- web ------------------------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

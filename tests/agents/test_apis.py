@@ -35,7 +35,7 @@ def fake_ask(*, retrieved: list[str] | None = None, abstained: bool = False):  #
     """Stands in for the answering service only where a test is about the HTTP layer around it."""
     calls: list[dict] = []
 
-    def ask(*, user, question, conversation_id=None, filters=None):  # type: ignore[no-untyped-def]
+    def ask(*, user, question, conversation_id=None, filters=None, **_):  # type: ignore[no-untyped-def]
         calls.append({"question": question, "conversation_id": conversation_id, "filters": filters})
         conversation = Conversation.objects.create(user=user, title=question[:40])
         answer = Answer.objects.create(

@@ -77,3 +77,29 @@ def test_the_decision_abstains_and_says_what_it_searched_when_the_documents_do_n
     decided = Decide().run(state)
     assert decided.verdict == "abstained"
     assert "I searched the documents you can access for" in decided.answer
+
+
+def test_an_ablated_step_is_skipped_and_an_unknown_part_is_refused(twin_kb, settings):  # noqa: F811
+    settings.ATHENA_ABLATE = ["decompose", "neighbours"]
+    final = run_steps(ANSWERING, _state())
+    traced = [entry["step"] for entry in final.trace]
+    assert "decompose" not in traced and "retrieve" in traced
+    assert final.verdict == "answered"
+    # neighbours off: the evidence is the hits alone
+    assert [item.chunk_id for item in final.evidence] == [hit.chunk_id for hit in final.hits]
+    settings.ATHENA_ABLATE = ["guard_input"]  # the guards are never ablatable
+    with pytest.raises(ValueError, match="unknown part"):
+        run_steps(ANSWERING, _state())
+
+
+def test_the_facts_count_quoted_values_the_evidence_never_mentions(twin_kb):  # noqa: F811
+    from agents.steps.decide import facts
+
+    state = _state("Which VLAN is the management VLAN on the lab switches running firmware 9.4.1?")
+    for step in ANSWERING[:7]:
+        state = step.run(state)
+    assert facts(state, state.evidence).unmatched_quoted == 1  # "9.4.1": no passage says it
+    state = _state()
+    for step in ANSWERING[:7]:
+        state = step.run(state)
+    assert facts(state, state.evidence).unmatched_quoted == 0

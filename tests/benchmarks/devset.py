@@ -4,7 +4,7 @@ to its allowed group, create the two evaluation users, run `evaluate` and the of
 
     python tests/benchmarks/devset.py ingest [--corpus DIR]     # build (if missing) and ingest
     python tests/benchmarks/devset.py eval [--split train|validation|all] [--out PRED.jsonl] [--config JSON]
-                                           [--compare] [--questions FILE]
+                                           [--compare] [--questions FILE] [--ablate PART,...]
     python tests/benchmarks/devset.py sample [--out PRED.jsonl]   # the sample KB's 30 questions, own database
 
 `sample` is a held-out check: the sample knowledge base (knowledge/sample_kb, our own fictional NOC documents)
@@ -165,6 +165,11 @@ def main() -> None:
     p_eval.add_argument("--limit", type=int, default=None)
     p_eval.add_argument("--split", default="train", choices=SPLITS)
     p_eval.add_argument("--questions", default=str(DEVSET / "questions.jsonl"))
+    p_eval.add_argument(
+        "--ablate",
+        default="",
+        help="comma-separated answering parts to turn off (agents.steps.state.ABLATABLE), e.g. decompose,reformulate",
+    )
     p_sample = sub.add_parser("sample")
     p_sample.add_argument("--out", default=str(ROOT / "var" / "sample-predictions.jsonl"))
     args = parser.parse_args()
@@ -173,6 +178,8 @@ def main() -> None:
     elif args.cmd == "sample":
         sample(Path(args.out))
     else:
+        if args.ablate:
+            os.environ["ATHENA_ABLATE"] = args.ablate  # read by the settings when Django starts
         evaluate(Path(args.out), args.config, args.compare, args.limit, args.split, Path(args.questions))
 
 

@@ -1,0 +1,130 @@
+"""A question reaches the realtime worker sealed (athena.sealing): the input guard screens it there, so until
+then neither the broker message (body, `argsrepr` header, a copy left in the queue) nor the result backend
+may hold its text. These tests read everything in the real Redis."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from agents import realtime
+from agents.models import Answer, Conversation
+from athena.sealing import InvalidToken, seal, unseal
+from audit.models import AuditEvent
+from tests.api import client_for, make_user
+
+pytestmark = [pytest.mark.integration]
+
+SSN = "536-22-1234"
+QUESTION = f"My SSN is {SSN}, can you update my HR record?"
+
+
+def _decoded(raw: bytes) -> list[bytes]:
+    """A stored value as is, plus, for a kombu message envelope, its body decoded (base64 on Redis)."""
+    out = [raw]
+    try:
+        envelope = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return out
+    if isinstance(envelope, list) and envelope and isinstance(envelope[0], str):  # unacked: [message, ...]
+        try:
+            envelope = json.loads(envelope[0])
+        except ValueError:
+            return out
+    if isinstance(envelope, dict) and isinstance(envelope.get("body"), str):
+        try:
+            out.append(base64.b64decode(envelope["body"]))
+        except ValueError:
+            pass
+    return out
+
+
+def redis_values(client: Any) -> list[bytes]:
+    """Every key name and value in the Redis database, message bodies decoded."""
+    values: list[bytes] = []
+    for key in client.scan_iter(count=1000):
+        values.append(key)
+        kind = client.type(key)
+        if kind == b"string":
+            items = [client.get(key)]
+        elif kind == b"list":
+            items = client.lrange(key, 0, -1)
+        elif kind == b"hash":
+            items = [v for pair in client.hgetall(key).items() for v in pair]
+        elif kind == b"set":
+            items = list(client.smembers(key))
+        elif kind == b"zset":
+            items = [member for member, _ in client.zrange(key, 0, -1, withscores=True)]
+        else:
+            items = []
+        for item in items:
+            if item is not None:
+                values.extend(_decoded(item))
+    return values
+
+
+@pytest.mark.unit
+def test_sealed_text_opens_only_with_the_key(settings) -> None:  # type: ignore[no-untyped-def]
+    token = seal(QUESTION)
+    assert SSN not in token and unseal(token) == QUESTION
+    tampered = token[:-6] + ("A" if token[-6] != "A" else "B") + token[-5:]
+    with pytest.raises(InvalidToken):
+        unseal(tampered)
+    # a rotated key still opens a question sealed before the change; another key opens nothing
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "a-new-secret-key-for-this-test-0123456789abcdefghijklmnop"
+    assert unseal(token) == QUESTION
+    settings.SECRET_KEY_FALLBACKS = []
+    with pytest.raises(InvalidToken):
+        unseal(token)
+
+
+@pytest.mark.django_db
+def test_a_question_waiting_in_the_broker_is_sealed(redis_client) -> None:  # type: ignore[no-untyped-def]
+    """No worker takes the question: its message stays in the queue, where its text must not be readable."""
+    queue = "realtime-sealing-nobody-listens"
+    redis_client.delete(queue, realtime.workers_key(), realtime.pending_key())
+    user = make_user("sealed", "employees")
+    with override_settings(
+        ATHENA_REALTIME_VIA_CELERY=True, ATHENA_REALTIME_QUEUE=queue, ATHENA_NO_WORKER_GRACE_SECONDS=1
+    ):
+        response = client_for(user).post("/api/v1/ask", {"question": QUESTION}, format="json")
+    assert response.status_code == 503, response.content
+    try:
+        messages = redis_client.lrange(queue, 0, -1)
+        assert messages, "the unanswered question is still queued"
+        assert not [v for v in redis_values(redis_client) if SSN.encode() in v or b"HR record" in v]
+        bodies = [b for raw in messages for b in _decoded(raw)]
+        assert any(b"gAAAA" in b for b in bodies)  # what travels is the token (Fernet's version prefix)
+    finally:
+        redis_client.delete(queue)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_refused_question_leaves_no_text_in_redis_or_the_database(  # type: ignore[no-untyped-def]
+    celery_worker_process, redis_client
+) -> None:
+    """Through a real worker: the guard on the worker refuses the question; Redis (broker and result backend)
+    and the database hold none of its text."""
+    user = make_user("refused", "employees")
+    deadline = time.monotonic() + 30  # the worker announces itself with a heartbeat once ready
+    while not realtime.workers_alive() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    with override_settings(ATHENA_REALTIME_VIA_CELERY=True):
+        response = client_for(user).post("/api/v1/ask", {"question": QUESTION}, format="json")
+    assert response.status_code == 400, response.content
+    body = response.json()["error"]
+    assert body["code"] == "blocked" and body["details"]["guard"] == "pii"
+    event = AuditEvent.objects.get(kind="question", actor="refused")
+    # the worker answered and Celery stored the result: the backend is part of what was searched
+    assert redis_client.exists(f"celery-task-meta-{event.payload['question_id']}")
+    assert not [v for v in redis_values(redis_client) if SSN.encode() in v or b"HR record" in v]
+    assert SSN not in json.dumps(list(AuditEvent.objects.values("payload")), default=str)
+    assert not Answer.objects.filter(user=user).exists()
+    assert not [t for t in Conversation.objects.filter(user=user).values_list("title", flat=True) if t]
