@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export DO_NOT_TRACK := 1
 
-.PHONY: run test stop install lint typecheck pytest faults cluster-sim bench clean
+.PHONY: run test test-fast stop install lint typecheck pytest faults cluster-sim bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,14 +32,20 @@ stop:
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy athena knowledge retrieval agents audit
+	$(VENV)/bin/mypy athena audit screening knowledge retrieval agents
 
 pytest: $(STAMP)
 	bash scripts/browser-deps.sh
 	$(PY) manage.py stack up --only postgres,redis
 	DJANGO_SETTINGS_MODULE=athena.settings.test $(VENV)/bin/pytest -q -m "not faults"
+
+# the unit layer: pure functions, no database, broker or model (every test module declares its layer with a
+# pytestmark; `slow` marks the ones that load a model); under a minute, no stack needed
+test-fast: $(STAMP)
+	DJANGO_SETTINGS_MODULE=athena.settings.test $(VENV)/bin/pytest -q -m "unit and not slow"
 
 # fault injection: each module starts a stack of its own (own var/ folder and ports) and kills its processes
 faults: $(STAMP)

@@ -15,10 +15,11 @@ from agents.feedback import conversation_delete, curation_enqueue, curation_reso
 from agents.models import Answer, Conversation, CurationItem
 from agents.selectors import conversation_history, conversation_list, curation_queue
 from athena.errors import Unavailable
+from athena.http import reject_unknown_fields  # also refuses bodies over 64 KiB before parsing
 from athena.permissions import IsKbAdmin
+from athena.principals import Principal
 from athena.throttling import ask_throttle_hit, empty_result_record
-from knowledge.apis import PassageApi, reject_unknown_fields  # also refuses bodies over 64 KiB before parsing
-from retrieval.types import Principal
+from knowledge.apis import PassageApi
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.analysis import ATTACHED_VALUE, analyze, identifiers, query_terms, sentences
+from knowledge.text import ATTACHED_VALUE, analyze, identifiers, query_terms, sentences
 
 WORD = re.compile(r"[^\W\d_]{2}")
 NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?:/\d+)?(?![\w])")

@@ -106,6 +106,6 @@ class OpenAICompatibleLLM:
 
 
 def get_llm() -> LLMClient:
-    from retrieval.backends import load_backend
+    from athena.backends import load_backend
 
     return load_backend("ATHENA_LLM")

@@ -76,7 +76,7 @@ def rewrite_follow_up(
         details["step"] = ORDINALS[ordinal.group(1).lower()]
     rewritten = _bounded_join(previous.rewritten, question, limit=max_chars)
     # each turn passed the input guard alone; an instruction split across turns must not pass combined
-    from agents.guardrails import detect_injection
+    from screening.injection import detect_injection
 
     combined = detect_injection(rewritten)
     if combined.flagged:

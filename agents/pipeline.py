@@ -16,7 +16,8 @@ from typing import Any
 from agents.memory import Turn
 from agents.steps import ANSWERING, AnswerState, run_steps
 from agents.steps.state import ABSTAIN_MESSAGE
-from retrieval.types import Filters, Principal, SearchConfig
+from athena.principals import Principal
+from retrieval.types import Filters, SearchConfig
 
 __all__ = ["ABSTAIN_MESSAGE", "PipelineResult", "run_pipeline"]
 

@@ -64,7 +64,7 @@ def answer_compute(
     """The model-heavy part (runs in the realtime worker or in-process)."""
     from agents.memory import memory_load
     from agents.pipeline import run_pipeline
-    from retrieval.types import Principal
+    from athena.principals import Principal
 
     user = User.objects.get(pk=user_id)
     principal = Principal.from_user(user)
@@ -78,7 +78,7 @@ def quoted_text_guard(result: dict[str, Any]) -> dict[str, Any]:
     itself (which the pipeline guards): `passages` and each citation's `quote` get PII masked and confidential
     markings removed. Runs where the answer is computed (the realtime worker: Presidio loads spaCy/torch,
     which web processes never import); what is stored, audited and returned is the guarded text."""
-    from agents.guardrails import guard_quoted_text
+    from screening.markings import guard_quoted_text
 
     guarded: dict[str, str] = {}
     masked: list[str] = []
@@ -109,7 +109,7 @@ def passage_text_guard(text: str) -> str:
     """The citation viewer's text through the output guard, on the realtime worker (where Presidio stays
     loaded; web processes never import torch) or in-process when ATHENA_REALTIME_VIA_CELERY is off. When no
     worker answers in time the caller gets `unavailable` rather than unguarded text."""
-    from agents.guardrails import guard_quoted_text
+    from screening.markings import guard_quoted_text
 
     if not settings.ATHENA_REALTIME_VIA_CELERY:
         return guard_quoted_text(text)[0]

@@ -68,7 +68,7 @@ def _retire_realtime_worker(**_: Any) -> None:
 
 @shared_task
 def passage_guard_task(text: str) -> str:
-    from agents.guardrails import guard_quoted_text
+    from screening.markings import guard_quoted_text
 
     return guard_quoted_text(text)[0]
 
@@ -91,7 +91,7 @@ def _limit_threads_and_warm_up(**_: Any) -> None:
         return
     try:
         from agents import classify, guardrails
-        from retrieval.embedders import get_embedder
+        from knowledge.embedders import get_embedder
         from retrieval.rerank import get_reranker
 
         get_embedder().warm_up()

@@ -15,7 +15,6 @@ ACLs are enforced in SQL whatever happens here.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 from functools import lru_cache
@@ -23,6 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.mail import mail_admins
+from django.dispatch import Signal
 from rest_framework import status
 
 from athena.errors import ApplicationError
@@ -64,97 +64,16 @@ def _user_key(kind: str, user: Any) -> str:
     return f"{key_prefix()}:{kind}:{user.pk}"
 
 
+# Sent for each throttling or enumeration event (keyword arguments: kind, actor, subject, payload, verdict).
+# The audit app records it, aggregated (audit.aggregation.audit_aggregated), from its AppConfig.ready, as it
+# records sign-ins from django.contrib.auth's signals: the core layer does not import the audit layer.
+security_event = Signal()
+
+
 def _audit(kind: str, user: Any, payload: dict[str, Any], verdict: str) -> None:
-    audit_aggregated(kind=kind, actor=user, subject=str(user.pk), payload=payload, verdict=verdict)
-
-
-AGGREGATE_WINDOW_SECONDS = 3600
-# counters outlive their window by one more, so the flush task (every few minutes) still finds the total
-AGGREGATE_KEEP_SECONDS = 2 * AGGREGATE_WINDOW_SECONDS
-
-
-def _aggregate_open_key() -> str:
-    """Sorted set of the aggregation counters still to be closed, scored by the end of their window."""
-    return f"{key_prefix()}:aggopen"
-
-
-def _is_milestone(count: int) -> bool:
-    return str(count).rstrip("0") == "1"  # 1, 10, 100, ...
-
-
-def audit_aggregated(*, kind: str, actor: Any, subject: str, payload: dict[str, Any], verdict: str) -> bool:
-    """Audit a repeated event without letting a flood fill the chain: per `kind` and `subject` (a user, a
-    login name) and hour, only the 1st, 10th, 100th ... occurrence is written at once, carrying the count so
-    far; once the hour is over, audit_aggregates_flush writes the window's exact total (when it is not one of
-    those already written). Returns whether an event was written. Without Redis every occurrence is written
-    (fail open)."""
-    from audit.services import audit_record
-
-    window = int(time.time()) // AGGREGATE_WINDOW_SECONDS
-    digest = hashlib.sha256(subject.encode("utf-8")).hexdigest()[:32]  # bounded key, any subject
-    key = f"{key_prefix()}:agg:{kind}:{digest}:{window}"
-    actor_name = getattr(actor, "username", None) or (actor if isinstance(actor, str) else "")
-    meta = json.dumps(
-        {"kind": kind, "actor": actor_name, "verdict": verdict, "payload": payload}, default=str
+    security_event.send(
+        sender=None, kind=kind, actor=user, subject=str(user.pk), payload=payload, verdict=verdict
     )
-    try:
-        client = redis_client()
-        with client.pipeline() as pipe:
-            pipe.incr(key)
-            pipe.expire(key, AGGREGATE_KEEP_SECONDS)
-            # what the window's closing event says: the latest occurrence's details
-            pipe.set(f"{key}:meta", meta, ex=AGGREGATE_KEEP_SECONDS)
-            pipe.zadd(_aggregate_open_key(), {key: (window + 1) * AGGREGATE_WINDOW_SECONDS})
-            count = int(pipe.execute()[0])
-    except Exception:
-        logger.warning("audit aggregation: redis unavailable, event written", exc_info=True)
-        count = 1
-    if not _is_milestone(count):
-        return False
-    audit_record(
-        kind=kind,
-        actor=actor,
-        payload={**payload, "count": count, "window_started": window * AGGREGATE_WINDOW_SECONDS},
-        verdict=verdict,
-    )
-    return True
-
-
-def audit_aggregates_flush(*, now: float | None = None) -> int:
-    """Close every aggregation window that has ended: write one event with its exact total (`count`,
-    `window_closed`: true) unless that total was already written as a milestone. Run by a beat task; two
-    runners never both write a window (the ZREM decides). Returns how many events were written."""
-    from audit.services import audit_record
-
-    now = time.time() if now is None else now
-    client = redis_client()
-    written = 0
-    for raw in client.zrangebyscore(_aggregate_open_key(), 0, now):
-        key = raw.decode() if isinstance(raw, bytes) else str(raw)
-        if not client.zrem(_aggregate_open_key(), key):
-            continue  # another runner closed it
-        count_raw, meta_raw = client.mget(key, f"{key}:meta")
-        client.delete(key, f"{key}:meta")
-        if count_raw is None or meta_raw is None:
-            continue
-        count = int(count_raw)
-        if _is_milestone(count):
-            continue  # that total is already in the log
-        meta = json.loads(meta_raw)
-        window = int(key.rsplit(":", 1)[1])
-        audit_record(
-            kind=meta["kind"],
-            actor=meta["actor"],
-            verdict=meta["verdict"],
-            payload={
-                **meta["payload"],
-                "count": count,
-                "window_started": window * AGGREGATE_WINDOW_SECONDS,
-                "window_closed": True,
-            },
-        )
-        written += 1
-    return written
 
 
 # --- sign-in throttling ------------------------------------------------------------------------------------

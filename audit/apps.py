@@ -14,8 +14,10 @@ class AuditConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from athena.db_roles import post_migrate_grant
+        from athena.throttling import security_event
 
         user_login_failed.connect(login_failure_record, dispatch_uid="audit_login_failed")
+        security_event.connect(security_event_record, dispatch_uid="audit_security_event")
         user_logged_in.connect(login_success_record, dispatch_uid="audit_login_succeeded")
         # after the owner migrated, the application role gets its (audit: INSERT/SELECT only) rights
         post_migrate.connect(post_migrate_grant, sender=self, dispatch_uid="athena_app_role_grants")
@@ -28,7 +30,8 @@ def login_failure_record(
     password) and address -- aggregated: per login name and hour the 1st, 10th, 100th ... failure is written
     with the count, so guessing cannot flood the chain."""
     from athena.auth import client_address
-    from athena.throttling import audit_aggregated, login_blocked, login_failure_count
+    from athena.throttling import login_blocked, login_failure_count
+    from audit.aggregation import audit_aggregated
 
     username = str(credentials.get("username", ""))[:150]
     address = client_address(request)
@@ -49,3 +52,12 @@ def login_success_record(sender: Any, request: Any = None, user: Any = None, **k
 
     if user is not None:
         login_success_clear(user.get_username(), client_address(request))
+
+
+def security_event_record(
+    sender: Any, *, kind: str, actor: Any, subject: str, payload: dict[str, Any], verdict: str, **kwargs: Any
+) -> None:
+    """A throttling or enumeration event raised by athena.throttling, audited aggregated per subject and hour."""
+    from audit.aggregation import audit_aggregated
+
+    audit_aggregated(kind=kind, actor=actor, subject=subject, payload=payload, verdict=verdict)

@@ -26,6 +26,6 @@ def audit_checkpoint_task() -> int | None:
 @shared_task(name="audit.tasks.audit_aggregates_flush_task")
 def audit_aggregates_flush_task() -> int:
     """Write the exact total of each ended aggregation window (throttled requests, failed sign-ins)."""
-    from athena.throttling import audit_aggregates_flush
+    from audit.aggregation import audit_aggregates_flush
 
     return audit_aggregates_flush()

@@ -10,8 +10,8 @@ from knowledge.models import Chunk, Document, DocumentLink, Entity, IngestRun, S
 
 
 def _readable_ids(request: HttpRequest) -> Any:
+    from athena.principals import Principal
     from knowledge.selectors import documents_readable
-    from retrieval.types import Principal
 
     return documents_readable(principal=Principal.from_user(request.user)).values("pk")
 

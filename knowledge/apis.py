@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from athena.errors import ApplicationError, NotFound, ValidationFailed
-from athena.permissions import IsKbAdmin, body_limit
+from athena.http import refuse_unknown_fields, reject_unknown_fields
+from athena.permissions import IsKbAdmin
+from athena.principals import Principal
 from athena.throttling import document_probe_record, ensure_not_blocked
 from knowledge.models import AccessTier, DocType, Document
 from knowledge.parsing import ParseError, archive_limits_check
@@ -33,25 +34,8 @@ from knowledge.selectors import (
     get_document_metadata,
 )
 from knowledge.uploads import UploadTooLarge, upload_quota_check, upload_rate_hit
-from retrieval.types import Principal
 
-MAX_JSON_BODY = 64 * 1024  # the largest legitimate JSON body (a question with filters) is far below
 UPLOAD_SUFFIXES = (".pdf", ".docx", ".md", ".markdown", ".txt", ".html", ".htm")
-
-
-def reject_unknown_fields(request: Request, serializer_class: type[serializers.Serializer]) -> None:
-    """Unknown fields are refused rather than ignored, so a typo never silently changes nothing. Oversized
-    bodies are refused before they are parsed."""
-    body_limit(request, MAX_JSON_BODY)
-    if not isinstance(request.data, dict):
-        raise ValidationFailed("the request body must be a JSON object")
-    _refuse_unknown(request.data, serializer_class().fields)
-
-
-def _refuse_unknown(given: Iterable[str], allowed: Iterable[str]) -> None:
-    unknown = sorted(set(given) - set(allowed))
-    if unknown:
-        raise ValidationFailed(f"unknown field(s): {', '.join(unknown)}", details={"unknown": unknown})
 
 
 class DocumentOutputSerializer(serializers.ModelSerializer):
@@ -271,7 +255,7 @@ class DocumentUploadApi(APIView):
         from knowledge.services import IngestOptions, files_ingest
 
         upload_rate_hit(user=request.user)  # before the body is parsed (when CSRF has not parsed it already)
-        _refuse_unknown(request.data, {"file"})
+        refuse_unknown_fields(request.data, {"file"})
         serializer = self.DocumentUploadInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         user = request.user
@@ -320,7 +304,8 @@ class DocumentUploadApi(APIView):
 
 
 def upload_refusal_audit(request: Request, exc: ApplicationError) -> None:
-    from athena.throttling import RateLimited, audit_aggregated
+    from athena.throttling import RateLimited
+    from audit.aggregation import audit_aggregated
     from audit.services import audit_record
 
     user = getattr(request._request, "user", None)  # Django's middleware user: set even if DRF's auth failed

@@ -15,8 +15,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus
-from retrieval.analysis import ANALYZER_VERSION
-from retrieval.bm25 import pack_postings
+from knowledge.postings import pack_postings
+from knowledge.text import ANALYZER_VERSION
 
 # One advisory lock serialises the statistics updates of concurrent ingests (df, N, total length), keeping
 # them exact without hot per-row triggers; it is held only for the final part of each transaction.
@@ -25,7 +25,7 @@ BM25_STATS_LOCK = 7_413_001
 # term keeps fewer than BLOCK_FANOUT blocks per level and rewrites each posting about log4(documents) times
 BLOCK_FANOUT = 4
 REPACK_LEVEL = 30  # a repacked block sits above every level merges reach
-# the whole postings table as one block per term (records as retrieval.bm25.POSTING_RECORD)
+# the whole postings table as one block per term (records as knowledge.postings.POSTING_RECORD)
 REPACK_SQL = f"""
     INSERT INTO knowledge_postingblock (term, level, n, postings)
     SELECT term, {REPACK_LEVEL}, count(*),

@@ -52,7 +52,7 @@ class Document(models.Model):
     allowed_groups = models.ManyToManyField(Group, blank=True, related_name="documents")
     content_hash = models.CharField(max_length=64, blank=True)
     analyzer_version = models.PositiveSmallIntegerField(
-        default=1, help_text="retrieval.analysis.ANALYZER_VERSION its chunks' postings were made with"
+        default=1, help_text="knowledge.text.ANALYZER_VERSION its chunks' postings were made with"
     )
     version = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=20, choices=DocumentStatus.choices, default=DocumentStatus.PENDING)
@@ -173,7 +173,7 @@ class Posting(models.Model):
 
 
 class PostingBlock(models.Model):
-    """A term's postings packed into one byte string (records of retrieval.bm25.POSTING_RECORD), what BM25
+    """A term's postings packed into one byte string (records of knowledge.postings.POSTING_RECORD), what BM25
     reads at query time: a few rows per term instead of one index entry per posting.
 
     Ingestion adds one level-0 block per (document, term); when a term has BLOCK_FANOUT blocks on one level they

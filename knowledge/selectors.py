@@ -17,8 +17,8 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from athena.errors import NotFound
+from athena.principals import Principal
 from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus
-from retrieval.types import Principal
 
 NOT_FOUND_MESSAGE = "no such document"
 

@@ -31,7 +31,7 @@ from knowledge.indexing import (
 )
 from knowledge.models import AccessTier, DocType, Document, DocumentStatus, IngestRun
 from knowledge.selectors import vendor_gazetteer
-from retrieval.analysis import ANALYZER_VERSION
+from knowledge.text import ANALYZER_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -226,11 +226,11 @@ def document_stage(
     """Parse, chunk, analyse one file. Raises knowledge.parsing.ParseError on bad input."""
     from django.conf import settings
 
-    from agents.guardrails import detect_injection, looks_like_injection
     from knowledge.chunking import chunk_blocks
     from knowledge.parsing import parse_file
     from knowledge.recognisers import explicit_references, recognise
-    from retrieval.analysis import analyze
+    from knowledge.text import analyze
+    from screening.injection import detect_injection, looks_like_injection
 
     started = time.perf_counter()
     parsed = parse_file(
@@ -310,7 +310,7 @@ def document_stage(
 
 def staged_embed(staged: Sequence[StagedDocument], *, timings: defaultdict[str, float]) -> None:
     """Embed the chunks of many documents in one call: batching across documents is what makes it fast."""
-    from retrieval.embedders import get_embedder
+    from knowledge.embedders import get_embedder
 
     embedder = get_embedder()
     texts = [embedding_text(d.title, c.section_path, c.text) for d in staged for c in d.chunks]

@@ -14,5 +14,5 @@ urlpatterns = [
     path(
         "documents/<int:document_id>/reingest", apis.DocumentReingestApi.as_view(), name="document-reingest"
     ),
-    # passages/<id> is routed in agents/urls.py: its text goes through the output guard (agents.guardrails)
+    # passages/<id> is routed in agents/urls.py: its text goes through the output guard (screening.markings)
 ]

@@ -8,7 +8,7 @@ Score of document ``d`` for query terms ``Q`` (each distinct term counted once):
     score(d) = sum over t in Q of idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(d) / avg_len))
     idf(t)   = ln(1 + (N - df + 0.5) / (df + 0.5))
 
-``len(d)`` is the number of terms :func:`retrieval.analysis.analyze` produced for the chunk (both lanes),
+``len(d)`` is the number of terms :func:`knowledge.text.analyze` produced for the chunk (both lanes),
 ``avg_len`` the mean of that over all ``N`` indexed chunks, ``df`` the number of chunks containing ``t``.
 The ``(k1 + 1)`` factor of classic Okapi BM25 is kept (Lucene >= 8 drops it); it scales every score by the
 same constant, so rankings are unaffected either way, but SQL and reference must agree.
@@ -25,39 +25,15 @@ from typing import Generic, TypeVar
 import numpy as np
 
 __all__ = [
-    "POSTING_RECORD",
     "Bm25Params",
     "ReferenceBm25",
     "idf",
-    "pack_postings",
     "term_score",
     "tf_component",
-    "unpack_postings",
 ]
 
 DocId = TypeVar("DocId", bound=Hashable)
 Numeric = TypeVar("Numeric", float, np.ndarray)
-
-# One posting inside a posting block (knowledge_postingblock.postings): chunk id, tf and the chunk's length,
-# big-endian, 16 bytes, so that PostgreSQL can build the same bytes with int8send(chunk_id) || int4send(tf)
-# || int4send(doc_len) and blocks can be concatenated byte-wise.
-POSTING_RECORD = np.dtype([("chunk", ">i8"), ("tf", ">i4"), ("doc_len", ">i4")])
-
-
-def pack_postings(chunk_ids: Sequence[int], tfs: Sequence[int], doc_lens: Sequence[int]) -> bytes:
-    """The bytes of a posting block holding these postings, in the order given."""
-    records = np.empty(len(chunk_ids), dtype=POSTING_RECORD)
-    records["chunk"] = chunk_ids
-    records["tf"] = tfs
-    records["doc_len"] = doc_lens
-    return records.tobytes()
-
-
-def unpack_postings(data: bytes) -> np.ndarray:
-    """A structured array (chunk, tf, doc_len) over the bytes of one or more concatenated posting blocks."""
-    if len(data) % POSTING_RECORD.itemsize:
-        raise ValueError(f"a posting block is a whole number of {POSTING_RECORD.itemsize}-byte records")
-    return np.frombuffer(data, dtype=POSTING_RECORD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +117,7 @@ class ReferenceBm25(Generic[DocId]):
     """Exact in-memory BM25 over pre-analysed documents; the oracle for the SQL implementation.
 
     Args:
-        docs: ``{doc_id: terms}``, terms as produced by :func:`retrieval.analysis.analyze`. Empty documents
+        docs: ``{doc_id: terms}``, terms as produced by :func:`knowledge.text.analyze`. Empty documents
             count towards ``n_docs`` and the average length, as they do in the postings tables.
         params: ``k1`` and ``b``.
     """

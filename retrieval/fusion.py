@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from retrieval.choices import Choice
+from athena.choices import Choice
 
 __all__ = ["FusionMode", "Scored", "combsum", "fuse", "minmax", "rrf"]
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from retrieval.analysis import analyze, identifiers, query_terms
+from knowledge.text import analyze, identifiers, query_terms
 
 
 class Reranker(Protocol):
@@ -153,7 +153,7 @@ class CrossEncoderReranker:
             if self._model is None:
                 from sentence_transformers import CrossEncoder
 
-                from retrieval.devices import torch_device
+                from athena.devices import torch_device
 
                 self.device = torch_device(self.requested_device)
                 model = CrossEncoder(
@@ -172,6 +172,6 @@ class CrossEncoderReranker:
 
 
 def get_reranker() -> Reranker:
-    from retrieval.backends import load_backend
+    from athena.backends import load_backend
 
     return load_backend("ATHENA_RERANKER")

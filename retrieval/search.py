@@ -15,7 +15,8 @@ import numpy as np
 import psycopg
 from django.db import close_old_connections, connection
 
-from retrieval.analysis import ATTACHED_VALUE, analyze, query_terms
+from athena.principals import Principal
+from knowledge.text import ATTACHED_VALUE, analyze, query_terms
 from retrieval.fusion import FusionMode, Scored, fuse, minmax
 from retrieval.mmr import mmr
 from retrieval.stages import (
@@ -26,7 +27,7 @@ from retrieval.stages import (
     near_readable_terms,
     readable_terms,
 )
-from retrieval.types import Filters, Hit, Principal, SearchConfig, SearchResult
+from retrieval.types import Filters, Hit, SearchConfig, SearchResult
 
 T = TypeVar("T")
 SYNONYM_WEIGHT = 0.5  # expansions help recall but must not outrank the user's own words
@@ -44,10 +45,11 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
-def _in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run a stage in a pool thread. Each of the (few, long-lived) pool threads keeps its own persistent
-    connection: opening three connections per search cost more than the SQL itself. Broken or expired
-    connections are dropped first, as Django does between requests."""
+def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call `fn(*args, **kwargs)` from a pool thread (search's stages, the pipeline's sub-question searches)
+    and return its result. Each of the (few, long-lived) pool threads keeps its own persistent connection:
+    opening three connections per search cost more than the SQL itself. Broken or expired connections are
+    dropped first, as Django does between requests."""
     close_old_connections()
     try:
         return fn(*args, **kwargs)
@@ -190,7 +192,7 @@ _query_vectors: dict[str, np.ndarray] = {}
 
 def embed_query(question: str) -> np.ndarray:
     """Query embedding, memoised for the few most recent questions (dense and MMR both need it)."""
-    from retrieval.embedders import get_embedder
+    from knowledge.embedders import get_embedder
 
     vector = _query_vectors.get(question)
     if vector is None:
@@ -236,7 +238,7 @@ def run_sources(
 
     stages = {"dense": dense, "bm25": bm25, "graph": graph}
     futures: dict[str, Future[list[Scored]]] = {
-        name: _executor().submit(_in_thread, stages[name]) for name in config.sources
+        name: _executor().submit(in_thread, stages[name]) for name in config.sources
     }
     return {name: future.result() for name, future in futures.items()}
 

@@ -12,10 +12,12 @@ import psycopg
 from django.db import connection
 from pgvector import Vector
 
-from retrieval.analysis import edit_distance
-from retrieval.bm25 import Bm25Params, idf, tf_component, unpack_postings
+from athena.principals import Principal
+from knowledge.postings import unpack_postings
+from knowledge.text import edit_distance
+from retrieval.bm25 import Bm25Params, idf, tf_component
 from retrieval.fusion import Scored
-from retrieval.types import Filters, Principal
+from retrieval.types import Filters
 
 
 def visibility_sql(principal: Principal, filters: Filters, alias: str = "c") -> tuple[str, list[Any]]:

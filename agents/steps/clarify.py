@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from agents.steps.state import AnswerState
-from retrieval.analysis import identifiers
+from knowledge.text import identifiers
 
 VAGUE_WORDS = 8  # a longer question, or one naming an identifier, is answerable or abstainable on its own
 

@@ -11,7 +11,8 @@ from typing import Any
 from agents.evidence import SentenceCheck
 from agents.shaping import shape
 from agents.steps.state import AnswerState
-from retrieval.types import Hit, Principal
+from athena.principals import Principal
+from retrieval.types import Hit
 
 FLAGGED_NOTE = "A cited passage contains text flagged as instructions to an AI; it was treated as data."
 

@@ -22,7 +22,7 @@ from agents.evidence import EXPECTS_NUMBER, HAS_NUMBER, NUMBER, Evidence, Scored
 from agents.steps.evaluate import evaluate_pool
 from agents.steps.retrieve import merge_results
 from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, ablated
-from retrieval.analysis import analyze, identifiers
+from knowledge.text import analyze, identifiers
 from retrieval.metrics import contains
 from retrieval.types import SearchConfig
 

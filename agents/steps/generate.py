@@ -23,7 +23,7 @@ from agents.evidence import (
 )
 from agents.steps.decide import MIN_SENTENCE_SCORE
 from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, ablated
-from retrieval.analysis import sentences
+from knowledge.text import sentences
 from retrieval.types import Hit
 
 DISAGREEMENT_CLOSENESS = 0.85

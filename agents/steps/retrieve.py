@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from agents.steps.state import AnswerState, QuestionTerms
-from retrieval.analysis import analyze
-from retrieval.types import Hit, Principal, SearchConfig, SearchResult
+from athena.principals import Principal
+from knowledge.text import analyze
+from retrieval.types import Hit, SearchConfig, SearchResult
 
 _sub_pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="subq")
 
@@ -24,7 +25,7 @@ class Retrieve:
     name: str = "retrieve"
 
     def run(self, state: AnswerState) -> AnswerState:
-        from retrieval.search import _in_thread, search
+        from retrieval.search import in_thread, search
 
         config = state.config or SearchConfig()
         subs = list(state.sub_questions) or [state.rewritten]
@@ -33,7 +34,7 @@ class Retrieve:
             results = [search(queries[0], state.principal, state.filters, config)]
         else:
             futures = [
-                _sub_pool.submit(_in_thread, search, q, state.principal, state.filters, config)
+                _sub_pool.submit(in_thread, search, q, state.principal, state.filters, config)
                 for q in queries
             ]
             results = [f.result() for f in futures]

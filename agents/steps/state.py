@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from agents.classify import Classification
     from agents.evidence import Attribution, Draft, Evidence, ScoredSentence
     from agents.memory import Turn
-    from retrieval.types import Filters, Hit, Principal, SearchConfig, SearchResult
+    from athena.principals import Principal
+    from retrieval.types import Filters, Hit, SearchConfig, SearchResult
 
 ABSTAIN_MESSAGE = "I don't have enough information in the knowledge base to answer this confidently."
 
@@ -34,7 +35,7 @@ class RunCache:
     query_vectors: dict[str, np.ndarray] = field(default_factory=dict)
 
     def embed_windows(self, texts: list[str]) -> np.ndarray:
-        from retrieval.embedders import get_embedder
+        from knowledge.embedders import get_embedder
 
         todo = [t for t in dict.fromkeys(texts) if t not in self.window_vectors]
         if todo:

@@ -151,7 +151,7 @@ ATHENA_TORCH_THREADS = env.int("ATHENA_TORCH_THREADS", 1, minimum=1)
 # where the embedder and the reranker run: auto takes a CUDA GPU when torch sees one (fp16, large batches)
 ATHENA_DEVICE = env.choice("ATHENA_DEVICE", "auto", ("auto", "cpu", "cuda"))
 ATHENA_EMBEDDER = {
-    "BACKEND": env.str("ATHENA_EMBEDDER_BACKEND", "retrieval.embedders.MiniLMEmbedder"),
+    "BACKEND": env.str("ATHENA_EMBEDDER_BACKEND", "knowledge.embedders.MiniLMEmbedder"),
     "OPTIONS": {
         "model": env.str("ATHENA_EMBEDDER_MODEL", ""),
         "query_prefix": env.str("ATHENA_EMBEDDER_QUERY_PREFIX", ""),

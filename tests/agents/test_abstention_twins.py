@@ -10,8 +10,8 @@ from django.contrib.auth.models import User
 
 from agents.answerer import get_answerer
 from agents.pipeline import run_pipeline
+from athena.principals import Principal
 from knowledge.services import IngestOptions, files_ingest, folder_scan
-from retrieval.types import Principal
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db]
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "twin_kb"

@@ -54,6 +54,7 @@ def test_the_threshold_abstains_most_within_the_false_abstention_bound():
     assert choose_threshold(answerable, p, cap=0.0) <= 0.25
 
 
+@pytest.mark.slow  # fits the selector twice on the collected dev-set runs: ~10 s
 @pytest.mark.skipif(not DATA.exists(), reason="no collected training data shipped")
 def test_training_is_reproducible_and_matches_the_shipped_artefact():
     runs = load_runs(DATA)

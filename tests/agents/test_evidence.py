@@ -3,6 +3,8 @@ no model: the lexical half of the scorer is enough to order these small passages
 
 from __future__ import annotations
 
+import pytest
+
 from agents.evidence import (
     Draft,
     Evidence,
@@ -12,6 +14,8 @@ from agents.evidence import (
     verify,
     verify_sentence,
 )
+
+pytestmark = [pytest.mark.unit]
 
 
 def _evidence(*texts: str) -> list[Evidence]:

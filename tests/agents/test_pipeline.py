@@ -220,7 +220,7 @@ def _restricted_only_word() -> str:
     from django.db import connection
 
     from agents.steps.retrieve import _everyday_words
-    from retrieval.analysis import analyze
+    from knowledge.text import analyze
 
     restricted = " ".join(Chunk.objects.filter(acl_open=False).values_list("text", flat=True))
     words = sorted({w.lower() for w in re.findall(r"\b[A-Za-z]{7,}\b", restricted)} - _everyday_words())
@@ -363,7 +363,7 @@ def test_a_question_in_everyday_words_the_documents_do_not_use_is_answered_from_
     # everyday word the readable corpus lacks is no sign that the topic is missing, so the evidence decides
     assert not Chunk.objects.filter(text__icontains="holiday", acl_open=True).exists()
     from agents.steps.retrieve import everyday_terms
-    from retrieval.analysis import analyze
+    from knowledge.text import analyze
 
     terms = everyday_terms("Do changes stop for the holidays on Juniper or dnsmasq boxes?")
     assert {*analyze("holidays"), *analyze("changes")} <= terms

@@ -16,6 +16,8 @@ from knowledge.models import Chunk
 from knowledge.services import IngestOptions, files_ingest, folder_scan
 from tests.api import client_for, make_user
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 EMAIL = "noc-oncall@example.com"
 DOC = (
     "# Core router escalation\n\n"
@@ -29,7 +31,6 @@ def _leaks(text: str) -> list[str]:
     return [marker for marker in (EMAIL, "CONFIDENTIAL", "INTERNAL USE ONLY") if marker in text]
 
 
-@pytest.mark.unit
 def test_passages_and_quotes_are_guarded() -> None:
     result = {
         "passages": [DOC, "plain text"],
@@ -53,8 +54,6 @@ def escalation_doc(tmp_path: Path) -> None:
     assert summary.failed == 0, summary.errors
 
 
-@pytest.mark.integration
-@pytest.mark.slow
 @pytest.mark.django_db
 def test_the_citation_viewer_guards_the_passage(escalation_doc) -> None:  # type: ignore[no-untyped-def]
     chunk = Chunk.objects.filter(document__source="public/escalation.md", text__contains=EMAIL).first()
@@ -65,8 +64,6 @@ def test_the_citation_viewer_guards_the_passage(escalation_doc) -> None:  # type
     assert "[REDACTED EMAIL]" in response.json()["text"]
 
 
-@pytest.mark.integration
-@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)  # retrieval reads through its own pool connections
 def test_an_answer_never_quotes_unmasked_text(escalation_doc) -> None:  # type: ignore[no-untyped-def]
     body = ask(

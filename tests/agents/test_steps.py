@@ -19,7 +19,7 @@ from agents.steps.guard_input import GuardInput
 from agents.steps.guard_output import GuardOutput
 from agents.steps.retrieve import Retrieve
 from agents.steps.rewrite import RewriteFollowUp
-from retrieval.types import Principal
+from athena.principals import Principal
 from tests.agents.test_abstention_twins import twin_kb  # noqa: F401 - the fixture corpus
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db]

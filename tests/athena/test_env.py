@@ -7,10 +7,11 @@ import pytest
 
 from athena.env import Env, EnvError, database_from_url
 
+pytestmark = [pytest.mark.unit]
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("name", "value", "call", "message"),
     [
@@ -36,7 +37,6 @@ def test_malformed_values_name_the_variable(name, value, call, message):
         call(Env({name: value}))
 
 
-@pytest.mark.unit
 def test_defaults_and_parsing():
     env = Env({"A": " 12 ", "B": "yes", "C": "a, b,,c", "EMPTY": "  "})
     assert env.int("A", 1) == 12
@@ -46,7 +46,6 @@ def test_defaults_and_parsing():
     assert env.str("MISSING", "d") == "d"
 
 
-@pytest.mark.unit
 def test_database_url_translation():
     db = database_from_url("postgresql://kb:s%40cret@db.example:5544/athena")
     assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["NAME"]) == (
@@ -58,7 +57,6 @@ def test_database_url_translation():
     )
 
 
-@pytest.mark.unit
 def test_malformed_environment_fails_at_startup_with_the_variable_named():
     env = dict(os.environ, ATHENA_QUESTIONS_PER_HOUR="lots", DJANGO_SETTINGS_MODULE="athena.settings.test")
     result = subprocess.run(

@@ -4,9 +4,9 @@ from django.db import connection
 
 from knowledge.models import Document
 
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-@pytest.mark.integration
-@pytest.mark.django_db
+
 def test_pgvector_extension_and_hnsw_index_exist():
     with connection.cursor() as cursor:
         cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
@@ -23,8 +23,6 @@ def test_pgvector_extension_and_hnsw_index_exist():
         assert "INCLUDE (tf, doc_len)" in cursor.fetchone()[0]
 
 
-@pytest.mark.integration
-@pytest.mark.django_db
 def test_adduser_creates_user_with_groups(capsys):
     from django.contrib.auth.models import User
 
@@ -36,8 +34,6 @@ def test_adduser_creates_user_with_groups(capsys):
     assert "updated user dana" in capsys.readouterr().out
 
 
-@pytest.mark.integration
-@pytest.mark.django_db
 def test_adduser_rejects_bad_names():
     from django.core.management.base import CommandError
 
@@ -45,8 +41,6 @@ def test_adduser_rejects_bad_names():
         call_command("adduser", "bad name!")
 
 
-@pytest.mark.integration
-@pytest.mark.django_db
 def test_acl_groups_on_documents():
     from django.contrib.auth.models import Group
 

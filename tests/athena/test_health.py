@@ -3,6 +3,8 @@ from django.contrib.auth.models import User
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
 
 def _staff_client() -> APIClient:
     from tests.api import client_for, make_user
@@ -10,8 +12,6 @@ def _staff_client() -> APIClient:
     return client_for(make_user("ops", superuser=True))
 
 
-@pytest.mark.integration
-@pytest.mark.django_db
 def test_only_staff_see_component_details():
     from tests.api import client_for, make_user
 
@@ -25,8 +25,6 @@ def test_only_staff_see_component_details():
         assert "components" in staff.get("/api/v1/health").json()
 
 
-@pytest.mark.integration
-@pytest.mark.django_db
 def test_health_reports_every_component_healthy(celery_worker_process):
     response = _staff_client().get("/api/v1/health")
     body = response.json()
@@ -36,8 +34,6 @@ def test_health_reports_every_component_healthy(celery_worker_process):
     assert body["components"]["pgvector"]["detail"].startswith("pgvector 0.")
 
 
-@pytest.mark.integration
-@pytest.mark.django_db
 def test_health_names_redis_when_it_is_down():
     staff = _staff_client()
     with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):
@@ -50,8 +46,6 @@ def test_health_names_redis_when_it_is_down():
     assert "redis" in body["components"]["worker"]["detail"]
 
 
-@pytest.mark.integration
-@pytest.mark.django_db
 def test_web_readiness_leaves_the_workers_out():
     """The web's readiness probe (?workers=false): no worker runs here, and the web is still ready."""
     response = APIClient().get("/api/v1/health?workers=false")

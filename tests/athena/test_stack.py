@@ -11,6 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -55,8 +57,6 @@ def _pids(var: Path) -> dict[str, int]:
     return {p.stem: int(p.read_text()) for p in (var / "run").glob("*.pid")}
 
 
-@pytest.mark.integration
-@pytest.mark.slow
 def test_up_is_idempotent_detects_a_dead_worker_and_down_leaves_nothing(stack_env):
     only = "--only=postgres,redis,worker"
     first = _stack(stack_env, "up", only)
@@ -90,8 +90,6 @@ def test_up_is_idempotent_detects_a_dead_worker_and_down_leaves_nothing(stack_en
     assert "postgres  stopped" in status.stdout and "redis     stopped" in status.stdout
 
 
-@pytest.mark.integration
-@pytest.mark.slow
 def test_foreground_run_restarts_a_crashed_component_and_stops_cleanly(stack_env):
     only = "--only=redis,worker"
     var = Path(stack_env["ATHENA_VAR_DIR"])

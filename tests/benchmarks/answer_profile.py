@@ -61,7 +61,7 @@ def main() -> None:
     from django.contrib.auth.models import User
 
     from agents.pipeline import run_pipeline
-    from retrieval.types import Principal
+    from athena.principals import Principal
 
     try:
         principal = Principal.from_user(User.objects.get(username=args.user))

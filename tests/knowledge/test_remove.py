@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from athena.principals import Principal
 from audit.models import AuditEvent
 from knowledge.models import Chunk, Document
 from knowledge.services import IngestOptions, files_ingest, folder_scan
-from retrieval.analysis import query_terms
+from knowledge.text import query_terms
 from retrieval.stages import bm25_search
-from retrieval.types import Filters, Principal
+from retrieval.types import Filters
 from tests.knowledge.conftest import write_docs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

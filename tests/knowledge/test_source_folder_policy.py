@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from athena.celery import app
-from athena.errors import ValidationFailed
 from knowledge.models import Document, DocumentStatus
-from knowledge.services import IngestOptions, files_ingest, folder_scan, source_folder_parse
+from knowledge.services import IngestOptions, files_ingest, folder_scan
 from knowledge.tasks import sync_source_folders_task
 from tests.knowledge.conftest import write_docs
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db]
 
 DOC = (
     "# Firewall change window\n\nChanges to the edge firewall are made on Tuesdays between 02:00 and 04:00.\n"
@@ -29,36 +30,6 @@ def _acl(source: str) -> tuple[str, list[str]]:
     return document.access_tier, sorted(document.allowed_groups.values_list("name", flat=True))
 
 
-@pytest.mark.unit
-def test_a_folder_entry_carries_its_policy() -> None:
-    folder = source_folder_parse(
-        "/srv/kb/sec | tier=restricted | groups=sec-team+noc | prefix=sec/ | department=SEC"
-    )
-    assert folder.path == Path("/srv/kb/sec")
-    assert folder.options.access_tier == "restricted" and folder.options.acl_groups == ("sec-team", "noc")
-    assert folder.options.prefix == "sec/" and folder.options.department == "SEC"
-    open_folder = source_folder_parse("/srv/kb/public|tier=internal")
-    assert open_folder.options.access_tier == "internal" and open_folder.options.acl_groups == ()
-
-
-@pytest.mark.unit
-def test_an_unconfigured_folder_fails_closed() -> None:
-    folder = source_folder_parse("/srv/kb/dropbox")
-    assert folder.options.access_tier == "restricted" and folder.options.acl_groups == ("kb-admins",)
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
-    "entry", ["/srv/kb|tier=secret", "/srv/kb|owner=bob", "/srv/kb|groups", "|tier=internal"]
-)
-def test_a_malformed_entry_is_refused(entry: str) -> None:
-    with pytest.raises(ValidationFailed):
-        source_folder_parse(entry)
-
-
-@pytest.mark.integration
-@pytest.mark.slow
-@pytest.mark.django_db
 def test_the_nightly_sync_applies_each_folders_policy(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
     secure = write_docs(tmp_path / "secure", {"change-window.md": DOC})
     dropbox = write_docs(tmp_path / "dropbox", {"notes.md": DOC.replace("Tuesdays", "Thursdays")})
@@ -74,9 +45,6 @@ def test_the_nightly_sync_applies_each_folders_policy(tmp_path: Path, settings) 
     assert Document.objects.get(source="notes.md").status == DocumentStatus.INDEXED
 
 
-@pytest.mark.integration
-@pytest.mark.slow
-@pytest.mark.django_db
 def test_a_reingest_never_loosens_access(tmp_path: Path) -> None:
     root = write_docs(tmp_path / "kb", {"change-window.md": DOC})
     _ingest(root, IngestOptions(access_tier="restricted", acl_groups=("sec-team",)))
@@ -89,9 +57,6 @@ def test_a_reingest_never_loosens_access(tmp_path: Path) -> None:
     assert _acl("change-window.md") == ("confidential", ["sec-team"])
 
 
-@pytest.mark.integration
-@pytest.mark.slow
-@pytest.mark.django_db
 def test_a_document_whose_first_ingest_failed_keeps_its_acl_on_retry(tmp_path: Path) -> None:
     root = tmp_path / "kb"
     root.mkdir()

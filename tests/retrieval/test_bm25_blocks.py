@@ -12,11 +12,12 @@ import pytest
 from django.contrib.auth.models import Group
 from django.db import connection
 
+from athena.principals import Principal
 from knowledge.services import IngestOptions, files_ingest, folder_scan
+from knowledge.text import query_terms
 from retrieval import stages
-from retrieval.analysis import query_terms
 from retrieval.stages import bm25_search
-from retrieval.types import Filters, Principal
+from retrieval.types import Filters
 from tests.knowledge.conftest import write_docs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

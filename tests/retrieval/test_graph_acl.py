@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import Group, User
 
+from athena.principals import Principal
 from knowledge.models import Chunk
 from knowledge.services import IngestOptions, files_ingest, folder_scan
 from retrieval.search import search, understand
 from retrieval.stages import graph_search
-from retrieval.types import Filters, Principal
+from retrieval.types import Filters
 from tests.knowledge.conftest import write_docs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

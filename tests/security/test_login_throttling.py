@@ -55,7 +55,7 @@ def test_a_successful_login_clears_the_name_counter(settings) -> None:  # type: 
 def test_an_ended_window_gets_one_event_with_its_exact_count(settings) -> None:  # type: ignore[no-untyped-def]
     """The 1st/10th/100th... events are written at once; the window's true total (here 25, which no milestone
     says) is written once when the window has ended, and only once."""
-    from athena.throttling import AGGREGATE_WINDOW_SECONDS, audit_aggregates_flush
+    from audit.aggregation import AGGREGATE_WINDOW_SECONDS, audit_aggregates_flush
 
     settings.ATHENA_LOGIN_FAILURES_PER_NAME = 1000
     client = Client()
@@ -73,7 +73,8 @@ def test_an_ended_window_gets_one_event_with_its_exact_count(settings) -> None: 
 
 def test_a_throttled_question_flood_is_a_handful_of_events_with_the_total(settings) -> None:  # type: ignore[no-untyped-def]
     """One user hammering the throttled ask endpoint: 1 + 10 + the window's total, not 40 chain events."""
-    from athena.throttling import AGGREGATE_WINDOW_SECONDS, audit_aggregates_flush, user_counters_clear
+    from athena.throttling import user_counters_clear
+    from audit.aggregation import AGGREGATE_WINDOW_SECONDS, audit_aggregates_flush
     from tests.api import client_for, make_user
 
     settings.ATHENA_QUESTIONS_PER_HOUR = 0  # every question is over the limit

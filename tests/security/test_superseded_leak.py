@@ -10,10 +10,10 @@ import pytest
 from django.contrib.auth.models import Group
 
 from agents.services import ask
+from athena.principals import Principal
 from knowledge.models import Document
 from knowledge.selectors import document_freshness, get_document_metadata
 from knowledge.services import IngestOptions, files_ingest, folder_scan
-from retrieval.types import Principal
 from tests.api import client_for, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]

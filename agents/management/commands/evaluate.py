@@ -87,8 +87,8 @@ class Command(BaseCommand):
 
     # -- retrieval ablation -------------------------------------------------------------------------------
     def _compare(self, questions: list[dict], users: dict[str, User], base: SearchConfig) -> None:
+        from athena.principals import Principal
         from retrieval.search import search
-        from retrieval.types import Principal
 
         scored = [q for q in questions if q.get("gold")]
         self.stdout.write(f"{'configuration':<18} {'MRR@10':>7} {'R@10':>7} {'nDCG@10':>8} {'p50 ms':>7}")

@@ -61,7 +61,7 @@ class Command(BaseCommand):
 
         from agents.answerer_training import label_candidates, package_of
         from agents.pipeline import run_pipeline
-        from retrieval.types import Principal
+        from athena.principals import Principal
 
         if not questions_path.is_file():
             raise CommandError(f"{questions_path} does not exist")

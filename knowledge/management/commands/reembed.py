@@ -26,7 +26,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from tqdm import tqdm
 
-        from retrieval.embedders import get_embedder
+        from knowledge.embedders import get_embedder
 
         embedder = get_embedder()
         embedder.warm_up()

@@ -67,7 +67,7 @@ class SentenceTransformerEmbedder:
                 from django.conf import settings
                 from sentence_transformers import SentenceTransformer
 
-                from retrieval.devices import torch_device
+                from athena.devices import torch_device
 
                 torch.set_num_threads(self.threads or settings.ATHENA_TORCH_THREADS)
                 self.device = torch_device(self.requested_device)
@@ -142,6 +142,6 @@ class MiniLMEmbedder(SentenceTransformerEmbedder):
 
 
 def get_embedder() -> Embedder:
-    from retrieval.backends import load_backend
+    from athena.backends import load_backend
 
     return load_backend("ATHENA_EMBEDDER")

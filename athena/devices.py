@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from retrieval.choices import Choice
+from athena.choices import Choice
 
 
 class Device(Choice):

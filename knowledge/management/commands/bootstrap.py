@@ -1,4 +1,7 @@
-"""`python manage.py bootstrap` — what `make run` does before serving: stack up, migrate, demo users, sample KB."""
+"""`python manage.py bootstrap` — what `make run` does before serving: stack up, migrate, demo users, sample KB.
+
+It lives in the knowledge app (not the athena core) because it loads knowledge's sample KB and reads its
+documents: the core layer imports no app above it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unit tests for retrieval.analysis: stemmer, both analyser lanes, query terms, sentence splitting."""
+"""Unit tests for knowledge.text: stemmer, both analyser lanes, query terms, sentence splitting."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from retrieval.analysis import STOPWORDS, analyze, identifiers, query_terms, sentences, stem
+from knowledge.text import STOPWORDS, analyze, identifiers, query_terms, sentences, stem
 
 pytestmark = pytest.mark.unit
 
@@ -514,7 +514,7 @@ def test_sentences_a_short_lower_case_line_after_a_finished_sentence_is_a_new_en
 
 
 def test_edit_distance_counts_a_swap_of_adjacent_letters_as_one_edit() -> None:
-    from retrieval.analysis import edit_distance
+    from knowledge.text import edit_distance
 
     assert edit_distance("reciev", "receiv", 2) == 1
     assert edit_distance("persistance", "persistence", 2) == 1

@@ -1,0 +1,29 @@
+"""Request checks shared by every app's APIs (knowledge's document endpoints, agents' ask and feedback)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rest_framework import serializers
+from rest_framework.request import Request
+
+from athena.errors import ValidationFailed
+from athena.permissions import body_limit
+
+MAX_JSON_BODY = 64 * 1024  # the largest legitimate JSON body (a question with filters) is far below
+
+
+def reject_unknown_fields(request: Request, serializer_class: type[serializers.Serializer]) -> None:
+    """Unknown fields are refused rather than ignored, so a typo never silently changes nothing. Oversized
+    bodies are refused before they are parsed."""
+    body_limit(request, MAX_JSON_BODY)
+    if not isinstance(request.data, dict):
+        raise ValidationFailed("the request body must be a JSON object")
+    refuse_unknown_fields(request.data, serializer_class().fields)
+
+
+def refuse_unknown_fields(given: Iterable[str], allowed: Iterable[str]) -> None:
+    """Raise ValidationFailed naming every field of `given` that is not in `allowed`."""
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ValidationFailed(f"unknown field(s): {', '.join(unknown)}", details={"unknown": unknown})

@@ -1,0 +1,36 @@
+"""The text-analysis core: one module per concern, no Django, the same code at ingestion and at answering.
+
+* :mod:`~knowledge.text.tokenizer` — raw tokens, punctuation stripping, compound pieces;
+* :mod:`~knowledge.text.stopwords` — the stopword and interrogative lists;
+* :mod:`~knowledge.text.spelling` — British spellings mapped to American ones;
+* :mod:`~knowledge.text.stemmer` — Porter stemming;
+* :mod:`~knowledge.text.identifier_lane` — identifiers indexed verbatim (``=max_wal_size``);
+* :mod:`~knowledge.text.analyzer` — the composed analyser (:func:`analyze`, :func:`query_terms`,
+  :func:`identifiers`) and :data:`ANALYZER_VERSION`;
+* :mod:`~knowledge.text.sentence_splitter` — :func:`sentences`;
+* :mod:`~knowledge.text.distance` — :func:`edit_distance`.
+
+Chunking, indexing (knowledge), search (retrieval) and answering (agents) import from here.
+"""
+
+from knowledge.text.analyzer import ANALYZER_VERSION, analyze, identifiers, query_terms
+from knowledge.text.distance import edit_distance
+from knowledge.text.identifier_lane import ATTACHED_VALUE, IDENTIFIER_PREFIX
+from knowledge.text.sentence_splitter import sentences
+from knowledge.text.spelling import american
+from knowledge.text.stemmer import stem
+from knowledge.text.stopwords import STOPWORDS
+
+__all__ = [
+    "ANALYZER_VERSION",
+    "ATTACHED_VALUE",
+    "IDENTIFIER_PREFIX",
+    "STOPWORDS",
+    "american",
+    "analyze",
+    "edit_distance",
+    "identifiers",
+    "query_terms",
+    "sentences",
+    "stem",
+]

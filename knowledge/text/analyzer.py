@@ -1,0 +1,147 @@
+"""The analyser: text -> BM25 terms, the same function at ingest and at query time.
+
+It composes the concerns of this package as Lucene/Tantivy compose a tokenizer and filters:
+:mod:`~knowledge.text.tokenizer` (raw tokens, punctuation, compound pieces) ->
+:mod:`~knowledge.text.stopwords` -> :mod:`~knowledge.text.stemmer` (with :mod:`~knowledge.text.spelling`)
+for the **word lane**, and :mod:`~knowledge.text.identifier_lane` for the **identifier lane**. Both lanes are
+interleaved in text order.
+
+Every rule is deterministic and context-free except the ``RFC 4271`` join. Throughput matters (the whole
+corpus goes through :func:`analyze` at ingest), so each distinct raw token is analysed once and memoised.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from knowledge.text.identifier_lane import (
+    IDENTIFIER_PREFIX,
+    identifier_normalise,
+    identifier_term,
+    is_numeric_identifier,
+)
+from knowledge.text.stemmer import stem
+from knowledge.text.stopwords import QUESTION_WORDS, STOPWORDS
+from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, strip_token
+
+# The version of how a file becomes chunks and postings: what analyze() produces, and the parsing and chunking
+# rules. Bump it whenever that output changes for some text: a document indexed by an older version is
+# re-indexed by the next ingest of its folder even when its file is unchanged, so that its chunks, postings and
+# the questions' terms agree again. 2: British spellings mapped to American ones. 3: a configuration example's
+# comment block stays in one chunk with the setting below it.
+ANALYZER_VERSION = 3
+
+
+# Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.
+_DOTTED_ABBREV_RE = re.compile(r"(?:[a-z]\.)+[a-z]")
+_ORDINAL_RE = re.compile(r"[0-9]+(?:st|nd|rd|th)")
+_MAX_WORD_LEN = 64
+
+_CACHE: dict[str, tuple[str, ...]] = {}
+_CACHE_LIMIT = 400_000
+_RFC_TERMS = ("rfc",)
+
+
+def _word_lane(tok: str) -> list[str]:
+    """Word-lane terms of a compound token: its pieces, stemmed, without digits, single letters and stopwords."""
+    pieces = compound_pieces(tok)
+    out: list[str] = []
+    for piece in pieces:
+        # Digits and single letters inside compounds (the 3 of %LINK-3-UPDOWN, the e of e1000) are noise
+        # in the word lane; the identifier lane keeps the exact token.
+        if piece.isdigit() or len(piece) < 2 or len(piece) > _MAX_WORD_LEN or piece in STOPWORDS:
+            continue
+        out.append(stem(piece))
+    return out
+
+
+def _analyze_token(raw: str) -> tuple[str, ...]:
+    """All terms (both lanes) for one raw token, without context."""
+    tok = strip_token(raw)
+    if not tok:
+        return ()
+    if "'" in tok or "\u2019" in tok:
+        tok = tok.replace("\u2019", "'")
+        if tok.lower().endswith("'s"):  # possessive
+            tok = tok[:-2]
+        tok = strip_token(tok.replace("'", ""))
+        if not tok:
+            return ()
+    low = tok.lower()
+    if tok.isalpha() and not CAMEL_RE.search(tok):
+        if low in STOPWORDS or len(low) > _MAX_WORD_LEN:
+            return ()
+        return (stem(low),)
+    if tok.isdigit():
+        return (low,) if len(low) <= _MAX_WORD_LEN else ()
+    if _DOTTED_ABBREV_RE.fullmatch(low):
+        word = low.replace(".", "")
+        return () if word in STOPWORDS else (stem(word),)
+    if _ORDINAL_RE.fullmatch(low):
+        return (low,)
+    # Everything else is an identifier: contains _ - . / : % @, mixes digits and letters, is camelCase or
+    # starts with an option dash.
+    low = identifier_normalise(low)
+    pieces = [] if is_numeric_identifier(low) else _word_lane(tok)
+    term = identifier_term(low)
+    if term is not None:
+        pieces.append(term)
+    return tuple(pieces)
+
+
+def analyze(text: str) -> list[str]:
+    """Turn text into the BM25 term sequence (word lane and identifier lane interleaved in text order).
+
+    Args:
+        text: any text: a chunk at ingest time or a question at query time.
+
+    Returns:
+        Terms in order of occurrence, repeated as often as they occur (term frequency matters). Word-lane
+        terms are stemmed lower-case words; identifier-lane terms are lower-cased identifiers prefixed with
+        ``=``. Example: ``"Set max_wal_size (RFC 4271)"`` ->
+        ``["set", "max", "wal", "size", "=max_wal_size", "rfc", "4271", "=rfc4271"]``.
+    """
+    out: list[str] = []
+    extend = out.extend
+    cache = _CACHE
+    after_rfc = False
+    for raw in raw_tokens(text):
+        terms = cache.get(raw)
+        if terms is None:
+            terms = _analyze_token(raw)
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            cache[raw] = terms
+        extend(terms)
+        if after_rfc and len(terms) == 1 and terms[0].isdigit():
+            out.append(IDENTIFIER_PREFIX + "rfc" + terms[0])  # "RFC 4271" -> =rfc4271
+        after_rfc = terms == _RFC_TERMS
+    return out
+
+
+def _dedupe(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def query_terms(text: str) -> list[str]:
+    """Analyse a question for BM25: like :func:`analyze`, deduplicated in order, interrogatives dropped.
+
+    Args:
+        text: the user's question.
+
+    Returns:
+        Distinct terms in first-occurrence order. Content words such as ``default`` are kept; only
+        interrogatives and stopwords are dropped.
+    """
+    return [t for t in _dedupe(analyze(text)) if t not in QUESTION_WORDS]
+
+
+def identifiers(text: str) -> list[str]:
+    """The identifier-lane tokens of ``text`` (lower-cased, without the ``=`` prefix), distinct, in order.
+
+    Used for highlighting and for checking that every identifier of an answer sentence appears verbatim in
+    the cited span.
+    """
+    n = len(IDENTIFIER_PREFIX)
+    return _dedupe(t[n:] for t in analyze(text) if t.startswith(IDENTIFIER_PREFIX))

@@ -1,0 +1,72 @@
+"""Tokenizer: raw tokens of text, their surrounding punctuation stripped, compounds split into pieces.
+
+No stemming and no stopwords here: :mod:`knowledge.text.analyzer` composes this with the stemmer and the
+identifier lane."""
+
+from __future__ import annotations
+
+import re
+
+# Raw tokens: runs of word characters plus the punctuation that occurs *inside* identifiers.
+TOKEN_RE = re.compile(r"[\w.\-/:%@'\u2019]+")
+# Alphanumeric runs inside a compound token.
+_ALNUM_RUN_RE = re.compile(r"[^\W_]+")
+# Split an ASCII alphanumeric run at letter/digit boundaries and at lower->upper (camelCase) boundaries.
+# No "acronym boundary" rule: it would cut IPv4 as I|Pv4 and VLANs as VLA|Ns.
+_PIECE_RE = re.compile(r"[A-Z]+[a-z]*|[a-z]+|[0-9]+")
+CAMEL_RE = re.compile(r"[a-z][A-Z]")
+_TRAILING_JUNK = ".,:;@'/%-"
+_LEADING_JUNK = ",:;@'"
+
+
+def raw_tokens(text: str) -> list[str]:
+    """Runs of word characters plus the punctuation that occurs inside identifiers, in text order."""
+    return TOKEN_RE.findall(text)
+
+
+def strip_token(tok: str) -> str:
+    """Remove punctuation around a raw token while keeping meaningful leaders (``--opt``, ``%SYS``, ``/etc``)."""
+    tok = tok.rstrip(_TRAILING_JUNK)
+    while tok:
+        tok = tok.lstrip(_LEADING_JUNK)
+        if not tok:
+            break
+        first = tok[0]
+        nxt = tok[1] if len(tok) > 1 else ""
+        if first == "-":
+            run = len(tok) - len(tok.lstrip("-"))
+            after = tok[run : run + 1]
+            if run <= 2 and after.isalpha():  # -v, --check, -XX:MaxHeap
+                break
+            tok = tok[run:]
+        elif first == "%":
+            if nxt.isalpha():  # %LINK-3-UPDOWN
+                break
+            tok = tok[1:]
+        elif first == ".":
+            if nxt.isalpha() or nxt == "_":  # .bashrc
+                break
+            tok = tok[1:]
+        elif first == "/":
+            if nxt.isalnum() or nxt in "_.":  # /etc/passwd, /.ssh
+                break
+            tok = tok[1:]
+        else:
+            break
+    return tok
+
+
+def compound_pieces(tok: str) -> list[str]:
+    """The lower-cased pieces of a compound token, split at separators, letter/digit and camelCase boundaries
+    (a camelCase run is kept whole as well): ``getElementById`` -> ``getelementbyid get element by id``."""
+    pieces: list[str] = []
+    for run in _ALNUM_RUN_RE.findall(tok):
+        if not run.isascii():
+            pieces.append(run.lower())
+            continue
+        parts = _PIECE_RE.findall(run)
+        if len(parts) > 1 and CAMEL_RE.search(run) and run.isalpha():
+            # A lower-case query ("maxheap", "postgresql") must still find a camelCase run.
+            pieces.append(run.lower())
+        pieces.extend(p.lower() for p in parts)
+    return pieces

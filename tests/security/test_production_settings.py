@@ -1,0 +1,53 @@
+"""Production settings insist on HTTPS, and every server starts with the production settings unless told
+otherwise."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.unit]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_production_settings_insist_on_https() -> None:
+    code = (
+        "import django; from django.conf import settings; django.setup(); "
+        "print(settings.SECURE_SSL_REDIRECT, settings.SECURE_HSTS_SECONDS >= 31536000, "
+        "settings.SECURE_PROXY_SSL_HEADER, settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE)"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "DJANGO_SETTINGS_MODULE": "athena.settings.production",
+        "ATHENA_SECRET_KEY": "x" * 50,
+        "ATHENA_AUDIT_KEY": "k" * 40,
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["True", "True", "('HTTP_X_FORWARDED_PROTO',", "'https')", "True", "True"]
+    env.pop("ATHENA_AUDIT_KEY")
+    missing = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert missing.returncode != 0 and "ATHENA_AUDIT_KEY" in missing.stderr
+
+
+@pytest.mark.parametrize("module", ["athena.wsgi", "athena.celery"])
+def test_servers_default_to_production_settings(module: str) -> None:
+    code = f"import os, {module}; print(os.environ['DJANGO_SETTINGS_MODULE'])"
+    env = {"PATH": "/usr/bin:/bin", "ATHENA_SECRET_KEY": "x" * 50, "ATHENA_AUDIT_KEY": "k" * 40}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "athena.settings.production"
+    # and production refuses to start without its secrets instead of running with development defaults
+    bare = subprocess.run(
+        [sys.executable, "-c", f"import {module}; from django.conf import settings; settings.DEBUG"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert bare.returncode != 0 and "ATHENA_SECRET_KEY" in bare.stderr
