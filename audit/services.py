@@ -410,7 +410,14 @@ class VerifiedState:
     hash: str
     checked: int
     key_id: str
+    # the hash of the log's first event: a state left by another database (a test database created again
+    # under the same name, a restored copy) names event ids of a different log and is ignored
+    genesis: str
     mac: str
+
+
+def _genesis_hash() -> str:
+    return AuditEvent.objects.order_by("id").values_list("hash", flat=True).first() or ""
 
 
 def _verified_state_write(*, event_id: int, hash: str, checked: int) -> None:
@@ -418,7 +425,13 @@ def _verified_state_write(*, event_id: int, hash: str, checked: int) -> None:
         key_id, key = _current_key()
     except ImproperlyConfigured:
         return
-    body: dict[str, Any] = {"event_id": event_id, "hash": hash, "checked": checked, "key_id": key_id}
+    body: dict[str, Any] = {
+        "event_id": event_id,
+        "hash": hash,
+        "checked": checked,
+        "key_id": key_id,
+        "genesis": _genesis_hash(),
+    }
     path = _verified_state_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
@@ -449,7 +462,7 @@ def audit_verify_incremental() -> ChainReport:
     (a full audit_verify when there is none), and check that the head and the latest checkpoint still have
     the hashes they were verified with. An edit to an older event is left to the full verification."""
     state = verified_state_read()
-    if state is None:
+    if state is None or state.genesis != _genesis_hash():
         return audit_verify()
     anchor = AuditEvent.objects.filter(pk=state.event_id).values_list("hash", "key_id").first()
     walk = _Walk(prev_hash=state.hash, checked=state.checked, last_id=state.event_id)

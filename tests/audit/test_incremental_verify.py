@@ -126,3 +126,16 @@ def test_a_forged_verified_state_is_ignored(auditor, audit_checkpoint_file: Path
     assert verified_state_read() is None
     report = audit_verify_incremental()  # falls back to the full verification
     assert not report.ok and report.first_broken_id == events[1].pk and report.verified_after_id is None
+
+
+def test_a_state_left_by_another_log_is_ignored(auditor, tamper) -> None:  # type: ignore[no-untyped-def]
+    """A test database created again under the same name (or a restored copy) reuses event ids: the state
+    remembered for the old log must not make the new one read as altered."""
+    _events(5)
+    assert _page_chain(auditor)["ok"]  # remembers the head of this log
+    # a new log under the same name: same ids, other events
+    tamper("audit_no_delete", "DELETE FROM audit_auditevent", [])
+    tamper("audit_no_delete", "SELECT setval(pg_get_serial_sequence('audit_auditevent', 'id'), 1, false)", [])
+    _events(7, start=100)
+    page = _page_chain(auditor)
+    assert page["ok"] and page["checked"] == 7, page
