@@ -65,6 +65,7 @@ def test_copy_keeps_contracts(code_copy: Path) -> None:
         # the pure libraries: screening and the text core stay free of Django, even through another module
         ("screening/planted.py", "from django.conf import settings\n", "screening is a pure library"),
         ("knowledge/text/planted.py", "from knowledge.models import Chunk\n", "the text-analysis core"),
+        ("knowledge/parsing/planted.py", "from django.conf import settings\n", "parsing is Django-free"),
     ],
 )
 def test_planted_upward_import_fails(code_copy: Path, module: str, source: str, broken: str) -> None:

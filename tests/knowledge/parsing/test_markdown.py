@@ -1,0 +1,77 @@
+"""knowledge.parsing.markdown: front matter, rendering through the HTML walker, title from the first H1."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from knowledge.parsing import Block, ParseError, parse_file
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+pytestmark = pytest.mark.unit
+
+
+def by_text(blocks: list[Block], needle: str) -> Block:
+    return next(b for b in blocks if needle in b.text)
+
+
+def test_markdown_front_matter_becomes_metadata_and_leaves_the_text():
+    doc = parse_file(FIXTURES / "sop-dns-failover.md")
+    assert doc.title == "DNS Failover SOP"
+    assert doc.author == "Network Operations"
+    assert doc.updated_at == datetime(2024, 3, 1, tzinfo=UTC)
+    for key, value in {
+        "doc_type": "sop",
+        "department": "netops",
+        "vendor": "ISC",
+        "review_by": "2025-01-31",
+        "access_tier": "internal",
+        "tags": ["dns", "failover"],
+    }.items():
+        assert doc.metadata[key] == value
+    assert doc.metadata["format"] == "markdown"
+    assert not any("doc_type" in b.text or "---" in b.text for b in doc.blocks)
+
+
+def test_markdown_structure_links_steps_table_code():
+    doc = parse_file(FIXTURES / "sop-dns-failover.md")
+    assert doc.links == ["keepalived-guide.md", "https://www.isc.org/bind/"]
+    steps = [b for b in doc.blocks if b.kind == "list_item" and b.section_path[-1] == "Procedure"]
+    assert [s.text[:3] for s in steps] == ["1. ", "2. ", "3. "]
+    table = next(b for b in doc.blocks if b.kind == "table")
+    assert table.text.splitlines()[0] == "Check | Expected"
+    assert table.level == 1  # one header row
+    assert table.section_path == ("DNS failover", "Procedure", "Verification")
+    code = next(b for b in doc.blocks if b.kind == "code")
+    assert code.text.startswith("$ dig +short")
+    # a level-2 heading after a level-3 one pops the trail back
+    rollback = by_text(doc.blocks, "Start keepalived")
+    assert rollback.section_path == ("DNS failover", "Rollback")
+
+
+def test_markdown_without_front_matter_takes_title_from_first_h1(tmp_path):
+    path = tmp_path / "notes.md"
+    path.write_text("Intro line.\n\n# Real Title\n\nBody text.\n\n## Part\n\nMore.\n", encoding="utf-8")
+    doc = parse_file(path)
+    assert doc.title == "Real Title"
+    assert doc.metadata == {"format": "markdown"}
+    assert by_text(doc.blocks, "More.").section_path == ("Real Title", "Part")
+
+
+def test_markdown_malformed_front_matter_falls_back_to_key_value_lines(tmp_path):
+    path = tmp_path / "broken.md"
+    path.write_text("---\ntitle: Broken: yes\ndepartment: ops\n  - : [\n---\n\nText.\n", encoding="utf-8")
+    doc = parse_file(path)
+    assert doc.metadata["department"] == "ops"
+    assert doc.title == "Broken: yes"
+
+
+def test_markdown_with_only_front_matter_is_empty(tmp_path):
+    blank = tmp_path / "blank.md"
+    blank.write_text("---\ntitle: x\n---\n\n   \n")
+    with pytest.raises(ParseError) as info:
+        parse_file(blank)
+    assert info.value.code == "empty"
