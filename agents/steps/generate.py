@@ -26,11 +26,11 @@ from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, ablated
 from knowledge.text import sentences
 from retrieval.types import Hit
 
-DISAGREEMENT_CLOSENESS = 0.85
+DISAGREEMENT_CLOSENESS = 0.85  # the runner-up's score relative to the best for two sources to "disagree"
 # with the trained selector, prose answers are made of its most probable sentences (each with what it needs
 # around it); a procedure's steps and a comparison's one-per-document bullets keep their own composers
 UNIT_SHAPED_BY_RULES = frozenset({"procedure_sop", "comparison_decision"})
-UNITS = 3  # the runner-up's score relative to the best for two sources to "disagree"
+UNITS = 4  # how many of the most probable sentences make units (the shaper's word budget cuts the rest)
 
 
 @dataclass(frozen=True)
