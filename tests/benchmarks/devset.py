@@ -112,9 +112,15 @@ def sample(out: Path) -> None:
 
     from athena.services import user_create_or_update
 
-    db = settings.DATABASES["default"]
+    # the owner role creates the database (the application role may not: least privilege)
+    db = settings.DATABASES.get("owner", settings.DATABASES["default"])
     with psycopg.connect(
-        dbname="postgres", user=db["USER"], host=db["HOST"], port=db["PORT"], autocommit=True
+        dbname="postgres",
+        user=db["USER"],
+        password=db["PASSWORD"] or None,
+        host=db["HOST"],
+        port=db["PORT"],
+        autocommit=True,
     ) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone():
             conn.execute(f'CREATE DATABASE "{db["NAME"]}"')
