@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import zipfile
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from knowledge.parsing import ParseError, archive_limits_check, parse_file
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from tests.knowledge.parsing.blocks import FIXTURES
 
 pytestmark = pytest.mark.unit
 

@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from knowledge.parsing import Block, parse_file
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from knowledge.parsing import parse_file
+from tests.knowledge.parsing.blocks import FIXTURES, by_text, kinds
 
 pytestmark = pytest.mark.unit
-
-
-def kinds(blocks: list[Block]) -> list[str]:
-    return [b.kind for b in blocks]
-
-
-def by_text(blocks: list[Block], needle: str) -> Block:
-    return next(b for b in blocks if needle in b.text)
 
 
 def test_html_metadata_and_chrome_removed():

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from knowledge.parsing import Block, parse_file
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from knowledge.parsing import parse_file
+from tests.knowledge.parsing.blocks import FIXTURES, by_text
 
 pytestmark = pytest.mark.unit
-
-
-def by_text(blocks: list[Block], needle: str) -> Block:
-    return next(b for b in blocks if needle in b.text)
 
 
 def test_man_page_sections_subsections_and_definitions():

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from knowledge.parsing import Block, ParseError, parse_file
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from knowledge.parsing import ParseError, parse_file
+from tests.knowledge.parsing.blocks import FIXTURES, by_text
 
 pytestmark = pytest.mark.unit
-
-
-def by_text(blocks: list[Block], needle: str) -> Block:
-    return next(b for b in blocks if needle in b.text)
 
 
 def test_markdown_front_matter_becomes_metadata_and_leaves_the_text():

@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import zlib
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
-from knowledge.parsing import Block, ParseError, parse_file, pdf_inflate_check
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from knowledge.parsing import ParseError, parse_file, pdf_inflate_check
+from tests.knowledge.parsing.blocks import FIXTURES, by_text
 
 pytestmark = pytest.mark.unit
-
-
-def by_text(blocks: list[Block], needle: str) -> Block:
-    return next(b for b in blocks if needle in b.text)
 
 
 def test_pdf_pages_headings_lists_and_info():

@@ -19,8 +19,8 @@ from knowledge.parsing.registry import (
     parser_for,
     parser_register,
 )
+from tests.knowledge.parsing.blocks import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DEVCORPUS = Path(os.environ.get("ATHENA_DEVCORPUS", "/work/devcorpus"))
 
 pytestmark = pytest.mark.unit
