@@ -21,14 +21,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from common import DEVSET, ROOT, compare, setup_django
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return 0.0
-    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
+from common import DEVSET, ROOT, compare, percentile, setup_django
 
 
 def summary(samples: dict[str, list[float]], total: float) -> dict[str, dict[str, float]]:

@@ -22,6 +22,15 @@ def setup_django() -> None:
     django.setup()
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The value at share `q` (0..1) of the sorted values, nearest rank; NaN for no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
 def flatten(data: Any, prefix: str = "") -> dict[str, float]:
     """Nested results -> {"a.b.c": number}, numbers only."""
     out: dict[str, float] = {}

@@ -33,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from common import DEVSET, compare, setup_django
+from common import DEVSET, compare, percentile, setup_django
 
 SYNTHETIC_PREFIX = "synthetic/"
 DEPARTMENTS = ("network", "systems", "security", "database", "support", "platform")
@@ -48,14 +48,6 @@ POSTING_INDEXES = (
     "INCLUDE (tf, doc_len)",
     "CREATE INDEX knowledge_posting_chunk ON knowledge_posting (chunk_id)",
 )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def summary(values: list[float]) -> dict[str, float]:
