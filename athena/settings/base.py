@@ -196,7 +196,7 @@ ATHENA_STALE_AFTER_DAYS = env.int("ATHENA_STALE_AFTER_DAYS", 730, minimum=1)
 # prose answers stop after about this many words (whole sentences; the lead unit is always kept)
 ATHENA_ANSWER_MAX_WORDS = env.int("ATHENA_ANSWER_MAX_WORDS", 100, minimum=20)
 # benchmark switches: answering parts turned off to measure what each adds (`devset.py eval --ablate`); names
-# in agents.steps.state.ABLATABLE, checked at start-up. Empty in any real deployment.
+# in agents.steps.state.ABLATABLE (an unknown name fails the first question). Empty in any real deployment.
 ATHENA_ABLATE = env.list("ATHENA_ABLATE")
 ATHENA_MEMORY_TURNS = env.int("ATHENA_MEMORY_TURNS", 6, minimum=1)
 ATHENA_MEMORY_TTL_SECONDS = env.int("ATHENA_MEMORY_TTL_SECONDS", 86_400, minimum=60)
