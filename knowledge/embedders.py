@@ -18,7 +18,7 @@ class Embedder(Protocol):
     dimension: int
     max_tokens: int
 
-    def embed_passages(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray: ...
+    def embed_passages(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
 
@@ -41,7 +41,7 @@ class SentenceTransformerEmbedder:
         query_prefix: str = "",
         passage_prefix: str = "",
         threads: int | None = None,
-        quantize: bool = False,
+        precision: str = "auto",
         device: str | None = None,
     ) -> None:
         self.model_ref = model
@@ -51,10 +51,9 @@ class SentenceTransformerEmbedder:
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self.threads = threads
-        # int8 dynamic quantisation of the Linear layers: ~2.2x faster on CPU, vectors shift slightly (mean
-        # cosine to fp32 ~0.93); the default (ATHENA_EMBEDDER_QUANTIZE), its retrieval quality measured by
-        # tests/benchmarks/ingest.py --quality
-        self.quantize = quantize
+        # auto|bf16|fp32|int8 (ATHENA_EMBEDDER_PRECISION), resolved with the device when the model loads
+        self.requested_precision = precision
+        self.precision = ""
         self.requested_device = device  # None: settings.ATHENA_DEVICE (auto|cpu|cuda)
         self.device = "cpu"  # resolved when the model loads
         self._model: Any = None
@@ -67,10 +66,13 @@ class SentenceTransformerEmbedder:
                 from django.conf import settings
                 from sentence_transformers import SentenceTransformer
 
-                from athena.devices import torch_device
+                from athena.devices import cpu_flags, precision_resolve, torch_device
 
                 torch.set_num_threads(self.threads or settings.ATHENA_TORCH_THREADS)
                 self.device = torch_device(self.requested_device)
+                self.precision = precision_resolve(
+                    self.requested_precision, device=self.device, flags=cpu_flags()
+                )
                 model = SentenceTransformer(self.model_ref, device=self.device, local_files_only=True)
                 model.max_seq_length = min(self.max_tokens, model.max_seq_length or self.max_tokens)
                 produced = model.get_embedding_dimension()
@@ -79,55 +81,59 @@ class SentenceTransformerEmbedder:
                         f"embedder {self.name} produces {produced}-d vectors but ATHENA_EMBEDDING_DIM is "
                         f"{self.dimension}; set ATHENA_EMBEDDING_DIM={produced}, migrate and run reembed"
                     )
-                if self.device == "cuda":
-                    # fp16 on the GPU: twice the throughput of fp32 with vectors within ~1e-3 cosine of it, so
-                    # they keep the fp32 model's name; dynamic int8 quantisation is a CPU kernel and is not
-                    # applied (CPU workers sharing these vectors set ATHENA_EMBEDDER_QUANTIZE=false)
+                if self.precision == "fp16":
+                    # twice fp32's throughput on a GPU, vectors within ~1e-3 cosine of it
                     model = model.half()
-                    self.quantize = False
-                elif self.quantize:
+                elif self.precision == "int8":
+                    # dynamic quantisation of the Linear layers: another vector space (cosine to fp32 as low
+                    # as .88), so it carries its own model name and an index built with it needs reembed
                     model = torch.ao.quantization.quantize_dynamic(
                         model, {torch.nn.Linear}, dtype=torch.qint8
                     )
                     self.name = f"{self.name}+int8"
+                # fp16, bf16 and fp32 vectors agree within 1e-3 cosine and share the plain name: CPU workers
+                # with and without bf16 hardware, and GPU workers, can serve one index
                 self._model = model
         return self._model
+
+    def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        import torch
+
+        model = self._load()
+        # bf16 through autocast: matrix products in bfloat16 (oneDNN's AVX-512 BF16/AMX kernels), layer norms
+        # and softmax in fp32. Unlike int8 dynamic quantisation it scales nothing per batch, so a text's vector
+        # does not depend on its batch neighbours (measured: 1 - cosine <= 1e-5 alone vs batched).
+        with (
+            torch.inference_mode(),
+            torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"),
+        ):
+            vectors = model.encode(
+                texts,
+                batch_size=batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vectors, dtype=np.float32)
 
     def warm_up(self) -> None:
         self._load()
 
-    def embed_passages(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+    def embed_passages(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        model = self._load()
-        if self.quantize:
+        self._load()
+        if self.precision == "int8":
             # int8 dynamic quantisation scales activations per batch: a text's vector would depend on the other
-            # texts in its batch and on their padding (similarities moved by up to .05, and chunks no longer
-            # matched the query, which is always embedded alone). One text per batch is deterministic, and on
-            # CPU also faster: no padding is computed (dev corpus: 182 s instead of 226 s for 6,828 chunks;
-            # dense MRR@10 .780 -> .794).
+            # texts in its batch and on their padding. One text per batch keeps it deterministic.
             batch_size = 1
         elif self.device == "cuda":
             batch_size = max(batch_size, 256)  # a GPU is only busy with large batches
-        # encode() sorts by length internally, so one call over many documents gives length-sorted batches
-        vectors = model.encode(
-            [self.passage_prefix + t for t in texts],
-            batch_size=batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        # encode() sorts by length, so one call over many texts gives length-bucketed batches (little padding)
+        return self._encode([self.passage_prefix + t for t in texts], batch_size)
 
     def embed_query(self, text: str) -> np.ndarray:
-        model = self._load()
-        vector = model.encode(
-            [self.query_prefix + text],
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )[0]
-        return np.asarray(vector, dtype=np.float32)
+        return self._encode([self.query_prefix + text], 1)[0]
 
 
 class MiniLMEmbedder(SentenceTransformerEmbedder):

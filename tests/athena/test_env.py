@@ -64,3 +64,14 @@ def test_malformed_environment_fails_at_startup_with_the_variable_named():
     )
     assert result.returncode != 0
     assert "ATHENA_QUESTIONS_PER_HOUR='lots' is not an integer" in result.stderr
+
+
+def test_the_replaced_quantize_setting_is_refused_with_its_successor_named():
+    """ATHENA_EMBEDDER_QUANTIZE=true used to mean int8 vectors; ignoring it would query an int8 index with
+    bf16/fp32 vectors, so start-up refuses it and names ATHENA_EMBEDDER_PRECISION."""
+    env = dict(os.environ, ATHENA_EMBEDDER_QUANTIZE="true", DJANGO_SETTINGS_MODULE="athena.settings.test")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode != 0
+    assert "ATHENA_EMBEDDER_PRECISION=auto|bf16|fp32|int8" in result.stderr

@@ -3,14 +3,16 @@
 
 Ingests a folder with `files_ingest` in batches (as `manage.py ingest --inline` does) into the database named
 by ATHENA_DB_NAME (use a private one, e.g. athena_bench), then prints throughput, seconds per stage, peak RSS
-and index sizes, and compares three ways of embedding the same chunk texts:
+and index sizes, and compares ways of embedding the same chunk texts:
 
 - naive: for each document separately, SentenceTransformer(...).encode(that document's chunks), defaults;
-- ours: one `embed_passages` call over all documents' chunks (batches across documents, length-sorted);
-- int8: the same with MiniLMEmbedder(quantize=True).
+- fp32 / bf16 / int8: one `embed_passages` call over all documents' chunks (length-sorted batches across
+  documents) with MiniLMEmbedder(precision=...); bf16 only where the CPU has AVX-512 BF16 or AMX.
+For each it prints passages/s, the cosine to the naive vectors and the batch effect: the largest 1 - cosine
+between a text embedded alone and the same text embedded in a batch.
 
     ATHENA_DB_NAME=athena_bench python tests/benchmarks/ingest.py --reset [--corpus DIR] [--sample 150]
-    python tests/benchmarks/ingest.py --skip-ingest --quality          # dense-only MRR@10/R@10, fp32 vs int8
+    python tests/benchmarks/ingest.py --skip-ingest --quality   # dense-only MRR@10/R@10 per precision
     python tests/benchmarks/ingest.py ... --save new.json --compare old.json
 """
 
@@ -153,21 +155,34 @@ def embed_comparison(sample: int, seed: int, threads: int) -> dict[str, Any]:
     results["naive"] = {"seconds": round(seconds, 2), "chunks_per_s": round(len(flat) / seconds, 1)}
     del naive_model
 
-    for variant, quantize in (("ours", False), ("int8", True)):
-        embedder = MiniLMEmbedder(threads=threads, quantize=quantize)
+    for variant in precisions():
+        embedder = MiniLMEmbedder(threads=threads, precision=variant)
         embedder.embed_passages(warm)
         started = time.perf_counter()
         vectors[variant] = embedder.embed_passages(flat)
         seconds = time.perf_counter() - started
         results[variant] = {"seconds": round(seconds, 2), "chunks_per_s": round(len(flat) / seconds, 1)}
+        alone = np.vstack([embedder.embed_passages([text]) for text in flat[:BATCH_EFFECT_TEXTS]])
+        drift = 1.0 - np.sum(alone * vectors[variant][:BATCH_EFFECT_TEXTS], axis=1)
+        results[variant]["batch_effect"] = float(f"{float(drift.max()):.2e}")
     base = results["naive"]["chunks_per_s"]
-    for variant in ("naive", "ours", "int8"):
+    for variant in ("naive", *precisions()):
         results[variant]["ratio_to_naive"] = round(results[variant]["chunks_per_s"] / base, 2)
         # same texts, so the vectors should agree with the naive ones (int8 only approximately)
         cosine = np.sum(vectors[variant] * vectors["naive"], axis=1)
         results[variant]["mean_cosine_to_naive"] = round(float(cosine.mean()), 4)
         results[variant]["min_cosine_to_naive"] = round(float(cosine.min()), 4)
     return results
+
+
+BATCH_EFFECT_TEXTS = 64
+
+
+def precisions() -> tuple[str, ...]:
+    """The CPU precisions this machine can run: bf16 only with native bfloat16 instructions."""
+    from athena.devices import BF16_CPU_FLAGS, cpu_flags
+
+    return ("fp32", "bf16", "int8") if cpu_flags() & BF16_CPU_FLAGS else ("fp32", "int8")
 
 
 def _store_vectors(ids: list[int], vectors: Any, model_name: str) -> None:
@@ -228,36 +243,37 @@ def quality(threads: int) -> dict[str, Any]:
         rows = cursor.fetchall()
     ids = [r[0] for r in rows]
     texts = [embedding_text(r[1], r[2], r[3]) for r in rows]
-    fp32 = MiniLMEmbedder(threads=threads)
-    if {r[5] for r in rows} != {fp32.name} or any(r[4] is None for r in rows):
-        raise SystemExit(
-            "quality needs a database embedded by the default fp32 embedder (run the ingest first)"
-        )
+    fp32 = MiniLMEmbedder(threads=threads, precision="fp32")
+    if {r[5] for r in rows} != {"all-MiniLM-L6-v2"} or any(r[4] is None for r in rows):
+        raise SystemExit("quality needs a database embedded by the default embedder (run the ingest first)")
     stored = np.asarray(
         [r[4] for r in rows], dtype=np.float32
     )  # what ingestion produced, restored afterwards
-    results: dict[str, Any] = {"fp32": {"embed_seconds": None, **dense_quality(fp32)}}
-    print(f"  fp32: {results['fp32']}", file=sys.stderr)
+    results: dict[str, Any] = {}
     saved = backends._cache.get("ATHENA_EMBEDDER")
     try:
-        int8 = MiniLMEmbedder(threads=threads, quantize=True)
-        print(f"  re-embedding {len(ids)} chunks with int8", file=sys.stderr)
-        started = time.perf_counter()
-        vectors = int8.embed_passages(texts)
-        seconds = time.perf_counter() - started
-        _store_vectors(ids, vectors, int8.name if int8._model is not None else "all-MiniLM-L6-v2+int8")
-        results["int8"] = {"embed_seconds": round(seconds, 1), **dense_quality(int8)}
-        results["int8"]["mean_cosine_to_fp32"] = round(float(np.sum(vectors * stored, axis=1).mean()), 4)
-        print(f"  int8: {results['int8']}", file=sys.stderr)
+        for variant in precisions():
+            embedder = fp32 if variant == "fp32" else MiniLMEmbedder(threads=threads, precision=variant)
+            print(f"  re-embedding {len(ids)} chunks with {variant}", file=sys.stderr)
+            started = time.perf_counter()
+            vectors = embedder.embed_passages(texts)
+            seconds = time.perf_counter() - started
+            _store_vectors(ids, vectors, embedder.name)
+            results[variant] = {"embed_seconds": round(seconds, 1), **dense_quality(embedder)}
+            results[variant]["mean_cosine_to_stored"] = round(
+                float(np.sum(vectors * stored, axis=1).mean()), 4
+            )
+            print(f"  {variant}: {results[variant]}", file=sys.stderr)
     finally:
-        _store_vectors(ids, stored, fp32.name)  # leave the DB as ingestion made it
+        _store_vectors(ids, stored, "all-MiniLM-L6-v2")  # leave the DB as ingestion made it
         if saved is not None:
             backends._cache["ATHENA_EMBEDDER"] = saved
         else:
             backends._cache.pop("ATHENA_EMBEDDER", None)
-    for key in ("mrr@10", "recall@10"):
-        base = results["fp32"][key]
-        results[f"int8_relative_{key}"] = round(results["int8"][key] / base, 4) if base else None
+    for variant in precisions():
+        for key in ("mrr@10", "recall@10"):
+            base = results["fp32"][key]
+            results[variant][f"relative_{key}"] = round(results[variant][key] / base, 4) if base else None
     return results
 
 
@@ -277,19 +293,21 @@ def print_report(results: dict[str, Any]) -> None:
         print(
             f"== embedding stage: {e['documents']} documents, {e['chunks']} chunks, {e['threads']} thread(s) =="
         )
-        for variant in ("naive", "ours", "int8"):
+        for variant in ("naive", *precisions()):
             v = e[variant]
             print(
                 f"  {variant:6s} {v['seconds']:>8.2f}s {v['chunks_per_s']:>8.1f} chunks/s  x{v['ratio_to_naive']:.2f}"
                 f"  cos-to-naive mean {v['mean_cosine_to_naive']} min {v['min_cosine_to_naive']}"
+                f"  batch effect {v.get('batch_effect', '-')}"
             )
     if "quality" in results:
         q = results["quality"]
         print("== dense-only quality (dev set, document level) ==")
-        for variant in ("fp32", "int8"):
-            v = q[variant]
-            print(f"  {variant}: MRR@10 {v['mrr@10']}  Recall@10 {v['recall@10']}  (n={v['questions']})")
-        print(f"  int8/fp32: MRR {q['int8_relative_mrr@10']}  Recall {q['int8_relative_recall@10']}")
+        for variant, v in q.items():
+            print(
+                f"  {variant}: MRR@10 {v['mrr@10']}  Recall@10 {v['recall@10']}  (n={v['questions']})"
+                f"  / fp32: MRR {v['relative_mrr@10']}  Recall {v['relative_recall@10']}"
+            )
     print(f"peak RSS {results['peak_rss_mb']:.0f} MiB")
 
 
@@ -308,7 +326,7 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=0, help="torch threads (default: ATHENA_TORCH_THREADS)"
     )
-    parser.add_argument("--quality", action="store_true", help="dense-only dev-set quality, fp32 vs int8")
+    parser.add_argument("--quality", action="store_true", help="dense-only dev-set quality per precision")
     parser.add_argument(
         "--device",
         choices=("auto", "cpu", "cuda"),

@@ -1,4 +1,5 @@
-"""The configured embedder (the real model, int8 by default) as the answering step uses it."""
+"""The configured embedder (the real model; bf16 or fp32 by the CPU, int8 when named) as ingestion and the
+answering step use it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import pytest
 from django.test import override_settings
 
 from athena.devices import torch_device
-from knowledge.embedders import get_embedder
 
 pytestmark = [pytest.mark.slow]
 
@@ -19,16 +19,39 @@ WINDOWS = [
 ]
 
 
-def test_a_window_embedded_alone_does_not_depend_on_the_other_windows():
-    """The int8 model scales activations per batch, so a batched text's vector would move with its neighbours
-    and their padding; the embedder embeds each text alone. Chunks at ingestion and the answering step's
-    sentence windows then match the question, which is always embedded alone."""
-    embedder = get_embedder()
+@pytest.mark.parametrize("precision", ["auto", "fp32", "int8"])
+def test_a_window_embedded_alone_does_not_depend_on_the_other_windows(precision):
+    """Chunks embedded in batches at ingestion and the answering step's sentence windows must match the
+    question, which is always embedded alone: a text's vector may not move with its batch neighbours and their
+    padding (int8 scales activations per batch, so it embeds each text alone; bf16 and fp32 scale nothing)."""
+    from knowledge.embedders import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder(precision=precision)
     together = embedder.embed_passages(WINDOWS, batch_size=64)
     for text, vector in zip(WINDOWS, together, strict=True):
         alone = embedder.embed_passages([text])[0]
-        assert np.allclose(vector, alone, atol=1e-6)
+        assert float(vector @ alone) > 1 - 1e-4
     assert together.shape == (len(WINDOWS), embedder.dimension)
+
+
+def test_every_cpu_precision_but_int8_gives_the_same_vectors_under_one_name():
+    """bf16 (where the CPU has it) and fp32 share an index, so they must agree; int8 is another vector space
+    and says so in its name, which the index's model check compares."""
+    from athena.devices import BF16_CPU_FLAGS, cpu_flags
+    from knowledge.embedders import MiniLMEmbedder
+
+    fp32 = MiniLMEmbedder(precision="fp32")
+    auto = MiniLMEmbedder(precision="auto")
+    int8 = MiniLMEmbedder(precision="int8")
+    reference = fp32.embed_passages(WINDOWS)
+    assert auto.embed_passages(WINDOWS).shape == reference.shape
+    assert auto.precision == ("bf16" if cpu_flags() & BF16_CPU_FLAGS else "fp32")
+    assert np.min(np.sum(auto.embed_passages(WINDOWS) * reference, axis=1)) > 0.999
+    assert auto.name == fp32.name == "all-MiniLM-L6-v2"
+    quantised = int8.embed_passages(WINDOWS)
+    assert int8.name == "all-MiniLM-L6-v2+int8"
+    assert np.min(np.sum(quantised * reference, axis=1)) < 0.9999  # really another computation
+    assert float(auto.embed_query(WINDOWS[0]) @ reference[0]) > 0.999
 
 
 def test_the_embedder_loads_on_the_device_the_setting_names_here_the_cpu():
@@ -39,11 +62,11 @@ def test_the_embedder_loads_on_the_device_the_setting_names_here_the_cpu():
     with override_settings(ATHENA_DEVICE="auto"):
         assert torch_device() == ("cuda" if torch.cuda.is_available() else "cpu")
     with override_settings(ATHENA_DEVICE="cpu"):
-        embedder = MiniLMEmbedder(quantize=False)
+        embedder = MiniLMEmbedder(precision="fp32")
         vectors = embedder.embed_passages(["BGP hold time is 90 seconds.", "chrony uses three NTP servers."])
     assert embedder.device == "cpu"
     parameter = next(embedder._load().parameters())
     assert parameter.device.type == "cpu" and parameter.dtype == torch.float32
     assert vectors.shape == (2, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    explicit = MiniLMEmbedder(quantize=False, device="cpu")
+    explicit = MiniLMEmbedder(precision="fp32", device="cpu")
     assert np.allclose(explicit.embed_passages(["BGP hold time is 90 seconds."])[0], vectors[0], atol=1e-5)
