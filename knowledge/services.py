@@ -27,7 +27,7 @@ from knowledge.indexing import (
     document_remove_chunks,
     document_replace_chunks,
     document_sync_chunk_acl,
-    embedding_text,
+    embedding_input,
 )
 from knowledge.models import AccessTier, DocType, Document, DocumentStatus, IngestRun
 from knowledge.selectors import vendor_gazetteer
@@ -310,16 +310,19 @@ def document_stage(
 
 def staged_embed(staged: Sequence[StagedDocument], *, timings: defaultdict[str, float]) -> None:
     """Embed the chunks of many documents in one call: batching across documents is what makes it fast."""
-    from knowledge.embedders import get_embedder
+    from knowledge.embedders import get_embedder, passages_embed
 
     embedder = get_embedder()
-    texts = [embedding_text(d.title, c.section_path, c.text) for d in staged for c in d.chunks]
+    inputs = [embedding_input(d.title, c.section_path, c.text) for d in staged for c in d.chunks]
     started = time.perf_counter()
-    vectors = embedder.embed_passages(texts)
+    # one forward pass gives the chunk's vector and its sentences' (answering compares those with the question
+    # instead of embedding sentence windows while the asker waits)
+    vectors, packed = passages_embed(embedder, inputs)
     timings["embed"] += time.perf_counter() - started
     offset = 0
     for document in staged:
         document.embeddings = vectors[offset : offset + len(document.chunks)]
+        document.sentence_vectors = packed[offset : offset + len(document.chunks)]
         document.embedding_model = embedder.name
         offset += len(document.chunks)
 

@@ -61,6 +61,7 @@ def evaluate_pool(state: AnswerState, hits: Sequence[Hit]) -> tuple[list[Evidenc
         state.rewritten,
         expanded[: state.pool_size],
         embed=state.cache.embed_windows,
+        pooled=state.cache.pooled(expanded[: state.pool_size]),
         query_vec=state.cache.query_vector(state.rewritten),
         idf=state.terms.idf,
         aliases=state.terms.corrections,

@@ -143,6 +143,7 @@ def sub_question_picks(state: AnswerState, evidence: Sequence[Evidence]) -> list
             own,
             evidence[: state.pool_size],
             embed=state.cache.embed_windows,
+            pooled=state.cache.pooled(evidence[: state.pool_size]),
             query_vec=state.cache.query_vector(own),
             idf=state.terms.idf,
         )

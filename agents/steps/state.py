@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from agents.evidence import Attribution, Draft, Evidence, ScoredSentence
     from agents.memory import Turn
     from athena.principals import Principal
+    from knowledge.embedders import SpanVectors
     from retrieval.types import Filters, Hit, SearchConfig, SearchResult
 
 ABSTAIN_MESSAGE = "I don't have enough information in the knowledge base to answer this confidently."
@@ -33,6 +34,7 @@ class RunCache:
 
     window_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     query_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    sentence_vectors: dict[int, SpanVectors | None] = field(default_factory=dict)  # by chunk id
 
     def embed_windows(self, texts: list[str]) -> np.ndarray:
         from knowledge.embedders import get_embedder
@@ -41,6 +43,31 @@ class RunCache:
         if todo:
             self.window_vectors.update(zip(todo, get_embedder().embed_passages(todo), strict=True))
         return np.array([self.window_vectors[t] for t in texts])
+
+    def pooled(self, evidence: Sequence[Evidence]) -> list[SpanVectors | None]:
+        """Each passage's sentence vectors stored at ingestion (aligned with `passage_sentences`), or None for a
+        passage without them or whose stored vectors no longer match its sentences (a splitter change not yet
+        re-embedded): its windows are then embedded while answering."""
+        from knowledge.embedders import span_vectors_unpack
+        from knowledge.models import EMBEDDING_DIM
+        from knowledge.selectors import chunk_sentence_vectors
+        from knowledge.text import passage_sentences
+
+        if ablated("stored_sentence_vectors"):
+            return [None] * len(evidence)
+        todo = [item.chunk_id for item in evidence if item.chunk_id not in self.sentence_vectors]
+        if todo:
+            stored = chunk_sentence_vectors(todo)
+            dimension = EMBEDDING_DIM
+            for chunk_id in todo:
+                data = stored.get(chunk_id)
+                self.sentence_vectors[chunk_id] = span_vectors_unpack(data, dimension) if data else None
+        result: list[SpanVectors | None] = []
+        for item in evidence:
+            pooled = self.sentence_vectors[item.chunk_id]
+            fits = pooled is not None and len(pooled.tokens) == len(passage_sentences(item.text, item.title))
+            result.append(pooled if fits else None)
+        return result
 
     def query_vector(self, text: str) -> np.ndarray:
         from retrieval.search import embed_query
@@ -132,6 +159,7 @@ ABLATABLE = frozenset(
         "unknown_terms",  # decide: a term no readable chunk holds does not force an abstention
         "reformulate",  # decide: no second search with the distinctive terms
         "sub_question_pins",  # generate: each sub-question's best sentence is not pinned into the answer
+        "stored_sentence_vectors",  # evaluate/generate: sentence windows are embedded while answering
     }
 )
 

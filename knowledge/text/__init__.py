@@ -8,6 +8,7 @@
 * :mod:`~knowledge.text.analyzer` — the composed analyser (:func:`analyze`, :func:`query_terms`,
   :func:`identifiers`) and :data:`ANALYZER_VERSION`;
 * :mod:`~knowledge.text.sentence_splitter` — :func:`sentences`;
+* :mod:`~knowledge.text.passages` — a chunk's answer sentences and their spans in its text;
 * :mod:`~knowledge.text.distance` — :func:`edit_distance`.
 
 Chunking, indexing (knowledge), search (retrieval) and answering (agents) import from here.
@@ -16,6 +17,7 @@ Chunking, indexing (knowledge), search (retrieval) and answering (agents) import
 from knowledge.text.analyzer import ANALYZER_VERSION, analyze, identifiers, query_terms
 from knowledge.text.distance import edit_distance
 from knowledge.text.identifier_lane import ATTACHED_VALUE, IDENTIFIER_PREFIX
+from knowledge.text.passages import passage_sentences, sentence_spans
 from knowledge.text.sentence_splitter import sentences
 from knowledge.text.spelling import american
 from knowledge.text.stemmer import stem
@@ -30,7 +32,9 @@ __all__ = [
     "analyze",
     "edit_distance",
     "identifiers",
+    "passage_sentences",
     "query_terms",
+    "sentence_spans",
     "sentences",
     "stem",
 ]

@@ -103,3 +103,45 @@ def test_the_facts_count_quoted_values_the_evidence_never_mentions(twin_kb):  # 
     for step in ANSWERING[:7]:
         state = step.run(state)
     assert facts(state, state.evidence).unmatched_quoted == 0
+
+
+def test_evidence_is_scored_with_the_sentence_vectors_stored_at_ingestion(twin_kb, settings):  # noqa: F811
+    """Ingestion stores each chunk's sentence vectors (pooled from the chunk's own forward pass), so scoring
+    the evidence embeds no sentence window while the asker waits; with the part ablated it embeds them, and
+    both rank the same passage's sentence first."""
+    from knowledge.embedders import span_vectors_unpack
+    from knowledge.models import EMBEDDING_DIM, Chunk
+    from knowledge.text import passage_sentences
+
+    for chunk in Chunk.objects.select_related("document"):
+        assert chunk.sentence_vectors is not None
+        stored = span_vectors_unpack(bytes(chunk.sentence_vectors), EMBEDDING_DIM)
+        assert len(stored.tokens) == len(passage_sentences(chunk.text, chunk.document.title))
+        assert (stored.tokens > 0).all()  # every sentence lies inside the model window
+
+    windows: list[str] = []
+
+    def counted(state: AnswerState) -> AnswerState:
+        embed = state.cache.embed_windows
+
+        def spy(texts: list[str]):  # type: ignore[no-untyped-def]
+            windows.extend(texts)
+            return embed(texts)
+
+        state.cache.embed_windows = spy  # type: ignore[method-assign]
+        return state
+
+    state = counted(_state())
+    for step in ANSWERING[:6]:
+        state = step.run(state)
+    stored_run = EvaluateEvidence().run(state)
+    assert stored_run.candidates and windows == []
+    assert any(candidate.dense > 0 for candidate in stored_run.candidates)
+
+    settings.ATHENA_ABLATE = ["stored_sentence_vectors"]
+    state = counted(_state())
+    for step in ANSWERING[:6]:
+        state = step.run(state)
+    embedded_run = EvaluateEvidence().run(state)
+    assert windows  # the windows were embedded now
+    assert embedded_run.candidates[0].text == stored_run.candidates[0].text

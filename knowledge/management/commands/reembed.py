@@ -1,4 +1,5 @@
-"""`python manage.py reembed [--batch-size N]` — rebuild every chunk embedding with the configured embedder.
+"""`python manage.py reembed [--batch-size N]` — rebuild every chunk embedding, and the sentence vectors pooled
+from the same pass, with the configured embedder.
 
 The vector column's dimension follows ATHENA_EMBEDDING_DIM; when it differs from the column, the column and
 its HNSW index are recreated first. Vectors from two models are never mixed: retrieval refuses to run while
@@ -13,7 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections, transaction
 
-from knowledge.indexing import embedding_text
+from knowledge.indexing import embedding_input
 from knowledge.models import Chunk
 
 
@@ -26,7 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from tqdm import tqdm
 
-        from knowledge.embedders import get_embedder
+        from knowledge.embedders import get_embedder, passages_embed
 
         embedder = get_embedder()
         embedder.warm_up()
@@ -54,13 +55,13 @@ class Command(BaseCommand):
                     .select_related("document")
                     .order_by("id")
                 )
-                vectors = embedder.embed_passages(
-                    [embedding_text(c.document.title, c.section_path, c.text) for c in batch]
-                )
-                for chunk, vector in zip(batch, vectors, strict=True):
+                inputs = [embedding_input(c.document.title, c.section_path, c.text) for c in batch]
+                vectors, packed = passages_embed(embedder, inputs)
+                for chunk, vector, sentence_vectors in zip(batch, vectors, packed, strict=True):
                     chunk.embedding = vector
+                    chunk.sentence_vectors = sentence_vectors
                     chunk.embedding_model = embedder.name
-                Chunk.objects.bulk_update(batch, ["embedding", "embedding_model"])
+                Chunk.objects.bulk_update(batch, ["embedding", "sentence_vectors", "embedding_model"])
                 bar.update(len(batch))
         with connections[owner].cursor() as cursor:
             cursor.execute(
