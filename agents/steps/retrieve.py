@@ -108,7 +108,7 @@ INFORMAL = frozenset(
 
 
 @lru_cache(maxsize=1)
-def _everyday_words() -> frozenset[str]:
+def everyday_words() -> frozenset[str]:
     """Everyday English words: the whole-word entries of the default embedder's WordPiece vocabulary (about 22k
     words learnt from books and Wikipedia). Most product, protocol and tool names are not among them (bgp,
     wireguard, eigrp, dnsmasq), common words are (holidays, longest, behind). The wheel is a dependency of the
@@ -122,7 +122,7 @@ def _everyday_words() -> frozenset[str]:
 def everyday_terms(question: str) -> set[str]:
     """The terms of the question's everyday words written in lower case. A capitalised word is kept out: in
     "configured on Juniper routers" it names a product even though "juniper" is an everyday word."""
-    words = _everyday_words()
+    words = everyday_words()
     return {
         term
         for word in re.findall(r"(?<![\w-])[a-z]+(?![\w-])", question)

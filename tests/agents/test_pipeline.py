@@ -219,11 +219,11 @@ def _restricted_only_word() -> str:
 
     from django.db import connection
 
-    from agents.steps.retrieve import _everyday_words
+    from agents.steps.retrieve import everyday_words
     from knowledge.text import analyze
 
     restricted = " ".join(Chunk.objects.filter(acl_open=False).values_list("text", flat=True))
-    words = sorted({w.lower() for w in re.findall(r"\b[A-Za-z]{7,}\b", restricted)} - _everyday_words())
+    words = sorted({w.lower() for w in re.findall(r"\b[A-Za-z]{7,}\b", restricted)} - everyday_words())
     with connection.cursor() as cursor:
         for word in words:
             terms = analyze(word)
