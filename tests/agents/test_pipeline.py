@@ -9,13 +9,14 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import override_settings
 
 from agents.services import Blocked, ask
 from audit.models import AuditEvent
 from knowledge.models import Chunk, Document
 from knowledge.services import IngestOptions, files_ingest, folder_scan
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SAMPLE = Path(__file__).resolve().parents[2] / "knowledge" / "sample_kb"
@@ -44,10 +45,7 @@ def sample_kb(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-de
 
 
 def _user(name: str, *groups: str) -> User:
-    user = User.objects.create(username=name)
-    for group in groups:
-        user.groups.add(Group.objects.get_or_create(name=group)[0])
-    return user
+    return UserFactory(username=name, groups=groups)
 
 
 def _answer(question: str, user: User, **kwargs):  # type: ignore[no-untyped-def]
