@@ -282,10 +282,9 @@ def test_an_unreachable_memory_store_does_not_lose_the_answer(sample_kb):
     follow-up loses its context), and the stored answer keeps its response."""
     from agents.models import Answer
 
+    user = _user("nomem")  # before Redis goes: the factory clears the user's throttling counters there
     with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):  # nothing listens on port 1
-        body = _answer(
-            "What BGP keepalive and hold timers do we configure on IOS-XE routers?", _user("nomem")
-        )
+        body = _answer("What BGP keepalive and hold timers do we configure on IOS-XE routers?", user)
     assert not body["abstained"] and body["citations"], body["answer"]
     assert Answer.objects.get(pk=body["answer_id"]).response["answer"] == body["answer"]
     assert AuditEvent.objects.get(pk=body["audit_event_id"]).verdict == "answered"
