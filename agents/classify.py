@@ -608,10 +608,18 @@ def _model_probs(model: dict[str, Any] | None, text: str) -> tuple[dict[str, flo
     return heads[0], heads[1]
 
 
-def _classify_with(model: dict[str, Any] | None, question: str) -> Classification:
+def template_rule_scores(text: str) -> tuple[dict[str, float], list[str]]:
+    """The answer-template rules on `text`: template -> the weight of its strongest rule that fired, and the
+    names of the rules that fired."""
+    return _rule_scores(_TEMPLATE_RULES, text)
+
+
+def classify_with(model: dict[str, Any] | None, question: str) -> Classification:
+    """:func:`classify` with the given fitted model (the contents of its artefact), or with the rules
+    alone when `model` is None (training compares the two on held-back examples)."""
     text = _normalise(question)
     template_probs, hop_probs = _model_probs(model, text.lower())
-    template_rules, fired_t = _rule_scores(_TEMPLATE_RULES, text)
+    template_rules, fired_t = template_rule_scores(text)
     hop_rules, fired_h = _hop_rule_scores(text)
     template, confidence = _combine(TEMPLATES, template_probs, template_rules)
     hop, hop_confidence = _combine(HOPS, hop_probs, hop_rules)
@@ -628,7 +636,7 @@ def classify(question: str) -> Classification:
         ``Classification`` with ``template`` (one of ``TEMPLATES``), ``hop`` (one of ``HOPS``), the
         template ``confidence`` in [0, 1], the names of the ``rules`` that fired and ``hop_confidence``.
     """
-    return _classify_with(_load_model(), question)
+    return classify_with(_load_model(), question)
 
 
 def load_examples(path: Path = EXAMPLES_PATH) -> list[dict[str, str]]:
@@ -727,7 +735,7 @@ def train_and_save(
         )
 
     template_model, hop_model = _accuracy(model_only, test_rows)
-    template_full, hop_full = _accuracy(lambda q: _classify_with(held_back, q), test_rows)
+    template_full, hop_full = _accuracy(lambda q: classify_with(held_back, q), test_rows)
 
     final = _fit([r["question"] for r in rows], [r["template"] for r in rows], [r["hop"] for r in rows])
     target.parent.mkdir(parents=True, exist_ok=True)

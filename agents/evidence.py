@@ -68,7 +68,7 @@ LIST_ENTRY = re.compile(r"[a-z][\w-]* - [a-z]|[A-Z][A-Z0-9_]{2,} -{1,2} \S")
 ENTRY_BONUS = 0.15  # hand-set; the learned selector reads the entry signal itself (agents/answerer.py)
 
 
-def _is_entry(sentence: str, before: str) -> bool:
+def is_entry(sentence: str, before: str) -> bool:
     """Is `sentence` (preceded by `before` in its passage) the description of a reference entry?"""
     if ENTRY_OPTION.match(sentence) or ENTRY_ITEM.match(sentence):
         return True
@@ -269,7 +269,7 @@ def score_sentences(
     titles = [set(analyze(item.title)) for item in evidence]
     for index, item in enumerate(evidence):
         parts = _passage(item)
-        comments = _comment_lines(item.text)
+        comments = comment_lines(item.text)
         lead_in: int | None = None  # the sentence that introduces the run of list entries being read
         for position, sentence in enumerate(parts):
             is_item = LIST_ENTRY.match(sentence) is not None
@@ -285,7 +285,7 @@ def score_sentences(
                     # sentence that introduces the list ("These are the session states: ...") is its context too
                     context = f"{parts[lead_in]} {context}"
                     around_at.insert(0, lead_in)
-                entry = _is_entry(sentence, previous)
+                entry = is_entry(sentence, previous)
                 if sentence in comments and position + 1 < len(parts):
                     context += " " + parts[position + 1]
                     around_at.append(position + 1)
@@ -301,7 +301,7 @@ def score_sentences(
         around = terms | headings[index] | set(analyze(context))
         in_context = covered(around)
         coverage = 0.6 * own + 0.4 * in_context
-        ident = _quoted_share(q_ids, q_numbers, sentence)
+        ident = quoted_share(q_ids, q_numbers, sentence)
         rank_prior = 1.0 / (1.0 + 0.15 * index)
         with_context = bool(context) and len(context.split()) <= 40
         window = f"{context} {sentence}" if with_context else sentence
@@ -357,7 +357,7 @@ def score_sentences(
             float(asks_question),
             float(sentence.rstrip().endswith(":")),
             float(len(sentence.split())),
-            float(sentence in _comment_lines(evidence[index].text)),
+            float(sentence in comment_lines(evidence[index].text)),
             float(any(sentence in step for step in steps_of[index])),
         )
         results.append(ScoredSentence(sentence, index, score, coverage, dense, position, support, signals))
@@ -365,7 +365,7 @@ def score_sentences(
     return results
 
 
-def _quoted_share(q_ids: set[str], q_numbers: set[str], sentence: str) -> float:
+def quoted_share(q_ids: set[str], q_numbers: set[str], sentence: str) -> float:
     """The share of the question's identifiers and numbers that `sentence` repeats (numbers whole: 3 is not 30)."""
     if not q_ids and not q_numbers:
         return 0.0
@@ -375,7 +375,7 @@ def _quoted_share(q_ids: set[str], q_numbers: set[str], sentence: str) -> float:
 
 
 @lru_cache(maxsize=512)
-def _comment_lines(text: str) -> frozenset[str]:
+def comment_lines(text: str) -> frozenset[str]:
     """The '#' comment lines of a configuration example that sit right above a setting, as the sentence splitter
     returns them. A Markdown heading looks the same but is followed by a blank line or by a prose sentence."""
     return frozenset(
@@ -537,7 +537,7 @@ def compose_extractive(
             before = list(dict.fromkeys([*parts[at:here], *before])) if at < here else before
             # a setting line of a configuration example ("max_retries 5 }") is explained by the comment
             # right above it ("# Only the first eight (8) characters are used.")
-            comments = _comment_lines(evidence[pick.evidence_index].text)
+            comments = comment_lines(evidence[pick.evidence_index].text)
             if not before and here > 0 and parts[here - 1] in comments and pick.text not in comments:
                 before.append(parts[here - 1])
         for sentence in before:
@@ -764,7 +764,7 @@ def compose_ranked(
                 and not term_line.rstrip().endswith((".", ":", "?"))
             ):
                 before = [term_line]
-            if not before and here > 0 and term_line in _comment_lines(evidence[index].text):
+            if not before and here > 0 and term_line in comment_lines(evidence[index].text):
                 before = [term_line]
             for sentence in before:
                 if len(sentence.split()) <= 40:

@@ -87,7 +87,7 @@ def curation_resolve(
 ) -> CurationItem:
     """Close a curation item, optionally pointing at the new or corrected document that answers it."""
     from audit.services import audit_record
-    from knowledge.models import Document
+    from knowledge.selectors import document_by_id
 
     item = CurationItem.objects.select_for_update().filter(pk=item_id).first()
     if item is None:
@@ -96,7 +96,7 @@ def curation_resolve(
         raise ValidationFailed("say how the item was resolved")
     document = None
     if document_id is not None:
-        document = Document.objects.filter(pk=document_id).first()
+        document = document_by_id(document_id=document_id)
         if document is None:
             raise ValidationFailed("no such document")
     item.resolved = True
@@ -123,7 +123,7 @@ def curation_export_questions() -> list[dict[str, Any]]:
     readable by some groups only becomes an acl question for its first group.
     """
     from agents.answerer_training import label_candidates
-    from knowledge.models import Chunk
+    from knowledge.selectors import document_chunk_texts
 
     items = (
         CurationItem.objects.filter(resolved=True, resolved_document__isnull=False)
@@ -135,9 +135,7 @@ def curation_export_questions() -> list[dict[str, Any]]:
     for item in items:
         document = item.resolved_document
         assert document is not None
-        text = " ".join(
-            Chunk.objects.filter(document=document).order_by("ordinal").values_list("text", flat=True)
-        )
+        text = " ".join(document_chunk_texts(document=document))
         resolution = item.resolution.strip()
         answer = resolution if resolution and label_candidates([text], [resolution]) == [1] else None
         groups = sorted(g.name for g in document.allowed_groups.all())

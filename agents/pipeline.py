@@ -131,9 +131,9 @@ def _unreadable_terms(state: AnswerState) -> int:
     step's `unknown`) but the index does, i.e. only documents they cannot read."""
     if state.verdict != "abstained" or state.terms is None or not state.terms.unknown:
         return 0
-    from retrieval.stages import indexed_terms
+    from knowledge.index_selectors import terms_indexed
 
-    return len(indexed_terms(state.terms.unknown))
+    return len(terms_indexed(state.terms.unknown))
 
 
 def _shown_scores(scores: dict[str, float], best_bm25: float) -> dict[str, float]:

@@ -20,8 +20,15 @@ from typing import Any
 
 from django.db import connections
 
-AUDIT_TABLE = "audit_auditevent"
 READ_ONLY_TABLES = ("django_migrations",)
+# Tables the application may only INSERT into and SELECT from, named by the apps that own them (the audit log,
+# registered by audit's AppConfig.ready): the core knows no app's table.
+APPEND_ONLY_TABLES: set[str] = set()
+
+
+def append_only_table_register(table: str) -> None:
+    """Make the application role's rights on `table` INSERT and SELECT only, from the next grant on."""
+    APPEND_ONLY_TABLES.add(table)
 
 
 def _quote(name: str) -> str:
@@ -44,12 +51,13 @@ def app_privileges_grant(*, using: str, app_role: str) -> bool:
         cursor.execute(f"REVOKE TRUNCATE, REFERENCES, TRIGGER ON ALL TABLES IN SCHEMA public FROM {role}")
         cursor.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename = ANY(%s)",
-            [[AUDIT_TABLE, *READ_ONLY_TABLES]],
+            [[*sorted(APPEND_ONLY_TABLES), *READ_ONLY_TABLES]],
         )
         present = {row[0] for row in cursor.fetchall()}
-        if AUDIT_TABLE in present:
-            # the audit log is append-only for the application: the database refuses the rest
-            cursor.execute(f"REVOKE UPDATE, DELETE ON {AUDIT_TABLE} FROM {role}")
+        for table in sorted(APPEND_ONLY_TABLES):
+            if table in present:
+                # the audit log is append-only for the application: the database refuses the rest
+                cursor.execute(f"REVOKE UPDATE, DELETE ON {table} FROM {role}")
         for table in READ_ONLY_TABLES:
             if table in present:
                 cursor.execute(f"REVOKE INSERT, UPDATE, DELETE ON {table} FROM {role}")

@@ -245,7 +245,7 @@ def pg_stop() -> str:
     return "stopped"
 
 
-def _psql(port: int, database: str = "postgres") -> list[str]:
+def psql_command(port: int, database: str = "postgres") -> list[str]:
     """psql as the cluster's superuser (initdb's `postgres`), which only the launcher uses."""
     return [
         str(_pg_bin() / "psql"),
@@ -299,7 +299,9 @@ END $$;
 
 def _psql_value(port: int, sql: str) -> str:
     """The single value a superuser query on the cluster returns ("" for no row)."""
-    return subprocess.run([*_psql(port), sql], capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [*psql_command(port), sql], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def pg_ensure_database(name: str, port: int, *, owner: str, app: str, test_name: str = "") -> None:
@@ -314,22 +316,30 @@ def pg_ensure_database(name: str, port: int, *, owner: str, app: str, test_name:
     for role, attributes in roles:
         exists = _psql_value(port, f"SELECT 1 FROM pg_roles WHERE rolname = {_sql_literal(role)}")
         verb = "ALTER" if exists == "1" else "CREATE"
-        subprocess.run([*_psql(port), f'{verb} ROLE "{role}" {attributes}'], check=True, capture_output=True)
+        subprocess.run(
+            [*psql_command(port), f'{verb} ROLE "{role}" {attributes}'], check=True, capture_output=True
+        )
     exists = _psql_value(port, f"SELECT 1 FROM pg_database WHERE datname = {_sql_literal(name)}")
     if exists != "1":
         subprocess.run(
-            [*_psql(port), f'CREATE DATABASE "{name}" OWNER "{owner}"'], check=True, capture_output=True
+            [*psql_command(port), f'CREATE DATABASE "{name}" OWNER "{owner}"'],
+            check=True,
+            capture_output=True,
         )
     else:
         subprocess.run(
-            [*_psql(port), f'ALTER DATABASE "{name}" OWNER TO "{owner}"'], check=True, capture_output=True
+            [*psql_command(port), f'ALTER DATABASE "{name}" OWNER TO "{owner}"'],
+            check=True,
+            capture_output=True,
         )
     for database in ("template1", name):
         subprocess.run(
-            [*_psql(port, database), "CREATE EXTENSION IF NOT EXISTS vector"], check=True, capture_output=True
+            [*psql_command(port, database), "CREATE EXTENSION IF NOT EXISTS vector"],
+            check=True,
+            capture_output=True,
         )
     subprocess.run(
-        [*_psql(port, name), _REASSIGN_TO_OWNER.format(owner=_sql_literal(owner))],
+        [*psql_command(port, name), _REASSIGN_TO_OWNER.format(owner=_sql_literal(owner))],
         check=True,
         capture_output=True,
     )
@@ -338,7 +348,7 @@ def pg_ensure_database(name: str, port: int, *, owner: str, app: str, test_name:
         test_db, owner_role = _sql_literal(test_name), _sql_literal(owner)
         subprocess.run(
             [
-                *_psql(port),
+                *psql_command(port),
                 f"DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_database WHERE datname = {test_db}) THEN "
                 f"EXECUTE format('ALTER DATABASE %I OWNER TO %I', {test_db}, {owner_role}); END IF; END $$",
             ],

@@ -13,13 +13,15 @@ class AuditConfig(AppConfig):
         from django.contrib.auth.signals import user_logged_in, user_login_failed
         from django.db.models.signals import post_migrate
 
-        from athena.db_roles import post_migrate_grant
+        from athena.db_roles import append_only_table_register, post_migrate_grant
         from athena.throttling import security_event
+        from audit.models import AuditEvent
 
         user_login_failed.connect(login_failure_record, dispatch_uid="audit_login_failed")
         security_event.connect(security_event_record, dispatch_uid="audit_security_event")
         user_logged_in.connect(login_success_record, dispatch_uid="audit_login_succeeded")
         # after the owner migrated, the application role gets its (audit: INSERT/SELECT only) rights
+        append_only_table_register(AuditEvent._meta.db_table)
         post_migrate.connect(post_migrate_grant, sender=self, dispatch_uid="athena_app_role_grants")
 
 

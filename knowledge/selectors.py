@@ -1,6 +1,6 @@
 """Reads of documents and chunks, always scoped to the requesting principal.
 
-The rule is the one retrieval applies in SQL (retrieval.stages.visibility_sql): a document is visible when it
+The rule is the one retrieval applies in SQL (knowledge.index_selectors.visibility_sql): a document is visible when it
 is open (public/internal tier, no groups, no owner), when one of its allowed groups is one of the principal's
 groups, or when the principal owns it (private uploads). Invisible and missing documents are
 indistinguishable: both raise NotFound with the same message.
@@ -197,3 +197,20 @@ def chunk_sentence_vectors(chunk_ids: Collection[int]) -> dict[int, bytes]:
         "id", "sentence_vectors"
     )
     return {chunk_id: bytes(data) for chunk_id, data in rows if data is not None}
+
+
+def synonym_expansions() -> list[tuple[str, list[str]]]:
+    """The admin-curated synonyms: (lower-case term, its expansions), for query understanding."""
+    from knowledge.models import Synonym
+
+    return [(s.term.lower(), list(s.expansions)) for s in Synonym.objects.all()]
+
+
+def document_by_id(*, document_id: int) -> Document | None:
+    """A document whatever its state and ACL, for an administrator's curation (never for a reader)."""
+    return Document.objects.filter(pk=document_id).first()
+
+
+def document_chunk_texts(*, document: Document) -> list[str]:
+    """The texts of a document's chunks in reading order (an administrator's export; no ACL)."""
+    return list(Chunk.objects.filter(document=document).order_by("ordinal").values_list("text", flat=True))

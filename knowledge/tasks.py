@@ -29,7 +29,8 @@ CRASH_LIMIT = 2
 _CRASH_TTL_SECONDS = 7 * 86_400
 
 
-def _crash_key(task_id: str) -> str:
+def crash_key(task_id: str) -> str:
+    """The Redis key that counts the unfinished deliveries of task `task_id`."""
     from athena.throttling import key_prefix
 
     return f"{key_prefix()}:deliveries:{task_id}"
@@ -42,8 +43,8 @@ def delivery_start(task_id: str | None) -> int:
     from athena.throttling import redis_client
 
     client = redis_client()
-    count = int(client.incr(_crash_key(task_id)))
-    client.expire(_crash_key(task_id), _CRASH_TTL_SECONDS)
+    count = int(client.incr(crash_key(task_id)))
+    client.expire(crash_key(task_id), _CRASH_TTL_SECONDS)
     return count
 
 
@@ -51,7 +52,7 @@ def delivery_end(task_id: str | None) -> None:
     if task_id:
         from athena.throttling import redis_client
 
-        redis_client().delete(_crash_key(task_id))
+        redis_client().delete(crash_key(task_id))
 
 
 @shared_task(**_RETRYING)

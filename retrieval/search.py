@@ -16,17 +16,11 @@ import psycopg
 from django.db import close_old_connections, connection
 
 from athena.principals import Principal
+from knowledge.index_selectors import chunk_neighbours, chunk_rows, terms_readable
 from knowledge.text import ATTACHED_VALUE, analyze, query_terms
 from retrieval.fusion import FusionMode, Scored, fuse, minmax
 from retrieval.mmr import mmr
-from retrieval.stages import (
-    bm25_search,
-    dense_search,
-    fetch_hits,
-    graph_search,
-    near_readable_terms,
-    readable_terms,
-)
+from retrieval.stages import bm25_search, dense_search, graph_search, near_readable_terms
 from retrieval.types import Filters, Hit, SearchConfig, SearchResult
 
 T = TypeVar("T")
@@ -108,10 +102,10 @@ _gazetteer_cache: dict[str, Any] = {"at": 0.0, "map": {}}
 
 
 def _synonyms() -> list[tuple[str, list[str]]]:
-    from knowledge.models import Synonym
+    from knowledge.selectors import synonym_expansions
 
     if time.monotonic() - _synonym_cache["at"] > 30:
-        curated = [(s.term.lower(), list(s.expansions)) for s in Synonym.objects.all()]
+        curated = synonym_expansions()
         known = {term for term, _ in curated}
         _synonym_cache["rows"] = curated + [(k, v) for k, v in ABBREVIATIONS.items() if k not in known]
         _synonym_cache["at"] = time.monotonic()
@@ -170,7 +164,7 @@ def correct_terms(terms: list[str], principal: Principal) -> dict[str, str]:
     correction occur in two chunks. Terms only readable elsewhere are never suggested."""
     names = [t for t in terms if t.startswith("=") and len(t) > 6]
     words = [t for t in terms if not t.startswith("=") and len(t) >= 5 and t.isalpha()]
-    known = readable_terms([*names, *words], principal)
+    known = terms_readable([*names, *words], principal)
     corrections: dict[str, str] = {}
     for term in names + words:
         if term in known:
@@ -316,7 +310,7 @@ def search(
     fused = fuse(FusionMode.from_str(config.fusion), {k: v for k, v in runs.items() if v}, weights)
     pool_size = max(config.rerank_pool, config.rerank_k, config.final_k)
     candidates = fused[:pool_size]
-    rows = fetch_hits([c.id for c in candidates])
+    rows = chunk_rows([c.id for c in candidates])
     if analysis.vendors:
         wanted = {v.lower() for v in analysis.vendors}
         candidates = sorted(
@@ -379,19 +373,9 @@ def search(
 
 def chunks_by_ids(chunk_ids: Sequence[int], principal: Principal) -> dict[int, dict[str, Any]]:
     """Neighbour expansion for the answering pipeline: the chunks, only if the principal may read them."""
-    return fetch_hits(chunk_ids, visible_to=principal)
+    return chunk_rows(chunk_ids, visible_to=principal)
 
 
 def neighbour_ids(chunk_ids: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
     """(previous, next) chunk id of each chunk, for the answering pipeline's neighbour expansion."""
-    from django.db import connection
-
-    if not chunk_ids:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT c.id, c.prev_id, n.id FROM knowledge_chunk c LEFT JOIN knowledge_chunk n ON n.prev_id = c.id "
-            "WHERE c.id = ANY(%s)",
-            [list(chunk_ids)],
-        )
-        return {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
+    return chunk_neighbours(chunk_ids)

@@ -160,26 +160,28 @@ def warm_up() -> None:
     get_analyzer().analyze(text="warm up 555-0100", language="en", entities=list(PII_ENTITIES))
 
 
-_CARD_CONTEXT_RE = re2.compile(
+# The context patterns of the recognisers' checks below; public so that each is held to linear time on its own
+# (tests/agents/test_guard_complexity.py).
+CARD_CONTEXT_RE = re2.compile(
     r"(?i)\b(?:card|credit|debit|visa|master\s?card|amex|american\s+express|discover|cc|pan|payment|cvv|expir\w*)\b",
 )
-_SERIAL_CONTEXT_RE = re2.compile(
+SERIAL_CONTEXT_RE = re2.compile(
     r"(?i)\b(?:serial|s/?n|sn|part|p/?n|asset|imei|iccid|uuid|guid|id|order|ticket|case|invoice|tracking|"
     r"build|version|license|licence|key|hash|checksum|pid|inode|lun|wwn|oid|sequence|seq)\b[\s#:=no.]*$",
 )
-_PHONE_CONTEXT_RE = re2.compile(
+PHONE_CONTEXT_RE = re2.compile(
     r"(?i)\b(?:phone|tel|telephone|call|mobile|cell|fax|contact|sms|whatsapp|pager|dial|hotline|ring)\b"
 )
-_PHONE_BLOCKLIST_BEFORE_RE = re2.compile(
+PHONE_BLOCKLIST_BEFORE_RE = re2.compile(
     r"(?i)\b(?:version|ver|v|release|build|rfc|port|ports|vlan|vlans|as|asn|pid|uid|gid|errno|error|code|id|"
     r"serial|ticket|case|oid|lun|seq|sequence|timestamp|epoch|inode|size|bytes|kb|mb|gb|mtu|cve)\b[\s#:=-]*$",
 )
-_NHS_CONTEXT_RE = re2.compile(r"(?i)\b(?:nhs|national\s+health|health\s+service|patient|chi\s+number)\b")
+NHS_CONTEXT_RE = re2.compile(r"(?i)\b(?:nhs|national\s+health|health\s+service|patient|chi\s+number)\b")
 # an IPv4 address, a prefix (192.168.1.0/24) or an address with a port (10.0.0.1:514): configuration, not PII
 _IPV4_RE = re2.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2}|:\d{1,5})?$")
 _DOTTED_VERSION_RE = re2.compile(r"^\d+(?:\.\d+){1,3}$")
 _NON_DIGIT_RE = re2.compile(r"\D")
-_FORMATTED_DIGITS_RE = re2.compile(r"\d[\s().-]+\d")
+FORMATTED_DIGITS_RE = re2.compile(r"\d[\s().-]+\d")
 
 
 def _card_brand_ok(digits: str) -> bool:
@@ -211,19 +213,19 @@ def _keep_finding(text: str, entity: str, start: int, end: int, score: float) ->
         if not _card_brand_ok(digits):
             return False
         # A serial or part number that happens to pass Luhn: trust the context unless it talks about cards.
-        return not (_SERIAL_CONTEXT_RE.search(before) and not _CARD_CONTEXT_RE.search(text))
+        return not (SERIAL_CONTEXT_RE.search(before) and not CARD_CONTEXT_RE.search(text))
     if entity == "US_SSN":
         return not digits.startswith("9")  # 900-999 are ITINs / never-issued area numbers
     if entity == "UK_NHS":
-        return bool(_NHS_CONTEXT_RE.search(text))
+        return bool(NHS_CONTEXT_RE.search(text))
     if entity == "PHONE_NUMBER":
         if len(digits) < 7 or _IPV4_RE.match(span) or _DOTTED_VERSION_RE.match(span):
             return False
-        if _PHONE_BLOCKLIST_BEFORE_RE.search(before):
+        if PHONE_BLOCKLIST_BEFORE_RE.search(before):
             return False
-        formatted = span.lstrip().startswith("+") or bool(_FORMATTED_DIGITS_RE.search(span))
+        formatted = span.lstrip().startswith("+") or bool(FORMATTED_DIGITS_RE.search(span))
         # A bare digit run (timestamps, counters) is only a phone number when the text says so.
-        return formatted or bool(_PHONE_CONTEXT_RE.search(text[max(0, start - 40) : end + 10]))
+        return formatted or bool(PHONE_CONTEXT_RE.search(text[max(0, start - 40) : end + 10]))
     return True
 
 

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from athena import throttling
+from tests.factories import UserFactory
 
 
 def make_user(name: str, *groups: str, superuser: bool = False) -> User:
-    """A user in `groups` (created when missing) with fresh throttling counters."""
-    user = User.objects.create_user(name, password="pw", is_superuser=superuser, is_staff=superuser)
-    for group in groups:
-        user.groups.add(Group.objects.get_or_create(name=group)[0])
-    throttling.user_counters_clear(user)
-    return user
+    """A user in `groups` (created when missing), password "pw", with fresh throttling counters: the API tests'
+    shorthand for :class:`tests.factories.UserFactory`."""
+    return UserFactory(username=name, groups=groups, superuser=superuser)
 
 
 def client_for(user: User | None) -> APIClient:

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real PostgreSQL and Redis (started by `make test`), factories, a real worker."""
+"""Shared fixtures: the real PostgreSQL and Redis (started by `make test`), a real worker. Test data is built
+by the factories in tests/factories.py, through the services."""
 
 from __future__ import annotations
 

@@ -65,8 +65,10 @@ def merge_results(results: list[SearchResult], final_k: int) -> list[Hit]:
 def question_terms(result: SearchResult, principal: Principal, question: str) -> QuestionTerms:
     """The search terms with their corpus idf; a term no readable chunk holds gets the idf of a term seen
     nowhere."""
+    from knowledge.index_selectors import corpus_chunk_count, term_df
+
     terms = list(result.query_terms)
-    df, n_chunks = _corpus_df(terms)
+    df, n_chunks = term_df(terms), corpus_chunk_count()
     unknown = distinctive_unknown_terms(
         terms, principal, result.corrections, everyday=everyday_terms(question)
     )
@@ -74,17 +76,6 @@ def question_terms(result: SearchResult, principal: Principal, question: str) ->
     for t in unknown:
         idf[t] = float(np.log(1 + (n_chunks + 0.5) / 0.5))
     return QuestionTerms(tuple(terms), tuple(unknown), idf, dict(result.corrections))
-
-
-def _corpus_df(terms: list[str]) -> tuple[dict[str, int], int]:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT term, df FROM knowledge_termstat WHERE term = ANY(%s)", [terms])
-        df = dict(cursor.fetchall())
-        cursor.execute("SELECT n_chunks FROM knowledge_corpusstat WHERE id = 1")
-        row = cursor.fetchone()
-    return df, int(row[0]) if row else 0
 
 
 # Chat words that are never evidence of a topic the corpus lacks.
@@ -117,7 +108,7 @@ INFORMAL = frozenset(
 
 
 @lru_cache(maxsize=1)
-def _everyday_words() -> frozenset[str]:
+def everyday_words() -> frozenset[str]:
     """Everyday English words: the whole-word entries of the default embedder's WordPiece vocabulary (about 22k
     words learnt from books and Wikipedia). Most product, protocol and tool names are not among them (bgp,
     wireguard, eigrp, dnsmasq), common words are (holidays, longest, behind). The wheel is a dependency of the
@@ -131,7 +122,7 @@ def _everyday_words() -> frozenset[str]:
 def everyday_terms(question: str) -> set[str]:
     """The terms of the question's everyday words written in lower case. A capitalised word is kept out: in
     "configured on Juniper routers" it names a product even though "juniper" is an everyday word."""
-    words = _everyday_words()
+    words = everyday_words()
     return {
         term
         for word in re.findall(r"(?<![\w-])[a-z]+(?![\w-])", question)
@@ -151,8 +142,9 @@ def distinctive_unknown_terms(
     the user's own words ("when do changes stop for the holidays?") is not about a topic the corpus lacks
     because the documents say it differently ("year-end freeze"); whether the evidence answers it is then
     judged on the evidence."""
+    from knowledge.index_selectors import terms_readable
     from retrieval.search import ABBREVIATIONS
-    from retrieval.stages import near_readable_terms, readable_terms
+    from retrieval.stages import near_readable_terms
 
     shorthand = {t for key in ABBREVIATIONS for t in analyze(key)}
     parts_of = {
@@ -164,7 +156,7 @@ def distinctive_unknown_terms(
         for term in terms
         if term.startswith("=")
     }
-    known = readable_terms({*terms, *(p for parts in parts_of.values() for p in parts)}, principal)
+    known = terms_readable({*terms, *(p for parts in parts_of.values() for p in parts)}, principal)
     missing = []
     for term in terms:
         if term in known:

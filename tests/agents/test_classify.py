@@ -173,7 +173,7 @@ def test_classify_is_deterministic_and_handles_empty_input() -> None:
 
 
 def test_rules_alone_work_without_a_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    result = classify_module._classify_with(None, "What is the difference between IKEv1 and IKEv2?")
+    result = classify_module.classify_with(None, "What is the difference between IKEv1 and IKEv2?")
     assert result.template == "comparison_decision" and result.hop == "multi_hop"
 
 
@@ -242,15 +242,15 @@ def test_train_and_save_reports_held_back_accuracy(tmp_path) -> None:
 
 
 def test_which_x_should_is_a_decision_only_when_someone_chooses():
-    from agents.classify import _TEMPLATE_RULES, _rule_scores
+    from agents.classify import template_rule_scores
 
     for decision in (
         "which one should we pick for the dmz hosts",
         "which of these should I use for the backups",
         "which filesystem should I install on the new db server",
     ):
-        assert _rule_scores(_TEMPLATE_RULES, decision)[0].get("comparison_decision", 0) >= 0.85, decision
-    lookup, _ = _rule_scores(_TEMPLATE_RULES, "which directory should the server config files live in")
+        assert template_rule_scores(decision)[0].get("comparison_decision", 0) >= 0.85, decision
+    lookup, _ = template_rule_scores("which directory should the server config files live in")
     assert "comparison_decision" not in lookup
 
 

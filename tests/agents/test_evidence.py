@@ -107,12 +107,12 @@ def test_a_long_explanation_without_a_continuation_stops_after_one_sentence():
 
 
 def test_numbers_quoted_in_the_question_count_whole_like_identifiers():
-    from agents.evidence import _quoted_share
+    from agents.evidence import quoted_share
 
-    assert _quoted_share({"auth_pass"}, {"377"}, "A value of 377 for auth_pass.") == 1.0
-    assert _quoted_share({"auth_pass"}, {"377"}, "A value of 3770 here, 1377 there.") == 0.0
-    assert _quoted_share(set(), {"3"}, "Retry 30 times.") == 0.0
-    assert _quoted_share(set(), set(), "anything") == 0.0
+    assert quoted_share({"auth_pass"}, {"377"}, "A value of 377 for auth_pass.") == 1.0
+    assert quoted_share({"auth_pass"}, {"377"}, "A value of 3770 here, 1377 there.") == 0.0
+    assert quoted_share(set(), {"3"}, "Retry 30 times.") == 0.0
+    assert quoted_share(set(), set(), "anything") == 0.0
 
 
 def test_procedure_lists_the_steps_the_best_sentence_introduces():
@@ -187,10 +187,10 @@ def test_a_comment_in_a_configuration_example_is_read_with_the_setting_below_it(
 
     assert coverage(above) > coverage(apart)
     # a Markdown heading (blank line after it) is not a comment: it gets no look-ahead context
-    from agents.evidence import _comment_lines
+    from agents.evidence import comment_lines
 
-    assert comment in _comment_lines(above[0].text)
-    assert not _comment_lines("# Heading of a section\n\nThe password must match on every router.\n")
+    assert comment in comment_lines(above[0].text)
+    assert not comment_lines("# Heading of a section\n\nThe password must match on every router.\n")
 
 
 def test_a_setting_picked_from_a_configuration_example_brings_the_comment_above_it():
@@ -338,12 +338,12 @@ def test_a_question_asking_which_option_prefers_a_reference_entry_to_a_usage_exa
     kind = score_sentences("which kind of socket listing shows only the ones that are listening", evidence)
     assert kind[0].text.startswith("-l, --listening") and kind[0].score - kind[0].support >= 0.15
     # a description below its short term line is an entry too; a usage example is not
-    from agents.evidence import _is_entry
+    from agents.evidence import is_entry
 
-    assert _is_entry("This directive forces chronyd to step the system clock.", "makestep threshold limit")
-    assert _is_entry("blackhole - the rule prescribes to silently drop the packet.", "")
-    assert not _is_entry("ss -t -a List all TCP sockets and their connections.", "")
-    assert not _is_entry("It is stepped at boot.", "The clock is off by minutes.")
+    assert is_entry("This directive forces chronyd to step the system clock.", "makestep threshold limit")
+    assert is_entry("blackhole - the rule prescribes to silently drop the packet.", "")
+    assert not is_entry("ss -t -a List all TCP sockets and their connections.", "")
+    assert not is_entry("It is stepped at boot.", "The clock is off by minutes.")
 
 
 def test_reading_on_stops_at_a_fragment_without_words():

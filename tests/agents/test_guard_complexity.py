@@ -99,12 +99,12 @@ def test_each_injection_pattern_is_linear(pattern) -> None:  # type: ignore[no-u
     [
         ("trigger_words_present", trigger_words_present),
         ("text_views", text_views),
-        ("card_context", pii._CARD_CONTEXT_RE.search),
-        ("phone_context", pii._PHONE_CONTEXT_RE.search),
-        ("nhs_context", pii._NHS_CONTEXT_RE.search),
-        ("serial_context", pii._SERIAL_CONTEXT_RE.search),
-        ("phone_blocklist", pii._PHONE_BLOCKLIST_BEFORE_RE.search),
-        ("formatted_digits", pii._FORMATTED_DIGITS_RE.search),
+        ("card_context", pii.CARD_CONTEXT_RE.search),
+        ("phone_context", pii.PHONE_CONTEXT_RE.search),
+        ("nhs_context", pii.NHS_CONTEXT_RE.search),
+        ("serial_context", pii.SERIAL_CONTEXT_RE.search),
+        ("phone_blocklist", pii.PHONE_BLOCKLIST_BEFORE_RE.search),
+        ("formatted_digits", pii.FORMATTED_DIGITS_RE.search),
     ],
 )
 def test_guard_helpers_are_linear(name: str, helper: Callable[[str], object]) -> None:

@@ -9,13 +9,14 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import override_settings
 
 from agents.services import Blocked, ask
 from audit.models import AuditEvent
 from knowledge.models import Chunk, Document
 from knowledge.services import IngestOptions, files_ingest, folder_scan
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SAMPLE = Path(__file__).resolve().parents[2] / "knowledge" / "sample_kb"
@@ -44,10 +45,7 @@ def sample_kb(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-de
 
 
 def _user(name: str, *groups: str) -> User:
-    user = User.objects.create(username=name)
-    for group in groups:
-        user.groups.add(Group.objects.get_or_create(name=group)[0])
-    return user
+    return UserFactory(username=name, groups=groups)
 
 
 def _answer(question: str, user: User, **kwargs):  # type: ignore[no-untyped-def]
@@ -219,11 +217,11 @@ def _restricted_only_word() -> str:
 
     from django.db import connection
 
-    from agents.steps.retrieve import _everyday_words
+    from agents.steps.retrieve import everyday_words
     from knowledge.text import analyze
 
     restricted = " ".join(Chunk.objects.filter(acl_open=False).values_list("text", flat=True))
-    words = sorted({w.lower() for w in re.findall(r"\b[A-Za-z]{7,}\b", restricted)} - _everyday_words())
+    words = sorted({w.lower() for w in re.findall(r"\b[A-Za-z]{7,}\b", restricted)} - everyday_words())
     with connection.cursor() as cursor:
         for word in words:
             terms = analyze(word)
@@ -284,10 +282,9 @@ def test_an_unreachable_memory_store_does_not_lose_the_answer(sample_kb):
     follow-up loses its context), and the stored answer keeps its response."""
     from agents.models import Answer
 
+    user = _user("nomem")  # before Redis goes: the factory clears the user's throttling counters there
     with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):  # nothing listens on port 1
-        body = _answer(
-            "What BGP keepalive and hold timers do we configure on IOS-XE routers?", _user("nomem")
-        )
+        body = _answer("What BGP keepalive and hold timers do we configure on IOS-XE routers?", user)
     assert not body["abstained"] and body["citations"], body["answer"]
     assert Answer.objects.get(pk=body["answer_id"]).response["answer"] == body["answer"]
     assert AuditEvent.objects.get(pk=body["audit_event_id"]).verdict == "answered"

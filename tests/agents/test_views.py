@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
+
+from tests.factories import EmployeeFactory, UserFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
@@ -18,8 +19,7 @@ def test_chat_page_requires_login(client) -> None:  # type: ignore[no-untyped-de
 
 
 def test_chat_page_renders_for_an_employee(client) -> None:  # type: ignore[no-untyped-def]
-    user = User.objects.create_user("alice", password="pw")
-    user.groups.add(Group.objects.get_or_create(name="employees")[0])
+    EmployeeFactory(username="alice")
     client.login(username="alice", password="pw")
     response = client.get("/")
     assert response.status_code == 200
@@ -46,8 +46,7 @@ def test_chat_page_renders_for_an_employee(client) -> None:  # type: ignore[no-u
 
 
 def test_chat_page_links_compliance_for_compliance_staff(client) -> None:  # type: ignore[no-untyped-def]
-    user = User.objects.create_user("carol", password="pw")
-    user.groups.add(Group.objects.get_or_create(name="compliance")[0])
+    UserFactory(username="carol", groups=["compliance"])
     client.login(username="carol", password="pw")
     assert "/compliance/" in client.get("/").content.decode()
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.contrib.auth.models import User
+
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
@@ -14,7 +15,7 @@ EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["'](?:https?:)?//""", re.IGNORECAS
 
 @pytest.mark.parametrize("url", ["/api/v1/docs", "/api/v1/redoc"])
 def test_api_reference_pages_name_no_other_host(client, url: str) -> None:  # type: ignore[no-untyped-def]
-    User.objects.create_user("dev", password="pw")
+    UserFactory(username="dev")
     client.login(username="dev", password="pw")
     response = client.get(url)
     assert response.status_code == 200
@@ -24,7 +25,7 @@ def test_api_reference_pages_name_no_other_host(client, url: str) -> None:  # ty
 
 
 def test_redoc_may_not_fetch_from_other_hosts(client) -> None:  # type: ignore[no-untyped-def]
-    User.objects.create_user("dev", password="pw")
+    UserFactory(username="dev")
     client.login(username="dev", password="pw")
     policy = client.get("/api/v1/redoc")["Content-Security-Policy"]
     directives = dict(part.strip().split(" ", 1) for part in policy.split(";") if part.strip())

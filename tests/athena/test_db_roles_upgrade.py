@@ -9,7 +9,7 @@ import uuid
 import pytest
 from django.conf import settings
 
-from athena.stack import _psql, pg_ensure_database
+from athena.stack import pg_ensure_database, psql_command
 
 pytestmark = [pytest.mark.integration]
 
@@ -18,11 +18,11 @@ pytestmark = [pytest.mark.integration]
 def test_an_older_database_with_serial_sequences_is_handed_to_the_owner_role() -> None:
     port = settings.PG_PORT
     name = f"upgrade_{uuid.uuid4().hex[:8]}"
-    subprocess.run([*_psql(port), f'CREATE DATABASE "{name}"'], check=True, capture_output=True)
+    subprocess.run([*psql_command(port), f'CREATE DATABASE "{name}"'], check=True, capture_output=True)
     try:
         subprocess.run(
             [
-                *_psql(port, name),
+                *psql_command(port, name),
                 # the sequence is older than its table (as Django's serial columns often end up after later
                 # migrations): the hand-over meets it first
                 "CREATE SEQUENCE legacy_item_id_seq; "
@@ -38,7 +38,7 @@ def test_an_older_database_with_serial_sequences_is_handed_to_the_owner_role() -
         pg_ensure_database(name, port, owner=owner, app=app)  # used to fail on the serial's sequence
         owners = subprocess.run(
             [
-                *_psql(port, name),
+                *psql_command(port, name),
                 "SELECT c.relname || '=' || pg_get_userbyid(c.relowner) FROM pg_class c "
                 "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' "
                 "AND c.relkind IN ('r', 'S', 'v') UNION ALL SELECT 'legacy_fn=' || pg_get_userbyid(proowner) "
@@ -55,4 +55,6 @@ def test_an_older_database_with_serial_sequences_is_handed_to_the_owner_role() -
             f"legacy_view={owner}",
         ]
     finally:
-        subprocess.run([*_psql(port), f'DROP DATABASE IF EXISTS "{name}"'], check=False, capture_output=True)
+        subprocess.run(
+            [*psql_command(port), f'DROP DATABASE IF EXISTS "{name}"'], check=False, capture_output=True
+        )

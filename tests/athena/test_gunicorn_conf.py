@@ -32,5 +32,5 @@ def test_gunicorn_outlasts_the_answer_wait() -> None:
 def test_the_local_web_server_uses_the_same_configuration() -> None:
     from athena.stack import Stack
 
-    argv = Stack(components=("web",))._services()["web"].argv
+    argv = Stack(components=("web",)).service("web").argv
     assert "python:athena.gunicorn_conf" in argv and "--timeout" not in argv

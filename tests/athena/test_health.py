@@ -1,7 +1,8 @@
 import pytest
-from django.contrib.auth.models import User
 from django.test import override_settings
 from rest_framework.test import APIClient
+
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -52,6 +53,6 @@ def test_web_readiness_leaves_the_workers_out():
     assert response.status_code == 200, response.json()
     assert response.json() == {"status": "ok"}  # anyone: the status only
     staff = APIClient()
-    staff.force_authenticate(User.objects.create(username="probe-staff", is_staff=True))
+    staff.force_authenticate(UserFactory(username="probe-staff", staff=True))
     body = staff.get("/api/v1/health?workers=false").json()
     assert set(body["components"]) == {"database", "pgvector", "redis"}

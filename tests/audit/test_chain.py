@@ -93,9 +93,9 @@ def test_audit_verify_exits_non_zero_from_the_shell(tamper) -> None:  # type: ig
 
 
 def test_failed_login_is_audited(client) -> None:  # type: ignore[no-untyped-def]
-    from django.contrib.auth.models import User
+    from tests.factories import UserFactory
 
-    User.objects.create_user("alice", password="right")
+    UserFactory(username="alice", password="right")
     response = client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
     assert response.status_code == 200  # the form again, with an error
     event = AuditEvent.objects.get(kind="login_failed")

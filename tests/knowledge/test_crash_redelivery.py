@@ -11,7 +11,7 @@ import pytest
 from athena.celery import app
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.services import IngestOptions
-from knowledge.tasks import CRASH_LIMIT, _crash_key, delivery_start, ingest_files_task
+from knowledge.tasks import CRASH_LIMIT, crash_key, delivery_start, ingest_files_task
 from tests.knowledge.conftest import write_docs
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -40,7 +40,7 @@ def test_a_file_that_crashed_the_worker_twice_is_marked_failed(tmp_path: Path, r
     assert document.access_tier == "restricted"
     assert list(document.allowed_groups.values_list("name", flat=True)) == ["facilities"]
     assert not Chunk.objects.filter(document=document).exists()
-    assert not redis_client.exists(_crash_key(task_id))
+    assert not redis_client.exists(crash_key(task_id))
 
 
 @pytest.mark.slow
@@ -70,5 +70,5 @@ def test_a_task_that_finishes_leaves_no_count(tmp_path: Path, redis_client) -> N
         )
     finally:
         app.conf.task_always_eager = False
-    assert not redis_client.exists(_crash_key(task_id))
+    assert not redis_client.exists(crash_key(task_id))
     assert Document.objects.get(source="generator.md").status == DocumentStatus.INDEXED

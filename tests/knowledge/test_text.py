@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
@@ -521,3 +522,57 @@ def test_edit_distance_counts_a_swap_of_adjacent_letters_as_one_edit() -> None:
     assert edit_distance("abc", "cba", 3) == 2
     assert edit_distance("router", "routers", 0) == 1  # past the limit: limit + 1
     assert edit_distance("kitten", "sitting", 5) == 3
+    assert edit_distance("ca", "abc", 5) == 3  # optimal string alignment: a swapped pair is not edited again
+
+
+def _reference_distance(a: str, b: str) -> int:
+    """Optimal string alignment distance, the whole table, no cut-off: the definition the spelling check uses."""
+    table = [[i + j if i == 0 or j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            table[i][j] = min(
+                table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + (a[i - 1] != b[j - 1])
+            )
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                table[i][j] = min(table[i][j], table[i - 2][j - 2] + 1)
+    return table[-1][-1]
+
+
+def _typo(word: str, alphabet: str, rng: random.Random) -> str:
+    """`word` with up to three typing slips: a letter replaced, added, dropped, or swapped with the next one."""
+    letters = list(word)
+    for _ in range(rng.randint(0, 3)):
+        at = rng.randrange(len(letters) + 1)
+        slip = rng.choice(("replace", "add", "drop", "swap"))
+        if slip == "add":
+            letters.insert(at, rng.choice(alphabet))
+        elif slip == "replace" and at < len(letters):
+            letters[at] = rng.choice(alphabet)
+        elif slip == "drop" and at < len(letters):
+            del letters[at]
+        elif slip == "swap" and at < len(letters) - 1:
+            letters[at], letters[at + 1] = letters[at + 1], letters[at]
+    return "".join(letters)
+
+
+def test_edit_distance_equals_the_reference_on_generated_pairs() -> None:
+    """RapidFuzz's distance against the reference on 20,000 word pairs: typos of a word (swaps included) and
+    unrelated words, over small alphabets (many repeated letters) and index-term alphabets (identifier lane
+    "=", "_", "-", accented letters), each with a limit of 0 to 4."""
+    from knowledge.text import edit_distance
+
+    rng = random.Random(21)
+    alphabets = ("ab", "abc", "abcdefghijklmnopqrstuvwxyz", "etaoinsr_=-", "aeéèêiïoöuü")
+    checked = 0
+    for _ in range(20_000):
+        alphabet = rng.choice(alphabets)
+        a = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        if rng.random() < 0.6:
+            b = _typo(a, alphabet, rng)
+        else:
+            b = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        limit = rng.randint(0, 4)
+        expected = min(_reference_distance(a, b), limit + 1)
+        assert edit_distance(a, b, limit) == expected, (a, b, limit)
+        checked += expected <= limit
+    assert checked > 5_000  # enough pairs fall within the limit, where the answer is used

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
 
 from athena.principals import Principal
 from knowledge.models import Chunk
@@ -15,6 +14,7 @@ from knowledge.services import IngestOptions, files_ingest, folder_scan
 from retrieval.search import search, understand
 from retrieval.stages import graph_search
 from retrieval.types import Filters
+from tests.factories import UserFactory
 from tests.knowledge.conftest import write_docs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -42,10 +42,7 @@ def _ingest(root: Path, **options) -> None:
 
 
 def _principal(username: str, *groups: str) -> Principal:
-    user = User.objects.create(username=username)
-    for group in groups:
-        user.groups.add(Group.objects.get_or_create(name=group)[0])
-    return Principal.from_user(user)
+    return Principal.from_user(UserFactory(username=username, groups=groups))
 
 
 def _chunk_of(source: str) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.test import override_settings
 
 from athena.principals import Principal
@@ -14,6 +13,7 @@ from knowledge.text import query_terms
 from retrieval.search import SYNONYM_WEIGHT, correct_terms, embed_query, search, understand
 from retrieval.stages import bm25_search, dense_search, graph_search
 from retrieval.types import Filters, SearchConfig
+from tests.factories import UserFactory
 from tests.knowledge.conftest import write_docs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -26,11 +26,8 @@ def _ingest(root: Path, **options) -> None:
     assert summary.failed == 0, summary.errors
 
 
-def _principal(username: str, *groups: str, **flags: bool) -> Principal:
-    user = User.objects.create(username=username, **flags)
-    for group in groups:
-        user.groups.add(Group.objects.get_or_create(name=group)[0])
-    return Principal.from_user(user)
+def _principal(username: str, *groups: str, superuser: bool = False) -> Principal:
+    return Principal.from_user(UserFactory(username=username, groups=groups, superuser=superuser))
 
 
 @pytest.fixture()
@@ -54,7 +51,7 @@ def corpus(tmp_path):
     return {
         "outsider": _principal("outsider", "employees"),
         "insider": _principal("insider", "noc-admins"),
-        "superuser": _principal("root-admin", is_superuser=True, is_staff=True),
+        "superuser": _principal("root-admin", superuser=True),
     }
 
 

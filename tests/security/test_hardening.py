@@ -20,6 +20,7 @@ from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.selectors import document_list_visible
 from knowledge.services import IngestOptions, files_ingest, uploads_expire
 from tests.api import client_for, make_user
+from tests.factories import UserFactory
 from tests.knowledge.conftest import write_docs
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -66,7 +67,7 @@ def test_the_csv_export_neutralises_formulas() -> None:
 def test_bootstrap_sets_no_known_password_outside_development() -> None:
     from knowledge.management.commands.bootstrap import demo_users_ensure
 
-    admin = User.objects.create_user("admin", password="a-changed-strong-password")
+    admin = UserFactory(username="admin", password="a-changed-strong-password")
     assert demo_users_ensure(debug=False) is False
     admin.refresh_from_db()
     assert admin.check_password("a-changed-strong-password")

@@ -7,24 +7,24 @@ from __future__ import annotations
 import time
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from audit.models import AuditEvent
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
 
 def test_guessing_a_password_is_throttled(settings) -> None:  # type: ignore[no-untyped-def]
     settings.ATHENA_LOGIN_FAILURES_PER_NAME = 5
-    User.objects.create_user("alice", password="the-right-password")
+    UserFactory(username="alice", password="the-right-password")
     client = Client()
     for attempt in range(5):
         assert not client.login(username="alice", password=f"guess-{attempt}")
     # the right password no longer helps while the name is throttled
     assert not client.login(username="alice", password="the-right-password")
     # another name from elsewhere is unaffected
-    User.objects.create_user("bob", password="bobs-password")
+    UserFactory(username="bob", password="bobs-password")
     assert Client().login(username="bob", password="bobs-password")
 
 
@@ -41,7 +41,7 @@ def test_a_login_flood_is_audited_aggregated(settings) -> None:  # type: ignore[
 
 def test_a_successful_login_clears_the_name_counter(settings) -> None:  # type: ignore[no-untyped-def]
     settings.ATHENA_LOGIN_FAILURES_PER_NAME = 3
-    User.objects.create_user("carol", password="carols-password")
+    UserFactory(username="carol", password="carols-password")
     client = Client()
     for attempt in range(2):
         assert not client.login(username="carol", password=f"typo-{attempt}")
