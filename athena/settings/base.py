@@ -144,6 +144,9 @@ ATHENA_SOURCE_FOLDERS = env.list("ATHENA_SOURCE_FOLDERS")
 # `make run` loads the demo documents of knowledge/sample_kb unless this is false
 ATHENA_LOAD_SAMPLE_KB = env.bool("ATHENA_LOAD_SAMPLE_KB", True)
 ATHENA_NIGHTLY_SYNC_HOUR = env.int("ATHENA_NIGHTLY_SYNC_HOUR", 2, minimum=0, maximum=23)
+# the minute of that hour: beat reads both in UTC (Celery's timezone is TIME_ZONE below); the fault suite
+# places the sync a minute ahead with it to kill beat around the moment it fires
+ATHENA_NIGHTLY_SYNC_MINUTE = env.int("ATHENA_NIGHTLY_SYNC_MINUTE", 0, minimum=0, maximum=59)
 
 # --- models ---------------------------------------------------------------------------------------------
 # Torch threads x worker concurrency must stay <= CPU cores (2 here): one model thread per worker process.
