@@ -151,8 +151,9 @@ def sync_source_folders_task(once_per_night: bool = False) -> list[int]:
     """Nightly: ingest every configured source folder with its own ACL policy (services.source_folder_parse;
     unchanged files cost a hash each).
 
-    Beat sends it with `once_per_night`: a beat killed after sending but before saving its schedule sends it
-    again when restarted; the second copy finds tonight's key in Redis and does nothing."""
+    Beat sends it with `once_per_night`. Beat saves its schedule right after each send
+    (CELERY_BEAT_SYNC_EVERY); one killed between the send and that save sends it again when restarted: the
+    second copy finds tonight's key in Redis and does nothing."""
     from django.conf import settings
     from django.utils import timezone
 

@@ -133,6 +133,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 1,
 }
 CELERY_RESULT_EXPIRES = 3600  # answers are read within the answer timeout; nothing needs them later
+# beat saves its schedule file (when each entry last ran) after every task it sends, not every 3 minutes:
+# a beat killed after sending the nightly sync and restarted found the older save and sent it again
+# (tests/faults/test_beat.py). It sends about 25 tasks an hour; a save rewrites one small file.
+CELERY_BEAT_SYNC_EVERY = 1
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 CELERY_TASK_ROUTES = {
     "knowledge.tasks.embed_index_task": {"queue": "embed"},
