@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +161,14 @@ def sync_source_folders_task(once_per_night: bool = False) -> list[int]:
     from athena.throttling import redis_client
 
     if once_per_night:
-        night = timezone.localdate().isoformat()
+        # The night is the date of the scheduled moment a copy was sent for, not of the day it runs: a copy
+        # run after midnight (sent again by a restarted beat, or queued behind a long ingest) would otherwise
+        # run the sync again and take the next night's key. A night's window opens an hour before its moment,
+        # so that a worker whose clock lags beat's does not count the copy for the night before.
+        night_starts = timedelta(
+            hours=settings.ATHENA_NIGHTLY_SYNC_HOUR, minutes=settings.ATHENA_NIGHTLY_SYNC_MINUTE
+        ) - timedelta(hours=1)
+        night = (timezone.localtime() - night_starts).date().isoformat()
         key = f"athena:{settings.DATABASES['default']['NAME']}:nightly-sync:{night}"
         if not redis_client().set(key, "1", nx=True, ex=36 * 3600):
             return []
