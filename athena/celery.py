@@ -21,14 +21,16 @@ app.autodiscover_tasks()
 def _schedule_nightly_sync(sender: Celery, **_: object) -> None:
     from django.conf import settings
 
+    sync_at = settings.ATHENA_NIGHTLY_SYNC_HOUR * 60 + settings.ATHENA_NIGHTLY_SYNC_MINUTE
     sender.add_periodic_task(
-        crontab(hour=settings.ATHENA_NIGHTLY_SYNC_HOUR, minute=0),
+        crontab(hour=sync_at // 60, minute=sync_at % 60),
         sender.signature("knowledge.tasks.sync_source_folders_task", kwargs={"once_per_night": True}),
         name="nightly source folder sync",
     )
-    # before the sync: a repack holds the statistics lock, which ingestion also takes
+    # half an hour before the sync: a repack holds the statistics lock, which ingestion also takes
+    repack_at = (sync_at - 30) % (24 * 60)
     sender.add_periodic_task(
-        crontab(hour=(settings.ATHENA_NIGHTLY_SYNC_HOUR - 1) % 24, minute=30),
+        crontab(hour=repack_at // 60, minute=repack_at % 60),
         sender.signature("knowledge.tasks.repack_postings_task"),
         name="nightly posting block repack",
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -152,15 +153,23 @@ def sync_source_folders_task(once_per_night: bool = False) -> list[int]:
     """Nightly: ingest every configured source folder with its own ACL policy (services.source_folder_parse;
     unchanged files cost a hash each).
 
-    Beat sends it with `once_per_night`: a beat killed after sending but before saving its schedule sends it
-    again when restarted; the second copy finds tonight's key in Redis and does nothing."""
+    Beat sends it with `once_per_night`. Beat saves its schedule right after each send
+    (CELERY_BEAT_SYNC_EVERY); one killed between the send and that save sends it again when restarted: the
+    second copy finds tonight's key in Redis and does nothing."""
     from django.conf import settings
     from django.utils import timezone
 
     from athena.throttling import redis_client
 
     if once_per_night:
-        night = timezone.localdate().isoformat()
+        # The night is the date of the scheduled moment a copy was sent for, not of the day it runs: a copy
+        # run after midnight (sent again by a restarted beat, or queued behind a long ingest) would otherwise
+        # run the sync again and take the next night's key. A night's window opens an hour before its moment,
+        # so that a worker whose clock lags beat's does not count the copy for the night before.
+        night_starts = timedelta(
+            hours=settings.ATHENA_NIGHTLY_SYNC_HOUR, minutes=settings.ATHENA_NIGHTLY_SYNC_MINUTE
+        ) - timedelta(hours=1)
+        night = (timezone.localtime() - night_starts).date().isoformat()
         key = f"athena:{settings.DATABASES['default']['NAME']}:nightly-sync:{night}"
         if not redis_client().set(key, "1", nx=True, ex=36 * 3600):
             return []

@@ -133,6 +133,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 1,
 }
 CELERY_RESULT_EXPIRES = 3600  # answers are read within the answer timeout; nothing needs them later
+# beat saves its schedule file (when each entry last ran) after every task it sends, not every 3 minutes:
+# a beat killed after sending the nightly sync and restarted found the older save and sent it again
+# (tests/faults/test_beat.py). It sends about 25 tasks an hour; a save rewrites one small file.
+CELERY_BEAT_SYNC_EVERY = 1
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
 CELERY_TASK_ROUTES = {
     "knowledge.tasks.embed_index_task": {"queue": "embed"},
@@ -144,6 +148,9 @@ ATHENA_SOURCE_FOLDERS = env.list("ATHENA_SOURCE_FOLDERS")
 # `make run` loads the demo documents of knowledge/sample_kb unless this is false
 ATHENA_LOAD_SAMPLE_KB = env.bool("ATHENA_LOAD_SAMPLE_KB", True)
 ATHENA_NIGHTLY_SYNC_HOUR = env.int("ATHENA_NIGHTLY_SYNC_HOUR", 2, minimum=0, maximum=23)
+# the minute of that hour: beat reads both in UTC (Celery's timezone is TIME_ZONE below); the fault suite
+# places the sync a minute ahead with it to kill beat around the moment it fires
+ATHENA_NIGHTLY_SYNC_MINUTE = env.int("ATHENA_NIGHTLY_SYNC_MINUTE", 0, minimum=0, maximum=59)
 
 # --- models ---------------------------------------------------------------------------------------------
 # Torch threads x worker concurrency must stay <= CPU cores (2 here): one model thread per worker process.

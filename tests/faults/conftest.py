@@ -1,6 +1,6 @@
 """A whole stack of its own for fault injection: embedded PostgreSQL and Redis, a Celery worker and the web
-server, started with `manage.py stack up` in a private var/ folder on free ports. Faults are injected into
-these processes only, found through the pid files under that folder."""
+server (beat only where a test starts it), started with `manage.py stack up` in a private var/ folder on free
+ports. Faults are injected into these processes only, found through the pid files under that folder."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,12 +52,13 @@ class FaultStack:
 
     # -- driving the stack as an operator would
     def manage(
-        self, *args: str, timeout: float = 300, check: bool = True
+        self, *args: str, timeout: float = 300, check: bool = True, env: Mapping[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
+        """`env` adds to the stack's environment (and so to that of a component this command starts)."""
         result = subprocess.run(
             [sys.executable, "manage.py", *args],
             cwd=ROOT,
-            env=self.env,
+            env={**self.env, **(env or {})},
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -66,8 +67,12 @@ class FaultStack:
             raise AssertionError(f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
         return result
 
-    def up(self, *components: str) -> None:
-        self.manage("stack", "up", "--only", ",".join(components))
+    def up(self, *components: str, env: Mapping[str, str] | None = None) -> None:
+        self.manage("stack", "up", "--only", ",".join(components), env=env)
+
+    def log(self, name: str) -> Path:
+        """A component's log; every start of it appends to the same file."""
+        return self.var / "log" / f"{name}.log"
 
     def pid(self, name: str) -> int:
         return int((self.var / "run" / f"{name}.pid").read_text())
@@ -180,6 +185,8 @@ def fault_stack() -> Iterator[FaultStack]:
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "DO_NOT_TRACK": "1",
+            # the nightly sync's folder (empty until the beat test puts a file in it): the worker reads it
+            "ATHENA_SOURCE_FOLDERS": f"{var / 'sources' / 'nightly'}|tier=internal|prefix=nightly/",
         }
     )
     stack = FaultStack(var=var, env=env)
@@ -188,6 +195,7 @@ def fault_stack() -> Iterator[FaultStack]:
         stack.manage("migrate", "--verbosity", "0")
         stack.manage("adduser", USER, "--group", "employees")
         stack.token = stack.manage("drf_create_token", USER).stdout.split()[2]
+        (var / "sources" / "nightly").mkdir(parents=True)
         corpus = var / "corpus"
         corpus.mkdir()
         for name in CORPUS:
