@@ -316,11 +316,13 @@ def score_sentences(
         # the lexically best sentences are compared with the question, each with its context: by the sentence
         # vectors pooled from the passage's own embedding at ingestion (`pooled`), else by embedding the window
         # (cut to its last 64 words) now, the cost of this step
-        head = scored[:embed_top]
+        # stored vectors cost nothing to compare, so every candidate gets its similarity; a window embedded now
+        # costs a model pass, so only the lexically best `embed_top` are
+        head = scored if pooled is not None else scored[:embed_top]
         vectors: list[np.ndarray | None] = [
             window_vector(pooled[row[1]], row[10]) if pooled is not None else None for row in head
         ]
-        missing = [number for number, vector in enumerate(vectors) if vector is None]
+        missing = [number for number, vector in enumerate(vectors) if vector is None and number < embed_top]
         if missing and embed is not None:
             embedded = embed([" ".join(str(head[n][7]).split()[-64:]) for n in missing])
             for number, vector in zip(missing, embedded, strict=True):
