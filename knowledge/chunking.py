@@ -6,10 +6,13 @@ Pure module (no Django). Rules, in order of priority:
 2. Chunks follow headings: a new top-level section always starts a new chunk; a sub-section starts one
    unless the chunk so far is still small (small sibling sections are packed together for context).
 3. Blocks are atoms: a paragraph, list item, numbered step, table row or code block is never split unless
-   it alone exceeds the budget; then paragraphs split at sentence boundaries (then words, then characters),
-   code at line boundaries, tables by rows with the header row(s) repeated in every piece.
+   it alone exceeds the budget; then paragraphs split at sentence boundaries (then line breaks, words,
+   characters), code at line boundaries, tables by rows with the header row(s) repeated in every piece.
 4. Consecutive chunks of the same section overlap by the last sentence(s) of the previous chunk, at most
-   ``overlap_ratio`` of the budget.
+   ``overlap_ratio`` of the budget, and only by sentences that read the same at the end of the one chunk and
+   at the start of the next.
+
+Sentences are those of :func:`knowledge.text.locate_sentences`, the splitter answering reads chunks with.
 
 ``max_tokens`` defaults to 200 because all-MiniLM-L6-v2 reads 256 word-pieces and the title and heading
 trail are prepended when embedding.
@@ -18,13 +21,13 @@ trail are prepended when embedding.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from knowledge.parsing import Block, ParsedDocument
+from knowledge.text import locate_sentences, sentences
 
-__all__ = ["ChunkDraft", "chunk_blocks", "make_token_counter", "split_sentences"]
+__all__ = ["ChunkDraft", "chunk_blocks", "make_token_counter"]
 
 # A sub-section heading closes the current chunk only once the chunk holds this share of the budget;
 # below it, small sibling sections (a parameter, an FAQ entry) are packed together.
@@ -60,48 +63,6 @@ class _Unit:
     header: tuple[str, ...] = ()  # header rows to repeat when a table continues in a new chunk
     header_tokens: int = 0
     header_row: bool = False
-
-
-# --------------------------------------------------------------------------------------------------------
-# sentences
-
-_ABBREVIATIONS = {
-    "e.g", "i.e", "etc", "vs", "cf", "approx", "incl", "e.t.c", "mr", "mrs", "ms", "dr", "prof", "st", "no",
-    "fig", "figs", "sec", "ch", "vol", "eq", "ref", "resp", "min", "max", "avg", "ca", "al", "jan", "feb",
-    "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "inc", "ltd", "co", "corp",
-}  # fmt: skip
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+|\n+")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split prose into sentences (regex, no model): ``.``/``!``/``?`` + space + a non-lowercase start.
-
-    Line breaks are boundaries too (term/definition lines, list-ish text). Abbreviations such as "e.g."
-    and numbers such as "2.6." do not end a sentence. The pieces, joined with single spaces/newlines,
-    reproduce the text up to whitespace.
-    """
-    sentences: list[str] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        end = match.end()
-        if "\n" not in match.group(0):
-            if end < len(text) and text[end].islower():
-                continue
-            so_far = text[start : match.start() + 1].strip()
-            word = re.search(r"(\S+)$", so_far)
-            token = word.group(1).lower().rstrip(".!?\"')]") if word else ""
-            if token.lstrip("(\"'") in _ABBREVIATIONS or re.fullmatch(r"[a-z]", token):
-                continue  # "e.g. Foo", "J. Smith"
-            if re.fullmatch(r"\(?\d+(\.\d+)*[.)]?", so_far):
-                continue  # a step or section number ("1.", "2.3.") is not a sentence
-        piece = text[start:end].strip()
-        if piece:
-            sentences.append(piece)
-        start = end
-    tail = text[start:].strip()
-    if tail:
-        sentences.append(tail)
-    return sentences
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -178,14 +139,51 @@ def _pack(parts: Sequence[str], budget: int, count: Callable[[str], int], joiner
     return pieces
 
 
+def _sentence_pieces(text: str) -> list[tuple[int, int]]:
+    """The text cut where its sentences start (:func:`knowledge.text.locate_sentences`), as (start, end) spans
+    trimmed of whitespace. The pieces cover all of the text: a rule line goes with the sentence before it."""
+    cuts = [0, *(span.start for span in locate_sentences(text)[1:]), len(text)]
+    pieces = []
+    for start, end in zip(cuts, cuts[1:], strict=False):
+        piece = text[start:end]
+        start, end = start + len(piece) - len(piece.lstrip()), end - len(piece) + len(piece.rstrip())
+        if start < end:
+            pieces.append((start, end))
+    return pieces
+
+
 def _split_prose(text: str, budget: int, count: Callable[[str], int]) -> list[str]:
+    """Runs of whole sentences within budget, each as written in the text (its line breaks kept), so that a
+    piece splits into the same sentences as the text did; a sentence over the budget splits at line breaks,
+    then words."""
+    pieces: list[str] = []
+    run: tuple[int, int] | None = None  # the sentences gathered so far, as one span of the text
+    run_tokens = 0
+    for start, end in _sentence_pieces(text):
+        tokens = count(text[start:end])
+        if run is not None and (tokens > budget or run_tokens + tokens > budget):
+            pieces.append(text[run[0] : run[1]])
+            run, run_tokens = None, 0
+        if tokens > budget:
+            pieces.extend(_split_lines(text[start:end], budget, count))
+            continue
+        run = (start if run is None else run[0], end)
+        run_tokens += tokens
+    if run is not None:
+        pieces.append(text[run[0] : run[1]])
+    return _enforce(pieces, budget, count)
+
+
+def _split_lines(text: str, budget: int, count: Callable[[str], int]) -> list[str]:
+    """A sentence over the budget, such as a manual's synopsis (one command form a line, no full stop), splits
+    into runs of whole lines, and a line over the budget at words."""
     parts: list[str] = []
-    for sentence in split_sentences(text):
-        if count(sentence) <= budget:
-            parts.append(sentence)
-        else:
-            parts.extend(_split_words(sentence, budget, count))
-    return _enforce(_pack(parts, budget, count, " "), budget, count)
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        parts.extend([line] if count(line) <= budget else _split_words(line, budget, count))
+    return _enforce(_pack(parts, budget, count, "\n"), budget, count)
 
 
 def _split_code(text: str, budget: int, count: Callable[[str], int]) -> list[str]:
@@ -298,23 +296,35 @@ def _common_prefix(paths: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
     return prefix
 
 
-def _overlap_tail(unit: _Unit, budget: int, count: Callable[[str], int]) -> str:
-    """The last sentence(s) of a prose unit that fit in the overlap budget ("" if none fits)."""
+def _overlap_tail(chunk: str, unit: _Unit, following: str, budget: int, count: Callable[[str], int]) -> str:
+    """The last sentence(s) of `chunk`'s last unit, a prose `unit`, to carry into the next chunk in front of
+    `following` (the text of the unit that opens it): as many as fit in the overlap budget ("" if none fits).
+
+    Answering reads a chunk and the next one as one text, leaving out the sentences they share, so a carry is
+    only taken when the splitter reads it as the same sentences at the end of this chunk, on its own and at the
+    start of the next one (where its last line could run on into the next unit's first line).
+    """
     if budget <= 0 or unit.kind not in ("text", "list_item"):
         return ""
+    located = locate_sentences(chunk)
+    unit_start = len(chunk) - len(unit.text)  # the chunk ends with the unit
+    starts = [span.start for span in located if span.start >= unit_start]
     if unit.kind == "list_item":  # a step is carried whole or not at all
-        return unit.text if unit.tokens <= budget else ""
-    tail: list[str] = []
-    used = 0
-    for sentence in reversed(split_sentences(unit.text)):
-        tokens = count(sentence)
-        if used + tokens > budget:
-            break
-        tail.insert(0, sentence)
-        used += tokens
-    if tail and not tail[-1].endswith((".", "!", "?", ":", '."', ".)")):
+        starts = starts[:1] if starts and not chunk[unit_start : starts[0]].strip() else []
+    elif not located or not located[-1].sentence.endswith((".", "!", "?", ":", '."', ".)")):
         return ""  # a line fragment (synopsis, wrapped list) is not a sentence worth repeating
-    return " ".join(tail)
+    fitting = []  # tails within the budget, the shortest first
+    for start in reversed(starts):
+        carry = chunk[start:].strip()
+        if count(carry) > budget:
+            break
+        fitting.append(carry)
+    ending = [span.sentence for span in located]
+    for carry in reversed(fitting):  # the longest that reads alike on both sides
+        own = sentences(carry)
+        if own and ending[-len(own) :] == own and sentences(f"{carry}{_JOIN}{following}")[: len(own)] == own:
+            return carry
+    return ""
 
 
 class _Packer:
@@ -410,7 +420,7 @@ class _Packer:
             return
         carry = ""
         if previous is not None and previous.section_path == unit.section_path and self.has_body():
-            carry = _overlap_tail(previous, self.overlap, self.count)
+            carry = _overlap_tail(_JOIN.join(self.texts), previous, unit.text, self.overlap, self.count)
         if self.has_body():
             self.close()
         elif all(u.text in unit.section_path for u in self.units):

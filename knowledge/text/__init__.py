@@ -7,7 +7,8 @@
 * :mod:`~knowledge.text.identifier_lane` — identifiers indexed verbatim (``=max_wal_size``);
 * :mod:`~knowledge.text.analyzer` — the composed analyser (:func:`analyze`, :func:`query_terms`,
   :func:`identifiers`) and :data:`ANALYZER_VERSION`;
-* :mod:`~knowledge.text.sentence_splitter` — :func:`sentences`;
+* :mod:`~knowledge.text.sentence_splitter` — :func:`locate_sentences` (each sentence and its span; chunking
+  cuts and overlaps chunks at them) and :func:`sentences` (the same sentences, as answering reads them);
 * :mod:`~knowledge.text.passages` — a chunk's answer sentences and their spans in its text;
 * :mod:`~knowledge.text.distance` — :func:`edit_distance`.
 
@@ -18,7 +19,7 @@ from knowledge.text.analyzer import ANALYZER_VERSION, analyze, identifiers, quer
 from knowledge.text.distance import edit_distance
 from knowledge.text.identifier_lane import ATTACHED_VALUE, IDENTIFIER_PREFIX
 from knowledge.text.passages import passage_sentences, sentence_spans
-from knowledge.text.sentence_splitter import sentences
+from knowledge.text.sentence_splitter import SentenceSpan, locate_sentences, sentences
 from knowledge.text.spelling import american
 from knowledge.text.stemmer import stem
 from knowledge.text.stopwords import STOPWORDS
@@ -28,10 +29,12 @@ __all__ = [
     "ATTACHED_VALUE",
     "IDENTIFIER_PREFIX",
     "STOPWORDS",
+    "SentenceSpan",
     "american",
     "analyze",
     "edit_distance",
     "identifiers",
+    "locate_sentences",
     "passage_sentences",
     "query_terms",
     "sentence_spans",

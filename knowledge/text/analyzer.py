@@ -29,8 +29,9 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # rules. Bump it whenever that output changes for some text: a document indexed by an older version is
 # re-indexed by the next ingest of its folder even when its file is unchanged, so that its chunks, postings and
 # the questions' terms agree again. 2: British spellings mapped to American ones. 3: a configuration example's
-# comment block stays in one chunk with the setting below it.
-ANALYZER_VERSION = 3
+# comment block stays in one chunk with the setting below it. 4: chunking splits and overlaps at the sentences
+# of knowledge.text.locate_sentences (the answering splitter), not at those of a splitter of its own.
+ANALYZER_VERSION = 4
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.

@@ -1,10 +1,18 @@
-"""The sentence splitter for technical text (wrapped lines, lists, headings, configuration comments)."""
+"""The sentence splitter for technical text (wrapped lines, lists, headings, configuration comments).
+
+The one splitter of the project: :func:`locate_sentences` finds each sentence and its span in the text;
+chunking cuts and overlaps chunks at those spans, and answering reads the same sentences (:func:`sentences`),
+so a chunk's overlap with the next one splits into the same sentences in both chunks.
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from knowledge.text.stopwords import word_set
+
+__all__ = ["SentenceSpan", "locate_sentences", "sentences"]
 
 _BLOCK_SPLIT_RE = re.compile(r"\n[ \t\r\f\v]*\n")
 # Bullets, "1." / "1)", and "(a)" / "a)" / "(iv)" items. A parenthesised word such as "(via)" is not an item.
@@ -25,29 +33,7 @@ _NO_SPLIT_AFTER = word_set(
 )
 
 
-def _split_segment(segment: str) -> list[str]:
-    text = " ".join(segment.split())
-    out: list[str] = []
-    start = 0
-    for m in _BOUNDARY_RE.finditer(text):
-        end = m.end()
-        if end >= len(text):
-            break
-        if text[end].islower():  # "etc. and", "foo.c. then": not a sentence start
-            continue
-        period_only = "." in m.group(1) and "?" not in m.group(1) and "!" not in m.group(1)
-        if period_only and _is_abbreviation(text[start : m.start()].rsplit(" ", 1)[-1]):
-            continue
-        sentence = text[start:end].strip()
-        if sentence:
-            out.append(sentence)
-        start = end
-    tail = text[start:].strip()
-    if tail:
-        out.append(tail)
-    return out
-
-
+_WORD_RE = re.compile(r"\S+")
 _LINE_END_RE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
 
 
@@ -89,37 +75,57 @@ def _ends_sentence(line: str) -> bool:
     return not _is_abbreviation(last) and last.lower().lstrip("(\"'`[") != "etc"
 
 
-def sentences(text: str) -> list[str]:
-    """Split technical text into sentences.
+@dataclass(frozen=True, slots=True)
+class SentenceSpan:
+    """One sentence of a text and where it lies in it.
 
-    Blank lines, list items (``-``, ``*``, ``1.``, ``a)``), Markdown headings and table rows always start a
-    new sentence; wrapped lines inside a paragraph are joined, except a short line starting in lower case
-    right after a line that ended a sentence (the next term of a manual's option list: "listen-port port").
-    Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word that does not
-    start in lower case, except after
-    abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an initial. Periods inside version numbers, IP
-    addresses and file names (``2.6.14``, ``ip-route.8.txt``) are never followed by whitespace, so they do
-    not split.
-
-    Args:
-        text: plain text, possibly with Markdown-style lists and headings.
-
-    Returns:
-        Sentences with internal whitespace collapsed to single spaces and list markers removed.
+    ``text[start:end]`` is the sentence as written: wrapped lines, the list or heading marker that opens it
+    and any marker of a comment line it continues included. ``sentence`` is what answering reads: whitespace
+    collapsed to single spaces, those markers left out.
     """
-    segments: list[str] = []
-    for block in _BLOCK_SPLIT_RE.split(text):
-        paragraph: list[str] = []  # lines of the current paragraph or list item, joined when flushed
+
+    start: int
+    end: int
+    sentence: str
+
+
+@dataclass(slots=True)
+class _Segment:
+    """A run of words that sentence boundaries are looked for in: a paragraph, list item, heading or table
+    row (a comment wrapped over several '#' lines is one segment)."""
+
+    start: int  # where it opens in the text, its list or heading marker included
+    words: list[tuple[int, int]]  # the span of each word in the text, markers left out
+
+
+def _words(text: str, begin: int, end: int) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in _WORD_RE.finditer(text, begin, end)]
+
+
+def _segments(text: str) -> list[_Segment]:
+    """The text's segments, in order (see :func:`locate_sentences` for the rules)."""
+    segments: list[_Segment] = []
+    block_start = 0
+    for separator in [*_BLOCK_SPLIT_RE.finditer(text), None]:
+        block_end = separator.start() if separator is not None else len(text)
+        # lines of the current paragraph or list item, as stripped strings and as word spans
+        paragraph: list[str] = []
+        paragraph_words: list[tuple[int, int]] = []
+        paragraph_start = 0
         previous = ""  # the line before, as written
-        for line in block.splitlines():
+        offset = block_start
+        for raw_line in text[block_start:block_end].splitlines(keepends=True):
+            line_start, offset = offset, offset + len(raw_line)
+            line = raw_line.splitlines()[0]
             stripped = line.strip()
             if not stripped:
                 continue
+            first = line_start + len(line) - len(line.lstrip())  # the line's first visible character
             heading = _HEADING_RE.match(line)
             if heading and segments and _continues_comment(previous, line[heading.end() :]):
                 # a '#' comment wrapped over several lines of a configuration file ("# Note: the ... syntax
                 # for a script" / "# requires that /bin/sh is Bash."): one sentence, not headings
-                segments[-1] = f"{segments[-1]} {line[heading.end() :].strip()}"
+                segments[-1].words.extend(_words(text, line_start + heading.end(), line_start + len(line)))
                 previous = line
                 continue
             previous = line
@@ -129,16 +135,19 @@ def sentences(text: str) -> list[str]:
                 is_rule or heading or stripped.startswith("|") or (item and item.end() < len(line))
             )
             if starts_segment and paragraph:
-                segments.append(" ".join(paragraph))
-                paragraph = []
+                segments.append(_Segment(paragraph_start, paragraph_words))
+                paragraph, paragraph_words = [], []
             if is_rule:
                 continue
             if heading:
-                segments.append(line[heading.end() :].strip())
+                segments.append(
+                    _Segment(first, _words(text, line_start + heading.end(), line_start + len(line)))
+                )
             elif stripped.startswith("|"):
-                segments.append(stripped)
+                segments.append(_Segment(first, _words(text, line_start, line_start + len(line))))
             elif item and item.end() < len(line):
-                paragraph.append(line[item.end() :].strip())
+                paragraph, paragraph_start = [line[item.end() :].strip()], first
+                paragraph_words = _words(text, line_start + item.end(), line_start + len(line))
             else:
                 ended = _ends_sentence(paragraph[-1]) if paragraph else False
                 if (
@@ -153,12 +162,84 @@ def sentences(text: str) -> list[str]:
                     # the next term of a manual's option list ("... the standard NTP port)." / "listen-port port");
                     # likewise a "term - description" item after a finished sentence or a lead-in ("... rules of
                     # the following types:" / "discard - the packet is dropped silently.")
-                    segments.append(" ".join(paragraph))
-                    paragraph = []
+                    segments.append(_Segment(paragraph_start, paragraph_words))
+                    paragraph, paragraph_words = [], []
+                if not paragraph:
+                    paragraph_start = first
                 paragraph.append(stripped)
+                paragraph_words.extend(_words(text, line_start, line_start + len(line)))
         if paragraph:
-            segments.append(" ".join(paragraph))
-    out: list[str] = []
-    for segment in segments:
-        out.extend(_split_segment(segment))
-    return out
+            segments.append(_Segment(paragraph_start, paragraph_words))
+        if separator is not None:
+            block_start = separator.end()
+    return segments
+
+
+def _segment_sentences(text: str, segment: _Segment) -> list[SentenceSpan]:
+    """Split one segment at sentence ends: ``.``/``!``/``?`` (and closing quotes or brackets), whitespace, and a
+    word that does not start in lower case, unless the period follows an abbreviation."""
+    if not segment.words:
+        return []
+    words = [text[start:end] for start, end in segment.words]
+    joined = " ".join(words)
+    word_at: dict[int, int] = {}  # offset in `joined` -> index of the word that starts there
+    position = 0
+    for index, word in enumerate(words):
+        word_at[position] = index
+        position += len(word) + 1
+    cuts = [0]  # indices of the words that start sentences
+    start = 0
+    for m in _BOUNDARY_RE.finditer(joined):
+        end = m.end()
+        if end >= len(joined):
+            break
+        if joined[end].islower():  # "etc. and", "foo.c. then": not a sentence start
+            continue
+        period_only = "." in m.group(1) and "?" not in m.group(1) and "!" not in m.group(1)
+        if period_only and _is_abbreviation(joined[start : m.start()].rsplit(" ", 1)[-1]):
+            continue
+        cuts.append(word_at[end])  # the boundary's whitespace is one space between two words
+        start = end
+    cuts.append(len(words))
+    return [
+        SentenceSpan(
+            segment.start if first == 0 else segment.words[first][0],
+            segment.words[last - 1][1],
+            " ".join(words[first:last]),
+        )
+        for first, last in zip(cuts, cuts[1:], strict=False)
+    ]
+
+
+def locate_sentences(text: str) -> list[SentenceSpan]:
+    """Split technical text into sentences, each with its span in the text.
+
+    Blank lines, list items (``-``, ``*``, ``1.``, ``a)``), Markdown headings and table rows always start a
+    new sentence; wrapped lines inside a paragraph are joined, except a short line starting in lower case
+    right after a line that ended a sentence (the next term of a manual's option list: "listen-port port").
+    A '#' comment line in lower case that goes on with the unfinished sentence of the '#' line above belongs to
+    that sentence. Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word
+    that does not start in lower case, except after abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an
+    initial. Periods inside version numbers, IP addresses and file names (``2.6.14``, ``ip-route.8.txt``) are
+    never followed by whitespace, so they do not split. Rule lines (``---``) belong to no sentence.
+
+    Args:
+        text: plain text, possibly with Markdown-style lists and headings.
+
+    Returns:
+        The sentences in text order; their spans do not overlap. A span starts at the sentence's first
+        character as written (a list or heading marker included) and ends after its last one.
+    """
+    return [span for segment in _segments(text) for span in _segment_sentences(text, segment)]
+
+
+def sentences(text: str) -> list[str]:
+    """Split technical text into sentences (the rules are those of :func:`locate_sentences`).
+
+    Args:
+        text: plain text, possibly with Markdown-style lists and headings.
+
+    Returns:
+        Sentences with internal whitespace collapsed to single spaces and list and heading markers removed.
+    """
+    return [span.sentence for span in locate_sentences(text)]

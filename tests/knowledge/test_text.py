@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from knowledge.text import STOPWORDS, analyze, identifiers, query_terms, sentences, stem
+from knowledge.text import STOPWORDS, analyze, identifiers, locate_sentences, query_terms, sentences, stem
 
 pytestmark = pytest.mark.unit
 
@@ -512,6 +512,33 @@ def test_sentences_a_short_lower_case_line_after_a_finished_sentence_is_a_new_en
     ]
     assert sentences("Use a tool, e.g.\nfoo to do it.") == ["Use a tool, e.g. foo to do it."]
     assert sentences("Values are 1, 2, 3, etc.\nand so on.") == ["Values are 1, 2, 3, etc. and so on."]
+
+
+def test_located_sentences_are_the_sentences_with_their_spans_markers_included() -> None:
+    text = (
+        "# Resolver\n"
+        "The primary answers on 10.0.0.53.  When it stops,\n"
+        "the secondary takes over. e.g. Foo\n"
+        "---\n"
+        "- Check `dig`.\n"
+        "  Then page the on-call engineer.\n"
+        "# the comment starts here and goes on over\n"
+        "# two lines of the file.\n"
+    )
+    located = locate_sentences(text)
+    assert [span.sentence for span in located] == sentences(text)
+    assert [text[span.start : span.end] for span in located] == [
+        "# Resolver",
+        "The primary answers on 10.0.0.53.",
+        "When it stops,\nthe secondary takes over. e.g. Foo",
+        "- Check `dig`.",
+        "Then page the on-call engineer.",
+        "# the comment starts here and goes on over\n# two lines of the file.",
+    ]
+    assert located[5].sentence == "the comment starts here and goes on over two lines of the file."
+    # the spans follow each other: cut before each one, the text falls apart into its sentences
+    assert all(a.end <= b.start for a, b in zip(located, located[1:], strict=False))
+    assert locate_sentences("") == [] and locate_sentences("---\n\n  \n") == []
 
 
 def test_edit_distance_counts_a_swap_of_adjacent_letters_as_one_edit() -> None:
