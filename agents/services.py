@@ -3,6 +3,7 @@ updates memory and writes the audit event. Web processes call this without impor
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import asdict
 from typing import Any
@@ -70,7 +71,11 @@ def answer_compute(
     principal = Principal.from_user(user)
     history = memory_load(conversation_id)
     result = run_pipeline(question=question, principal=principal, history=history, filters=_filters(filters))
-    return quoted_text_guard(asdict(result))
+    started = time.perf_counter()
+    answer = quoted_text_guard(asdict(result))
+    # after the pipeline, so not in its `total`; reported because it can cost more than the pipeline itself
+    answer["timings_ms"]["quoted_text_guard"] = round((time.perf_counter() - started) * 1000, 1)
+    return answer
 
 
 def quoted_text_guard(result: dict[str, Any]) -> dict[str, Any]:

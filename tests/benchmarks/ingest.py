@@ -202,7 +202,7 @@ def _store_vectors(ids: list[int], vectors: Any, model_name: str) -> None:
             )
 
 
-def dense_quality(embedder: Any) -> dict[str, float]:
+def dense_quality(embedder: Any) -> dict[str, float | None]:
     """Dense-only MRR@10 / Recall@10 at document level over the dev-set questions."""
     from athena import backends
     from athena.principals import Principal
@@ -223,6 +223,8 @@ def dense_quality(embedder: Any) -> dict[str, float]:
         mrr += mrr_at_k(docs, item["gold"], 10)
         recall += recall_at_k(docs, item["gold"], 10)
         n += 1
+    if not n:  # a dev set without gold documents (the smoke test's) measures nothing, and must not crash
+        return {"questions": 0, "mrr@10": None, "recall@10": None}
     return {"questions": n, "mrr@10": round(mrr / n, 4), "recall@10": round(recall / n, 4)}
 
 
@@ -255,6 +257,7 @@ def quality(threads: int) -> dict[str, Any]:
         for variant in precisions():
             embedder = fp32 if variant == "fp32" else MiniLMEmbedder(threads=threads, precision=variant)
             print(f"  re-embedding {len(ids)} chunks with {variant}", file=sys.stderr)
+            embedder.embed_passages(texts[:8])  # model load and first-call set-up stay outside the timing
             started = time.perf_counter()
             vectors = embedder.embed_passages(texts)
             seconds = time.perf_counter() - started
@@ -272,8 +275,10 @@ def quality(threads: int) -> dict[str, Any]:
             backends._cache.pop("ATHENA_EMBEDDER", None)
     for variant in precisions():
         for key in ("mrr@10", "recall@10"):
-            base = results["fp32"][key]
-            results[variant][f"relative_{key}"] = round(results[variant][key] / base, 4) if base else None
+            base, value = results["fp32"][key], results[variant][key]
+            results[variant][f"relative_{key}"] = (
+                round(value / base, 4) if base and value is not None else None
+            )
     return results
 
 

@@ -148,3 +148,108 @@ def test_retrieval_benchmark_runs_with_a_tiny_synthetic_corpus(bench_env: dict[s
         str(saved),
     )
     assert json.loads(again.read_text())["db"]["chunks"] < 300
+
+
+def test_ingest_benchmark_runs_on_the_fixture_files(bench_env: dict[str, str], tmp_path: Path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("sop-dns-failover.md", "runbook-notes.txt", "resolver.html"):
+        shutil.copy(FIXTURES / name, corpus / name)
+    # gold documents from the tiny corpus, so that --quality measures something (one question without gold)
+    devset = tmp_path / "golden"
+    devset.mkdir()
+    (devset / "questions.jsonl").write_text(
+        "\n".join(
+            json.dumps({"id": f"g{i}", "question": q, "gold": gold})
+            for i, (q, gold) in enumerate(
+                (
+                    ("How do I fail over DNS?", ["sop-dns-failover.md"]),
+                    ("How do I check that chrony keeps the clock in sync?", ["runbook-notes.txt"]),
+                    ("What is the default maxconn of a haproxy frontend?", []),
+                )
+            )
+        )
+        + "\n"
+    )
+    env = {**bench_env, "ATHENA_DEVSET": str(devset)}
+    _run(env, "manage.py", "migrate", "--verbosity", "0")
+    saved = tmp_path / "ingest.json"
+    result = _run(
+        env,
+        "tests/benchmarks/ingest.py",
+        *("--corpus", str(corpus), "--reset", "--sample", "2", "--quality", "--save", str(saved)),
+    )
+    report = json.loads(saved.read_text())
+    ingest = report["ingest"]
+    assert ingest["documents"] == 3 and ingest["failed"] == 0, result.stdout
+    assert ingest["chunks"] > 0 and ingest["chunks_per_s"] > 0 and ingest["stage_seconds"]["embed"] > 0
+    assert report["sizes"]["knowledge_chunk"]["total_mb"] > 0
+    assert report["sizes"]["chunk_embedding_hnsw"]["relation_mb"] > 0
+    embedding = report["embedding"]
+    assert embedding["documents"] == 2 and embedding["naive"]["chunks_per_s"] > 0
+    variants = {"fp32", "int8"} | ({"bf16"} if "bf16" in embedding else set())
+    for variant in variants:
+        assert embedding[variant]["chunks_per_s"] > 0, variant
+        assert isinstance(embedding[variant]["batch_effect"], float), variant
+    quality = report["quality"]
+    assert set(quality) == variants
+    assert quality["fp32"]["questions"] == 2 and quality["fp32"]["mrr@10"] > 0, result.stdout
+    for variant in variants:
+        assert 0 <= quality[variant]["mrr@10"] <= 1 and quality[variant]["relative_mrr@10"] is not None
+
+
+def test_hop_benchmark_runs_through_a_worker_of_its_own(bench_env: dict[str, str], tmp_path: Path):
+    # a private queue: no other worker sharing the Redis (the session's test worker, a stack) takes its messages
+    queue = f"hop-smoke-{os.getpid()}"
+    env = {**bench_env, "ATHENA_WORKER_WARM_UP": "false", "PYTHONUNBUFFERED": "1"}
+    _run(env, "manage.py", "migrate", "--verbosity", "0")
+    log = (tmp_path / "worker.log").open("wb")
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "athena",
+            "worker",
+            "-Q",
+            queue,
+            "-c",
+            "1",
+            "-n",
+            f"{queue}@%h",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        saved = tmp_path / "hop.json"
+        # the warm-up request waits for the worker to start and load its models
+        result = _run(
+            env,
+            "tests/benchmarks/hop.py",
+            *("--queue", queue, "--requests", "2", "--warm", "1", "--timeout", "240", "--no-api"),
+            *("--save", str(saved)),
+        )
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        log.close()
+        import redis
+        from django.conf import settings
+
+        # kombu keeps a queue's binding after its last message; a queue per run must not leave one behind
+        redis.Redis.from_url(settings.REDIS_URL).delete(
+            f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}", queue
+        )
+    report = json.loads(saved.read_text())
+    assert report["floor"]["wall_ms"]["p50"] > 0, result.stdout
+    hop = report["hop"]
+    assert hop["worker_ms"]["p50"] >= hop["pipeline_ms"]["p50"] > 0, result.stdout
+    assert hop["wall_ms"]["p50"] > hop["outside_worker_ms"]["p50"] > 0
