@@ -3,7 +3,7 @@
 * :mod:`~knowledge.text.tokenizer` — raw tokens, punctuation stripping, compound pieces;
 * :mod:`~knowledge.text.stopwords` — the stopword and interrogative lists;
 * :mod:`~knowledge.text.spelling` — British spellings mapped to American ones;
-* :mod:`~knowledge.text.stemmer` — Porter stemming;
+* :mod:`~knowledge.text.stemmer` — Porter stemming (PyStemmer);
 * :mod:`~knowledge.text.identifier_lane` — identifiers indexed verbatim (``=max_wal_size``);
 * :mod:`~knowledge.text.analyzer` — the composed analyser (:func:`analyze`, :func:`query_terms`,
   :func:`identifiers`) and :data:`ANALYZER_VERSION`;

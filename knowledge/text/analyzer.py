@@ -30,8 +30,10 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # re-indexed by the next ingest of its folder even when its file is unchanged, so that its chunks, postings and
 # the questions' terms agree again. 2: British spellings mapped to American ones. 3: a configuration example's
 # comment block stays in one chunk with the setting below it. 4: chunking splits and overlaps at the sentences
-# of knowledge.text.locate_sentences (the answering splitter), not at those of a splitter of its own.
-ANALYZER_VERSION = 4
+# of knowledge.text.locate_sentences (the answering splitter), not at those of a splitter of its own. 5: stems
+# from PyStemmer's Snowball "porter" (Porter's 1980 algorithm, without the bli->ble and logi->log revisions of
+# the former hand-written stemmer: "possibly" -> "possibli", "topology" -> "topologi").
+ANALYZER_VERSION = 5
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.
