@@ -327,6 +327,21 @@ def staged_embed(staged: Sequence[StagedDocument], *, timings: defaultdict[str, 
         offset += len(document.chunks)
 
 
+def embedding_models_stale() -> list[str]:
+    """Names of the models that made stored chunk vectors other than the configured embedder (after an upgrade
+    or a change of ATHENA_EMBEDDER_*: retrieval refuses dense search until `reembed` runs). Loads the embedder
+    only when there are vectors to compare (its name carries the variant once loaded)."""
+    from knowledge.embedders import get_embedder
+    from knowledge.index_selectors import chunk_embedding_models
+
+    stored = chunk_embedding_models()
+    if not stored:
+        return []
+    embedder = get_embedder()
+    embedder.warm_up()
+    return [name for name in stored if name != embedder.name]
+
+
 # --- documents --------------------------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from athena.paths import BASE_DIR
 from athena.services import ROLE_ADMIN, ROLE_COMPLIANCE, ROLE_EMPLOYEE, user_create_or_update
 from athena.stack import Stack
 from knowledge.models import Document
+from knowledge.services import embedding_models_stale
 
 SAMPLE_KB = BASE_DIR / "knowledge" / "sample_kb"
 
@@ -56,6 +57,12 @@ class Command(BaseCommand):
         Stack(components=("postgres", "redis", "worker")).up(echo=self.stdout.write)
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("database migrated")
+        stale = embedding_models_stale()
+        if stale:
+            # an index from before an embedder change (e.g. the former int8 default): dense search would be
+            # refused, so its vectors (and the sentence vectors pooled with them) are rebuilt first
+            self.stdout.write(f"stored vectors were made by {', '.join(stale)}: re-embedding every chunk")
+            call_command("reembed")
         # gunicorn serves pages whose stylesheets and scripts have hashed names from this manifest
         call_command("collectstatic", interactive=False, verbosity=0)
         self.stdout.write(f"static files collected in {settings.STATIC_ROOT}")
