@@ -63,6 +63,24 @@ def aggregation_counters_clear():  # type: ignore[no-untyped-def]
         pass
 
 
+def celery_worker_argv(queues: str, name: str) -> list[str]:
+    """A one-process Celery worker of this project consuming `queues` (comma-separated) as `name@host`."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "athena",
+        "worker",
+        "-Q",
+        queues,
+        "-c",
+        "1",
+        "-n",
+        f"{name}@%h",
+    ]
+
+
 @pytest.fixture()
 def redis_client():  # type: ignore[no-untyped-def]
     import redis
@@ -92,22 +110,7 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     log_dir.mkdir(parents=True, exist_ok=True)
     log = open(log_dir / "test-worker.log", "ab")  # noqa: SIM115
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "athena",
-            "worker",
-            "-Q",
-            "ingest,embed,realtime",
-            "-c",
-            "1",
-            "-n",
-            f"test-{os.getpid()}@%h",
-            "--loglevel",
-            "INFO",
-        ],
+        [*celery_worker_argv("ingest,embed,realtime", f"test-{os.getpid()}"), "--loglevel", "INFO"],
         cwd=ROOT,
         env=env,
         stdout=log,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +50,21 @@ def compare(new: dict[str, Any], old_path: Path) -> None:
     for key, value in flatten(new).items():
         if key in old and old[key]:
             print(f"  {key:55s} {old[key]:>12.2f} -> {value:>12.2f}   x{value / old[key]:.2f}")
+
+
+def ask_request(url: str, token: str, question: str) -> urllib.request.Request:
+    """`POST /api/v1/ask` with token authentication, as the load and hop benchmarks send it."""
+    return urllib.request.Request(
+        f"{url}/api/v1/ask",
+        data=json.dumps({"question": question}).encode(),
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+
+
+def results_save(results: dict[str, Any], save: Path | None, baseline: Path | None) -> None:
+    """Write the run's figures (--save) and print them against an earlier run's (--compare)."""
+    if save:
+        save.write_text(json.dumps(results, indent=2))
+    if baseline:
+        compare(results, baseline)

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import compare, percentile, setup_django
+from common import ask_request, percentile, results_save, setup_django
 from load import tokens_for
 
 QUESTION = "How do I restart chrony?"  # answered from the sample KB (knowledge/sample_kb)
@@ -85,12 +85,7 @@ def hop_once(user_id: int, question: str, queue: str, timeout: float) -> tuple[f
 
 def api_once(url: str, token: str, question: str, timeout: float) -> tuple[float, dict[str, float]]:
     """(ms of POST /api/v1/ask as the client sees it, the answer's timings_ms)."""
-    request = urllib.request.Request(
-        f"{url}/api/v1/ask",
-        data=json.dumps({"question": question}).encode(),
-        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
-        method="POST",
-    )
+    request = ask_request(url, token, question)
     started = time.perf_counter()
     with urllib.request.urlopen(request, timeout=timeout) as response:
         body = json.loads(response.read())
@@ -179,10 +174,7 @@ def main() -> None:
             "api", args.requests, args.warm, lambda: api_once(args.url, token, args.question, args.timeout)
         )
     print_report(results)
-    if args.save:
-        args.save.write_text(json.dumps(results, indent=2))
-    if args.compare:
-        compare(results, args.compare)
+    results_save(results, args.save, args.compare)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from common import DEVSET, compare, setup_django
+from common import DEVSET, results_save, setup_django
 
 KNOWLEDGE_TABLES = (
     "knowledge_documentlink",
@@ -364,10 +364,7 @@ def main() -> None:
         results["quality"] = quality(threads)
     results["peak_rss_mb"] = round(peak_rss_mb(), 1)
     print_report(results)
-    if args.save:
-        args.save.write_text(json.dumps(results, indent=2))
-    if args.compare:
-        compare(results, args.compare)
+    results_save(results, args.save, args.compare)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from common import DEVSET, percentile, setup_django
+from common import DEVSET, ask_request, percentile, setup_django
 
 
 def tokens_for(users: int) -> list[str]:
@@ -55,12 +55,7 @@ def questions(path: Path, limit: int) -> list[str]:
 
 
 def ask(url: str, token: str, question: str, timeout: float) -> dict[str, Any]:
-    request = urllib.request.Request(
-        f"{url}/api/v1/ask",
-        data=json.dumps({"question": question}).encode(),
-        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
-        method="POST",
-    )
+    request = ask_request(url, token, question)
     started = time.perf_counter()
     retry_after = None
     try:

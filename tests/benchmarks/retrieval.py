@@ -33,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from common import DEVSET, compare, percentile, setup_django
+from common import DEVSET, percentile, results_save, setup_django
 
 SYNTHETIC_PREFIX = "synthetic/"
 DEPARTMENTS = ("network", "systems", "security", "database", "support", "platform")
@@ -554,10 +554,7 @@ def main() -> None:
         results["hnsw_recall"] = hnsw_recall(qs[: args.recall_queries])
     results["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print_report(results)
-    if args.save:
-        args.save.write_text(json.dumps(results, indent=2))
-    if args.compare:
-        compare(results, args.compare)
+    results_save(results, args.save, args.compare)
 
 
 if __name__ == "__main__":

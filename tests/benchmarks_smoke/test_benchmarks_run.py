@@ -15,6 +15,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.conftest import celery_worker_argv
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "knowledge" / "fixtures"
 
@@ -205,20 +207,7 @@ def test_hop_benchmark_runs_through_a_worker_of_its_own(bench_env: dict[str, str
     _run(env, "manage.py", "migrate", "--verbosity", "0")
     log = (tmp_path / "worker.log").open("wb")
     worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "athena",
-            "worker",
-            "-Q",
-            queue,
-            "-c",
-            "1",
-            "-n",
-            f"{queue}@%h",
-        ],
+        celery_worker_argv(queue, queue),
         cwd=ROOT,
         env=env,
         stdout=log,
