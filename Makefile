@@ -18,6 +18,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	@# torchvision/timm break sentence-transformers; make sure nothing pulled them in
 	-$(PY) -m pip uninstall -q -y torchvision timm 2>/dev/null
+	@# the question encoder for ONNX Runtime, exported from the packaged weights (knowledge/onnx_query.py)
+	$(PY) manage.py export_query_model
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -5,12 +5,15 @@ Models load on first use (never at import), so web processes that only talk to C
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
+
+logger = logging.getLogger(__name__)
 
 
 class Embedder(Protocol):
@@ -76,6 +79,7 @@ class SentenceTransformerEmbedder:
         threads: int | None = None,
         precision: str = "auto",
         device: str | None = None,
+        query_runtime: str = "auto",
     ) -> None:
         self.model_ref = model
         self.name = os.path.basename(model.rstrip("/")) if os.path.isdir(model) else model
@@ -89,6 +93,10 @@ class SentenceTransformerEmbedder:
         self.precision = ""
         self.requested_device = device  # None: settings.ATHENA_DEVICE (auto|cpu|cuda)
         self.device = "cpu"  # resolved when the model loads
+        # auto|onnx|torch (ATHENA_EMBEDDER_QUERY_RUNTIME): auto serves questions from the install-time ONNX
+        # export when there is one that embeds as torch does, torch otherwise; onnx insists on it
+        self.query_runtime = query_runtime
+        self._query_encoder: Any = None
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -96,12 +104,11 @@ class SentenceTransformerEmbedder:
         with self._lock:
             if self._model is None:
                 import torch
-                from django.conf import settings
                 from sentence_transformers import SentenceTransformer
 
                 from athena.devices import cpu_flags, precision_resolve, torch_device
 
-                torch.set_num_threads(self.threads or settings.ATHENA_TORCH_THREADS)
+                torch.set_num_threads(self.threads_used())
                 self.device = torch_device(self.requested_device)
                 self.precision = precision_resolve(
                     self.requested_precision, device=self.device, flags=cpu_flags()
@@ -126,8 +133,53 @@ class SentenceTransformerEmbedder:
                     self.name = f"{self.name}+int8"
                 # fp16, bf16 and fp32 vectors agree within 1e-3 cosine and share the plain name: CPU workers
                 # with and without bf16 hardware, and GPU workers, can serve one index
+                self._query_encoder = self._query_encoder_load(model)
                 self._model = model
         return self._model
+
+    def _query_encoder_load(self, model: Any) -> Any:
+        """The ONNX Runtime question encoder (knowledge.onnx_query), or None: torch then embeds questions."""
+        from knowledge.onnx_query import ExportUnavailable, QueryEncoder, export_path
+
+        if self.query_runtime == "torch":
+            return None
+        try:
+            if self.device != "cpu" or self.precision == "int8":
+                raise ExportUnavailable(
+                    f"the export is fp32 on the CPU, not {self.precision} on {self.device}"
+                )
+            encoder = QueryEncoder.load(model, export_path(self.model_ref), threads=self.threads_used())
+        except ExportUnavailable as exc:
+            if self.query_runtime == "onnx":
+                raise
+            logger.warning("questions are embedded by torch: %s", exc)
+            return None
+        logger.info("questions are embedded by ONNX Runtime")
+        return encoder
+
+    def query_export(self, *, force: bool = False) -> Any:
+        """Export this model's question encoder for ONNX Runtime (knowledge.onnx_query) unless it already is;
+        returns the file's path. Loads a fresh fp32 copy of the packaged weights: nothing is downloaded."""
+        from sentence_transformers import SentenceTransformer
+
+        from knowledge.onnx_query import export, export_path
+
+        target = export_path(self.model_ref)
+        if target.exists() and not force:
+            return target
+        model = SentenceTransformer(self.model_ref, device="cpu", local_files_only=True)
+        return export(model, target)
+
+    def threads_used(self) -> int:
+        from django.conf import settings
+
+        return int(self.threads or settings.ATHENA_TORCH_THREADS)
+
+    @property
+    def query_runtime_used(self) -> str:
+        """onnx or torch: what embeds questions once the model is loaded."""
+        self._load()
+        return "onnx" if self._query_encoder is not None else "torch"
 
     def _computing(self, *, bf16: bool = True) -> Any:
         """No autograd, and in bf16 precision torch autocast: matrix products in bfloat16 (oneDNN's AVX-512
@@ -176,6 +228,9 @@ class SentenceTransformerEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         # one short text: converting to bfloat16 costs more than it saves (measured 17.3 ms bf16 vs 11.9 ms
         # fp32 per question), and the fp32 vector agrees with the bf16 passages to 1e-4 cosine
+        self._load()
+        if self._query_encoder is not None:
+            return self._query_encoder.encode(self.query_prefix + text)
         return self._encode([self.query_prefix + text], 1, bf16=False)[0]
 
     def embed_passages_pooled(

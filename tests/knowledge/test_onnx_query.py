@@ -1,0 +1,96 @@
+"""The question encoder on ONNX Runtime (knowledge.onnx_query): exported from the packaged weights, checked
+against torch before use, and refused or skipped when it would not embed as torch does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.slow]
+
+QUESTIONS = [
+    "What is the default BGP keepalive?",
+    "steps to fail over the DNS primary",
+    "Which `ss` option (-K / --kill) closes sockets, and what does it print for sockets it skips?",
+    "x",
+    "routing table 254 " * 60,  # longer than the model's 256-token window: truncated as torch truncates
+]
+
+
+@pytest.fixture
+def export_dir(tmp_path, monkeypatch):
+    """Exports go to a folder of this test's own, so the install-time export is neither used nor touched."""
+    import knowledge.onnx_query
+
+    monkeypatch.setattr(knowledge.onnx_query, "EXPORT_DIR", tmp_path)
+    return tmp_path
+
+
+def test_an_exported_encoder_embeds_questions_as_torch_does(export_dir):
+    from knowledge.embedders import MiniLMEmbedder
+
+    torch_only = MiniLMEmbedder(precision="fp32", query_runtime="torch")
+    exporter = MiniLMEmbedder(precision="fp32")
+    path = exporter.query_export()
+    assert path.parent == export_dir and path.stat().st_size > 1_000_000
+    assert exporter.query_export() == path  # exported once; a second call keeps the file
+    onnx = MiniLMEmbedder(query_runtime="onnx")
+    assert onnx.query_runtime_used == "onnx" and torch_only.query_runtime_used == "torch"
+    for question in QUESTIONS:
+        a, b = onnx.embed_query(question), torch_only.embed_query(question)
+        assert a.dtype == np.float32 and a.shape == (384,)
+        assert float(a @ b) > 0.9999
+    assert not list(export_dir.glob(".*partial"))
+
+
+def test_without_an_export_auto_falls_back_to_torch_and_onnx_refuses_to_start(export_dir):
+    from knowledge.embedders import MiniLMEmbedder
+    from knowledge.onnx_query import ExportUnavailable
+
+    auto = MiniLMEmbedder(precision="fp32")
+    assert auto.query_runtime_used == "torch"
+    assert auto.embed_query(QUESTIONS[0]).shape == (384,)
+    with pytest.raises(ExportUnavailable, match="no ONNX export"):
+        MiniLMEmbedder(query_runtime="onnx").warm_up()
+
+
+def test_an_export_of_other_weights_is_refused_by_the_probe_check(export_dir):
+    """A file under the model's name that embeds differently (here: the same graph with one layer's weights
+    changed) fails the probe comparison instead of silently querying another vector space."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from knowledge.embedders import MiniLMEmbedder
+    from knowledge.onnx_query import ExportUnavailable, export, export_path
+
+    embedder = MiniLMEmbedder(precision="fp32")
+    other = SentenceTransformer(embedder.model_ref, device="cpu", local_files_only=True)
+    with torch.no_grad():
+        other[0].auto_model.encoder.layer[0].output.dense.weight.mul_(1.5)
+    export(other, export_path(embedder.model_ref))
+    assert MiniLMEmbedder(precision="fp32").query_runtime_used == "torch"
+    with pytest.raises(ExportUnavailable, match="cosine"):
+        MiniLMEmbedder(precision="fp32", query_runtime="onnx").warm_up()
+
+
+def test_int8_questions_stay_on_torch(export_dir):
+    """The export is fp32: an int8 index (another vector space) is queried by the int8 model itself."""
+    from knowledge.embedders import MiniLMEmbedder
+
+    MiniLMEmbedder(precision="fp32").query_export()
+    int8 = MiniLMEmbedder(precision="int8")
+    assert int8.query_runtime_used == "torch"
+
+
+def test_only_mean_pooled_models_are_exported(export_dir):
+    from sentence_transformers import SentenceTransformer, models
+
+    from knowledge.embedders import MiniLMEmbedder
+    from knowledge.onnx_query import ExportUnavailable, export, mean_pooled
+
+    model = SentenceTransformer(MiniLMEmbedder().model_ref, device="cpu", local_files_only=True)
+    assert mean_pooled(model)
+    cls = SentenceTransformer(modules=[model[0], models.Pooling(384, pooling_mode="cls")], device="cpu")
+    assert not mean_pooled(cls)
+    with pytest.raises(ExportUnavailable):
+        export(cls, export_dir / "cls.onnx")
