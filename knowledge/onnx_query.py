@@ -93,7 +93,7 @@ def export(model: Any, target: Path) -> Path:
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "token_embeddings"]}
     try:
-        with torch.inference_mode(False), torch.no_grad():
+        with torch.no_grad():
             torch.onnx.export(
                 TokenEmbeddings(transformer),
                 tuple(inputs[name] for name in names),
