@@ -77,7 +77,13 @@ def bm25_search(
     return [Scored(int(i), float(s)) for i, s in rows]
 
 
-GRAPH_MAX_DF = 2_000
+# an entity mentioned in more readable chunks than this is too common to point anywhere (smtp, http, tcp in
+# a mail and web manual set) and is skipped. The bound is also the graph stage's cost: each question entity and
+# co-occurring neighbour has its readable mentions counted up to GRAPH_MAX_DF + 1, one ACL-checked index lookup
+# each. At 300k chunks 2,000 made the stage 31-41 ms on two cores and 500 makes it 16-19 ms; on the dev corpus
+# (17,399 chunks, seven entities above 500 mentions) retrieval MRR@10 and Recall@10 are unchanged on both splits
+# and two of 334 answers differ (tests/benchmarks/README.md, thirteenth session)
+GRAPH_MAX_DF = 500
 FIRST_CHECK = 5  # the visibility check starts with the best FIRST_CHECK x k candidates, 10x more per round
 DENSE_SPAN = 4  # sum into an array indexed by chunk id when ids span at most this many times the postings
 
@@ -170,7 +176,7 @@ def graph_search(
     still gets a full list); entities mentioned in more than GRAPH_MAX_DF readable chunks carry no signal
     and are skipped. The cost is bounded whatever the corpus size: each entity's rarity is counted up to
     GRAPH_MAX_DF + 1 mentions (a bound that grew with the corpus, N/50, made it 6,001 index lookups per
-    entity at 300k chunks, most of the graph stage's time).
+    entity at 300k chunks, most of the graph stage's time; see GRAPH_MAX_DF for the bound's size).
 
     Nothing the principal cannot read shapes the result (see knowledge.index_selectors.GRAPH_SQL): an entity's
     rarity counts only the chunks they may read, and a question entity mentioned in any chunk they may not

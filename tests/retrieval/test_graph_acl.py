@@ -106,3 +106,28 @@ def test_the_answer_shows_bm25_relative_to_its_best_hit_not_the_corpus_idf(tmp_p
     result = run_pipeline(question="How does HSRP priority preemption work?", principal=outsider, history=[])
     shown = [e["scores"]["bm25"] for e in result.evidence if e["scores"].get("bm25")]
     assert shown and max(shown) == 1.0 and all(0 < s <= 1.0 for s in shown)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_entity_in_more_readable_chunks_than_the_bound_is_skipped(tmp_path: Path, monkeypatch) -> None:
+    import retrieval.stages
+
+    monkeypatch.setattr(retrieval.stages, "GRAPH_MAX_DF", 2)
+    notes = {f"note-{n}.md": f"# Note {n}\n\nEIGRP hello timers were checked on night {n}.\n" for n in (1, 2)}
+    _ingest(write_docs(tmp_path / "open", notes), department="noc")
+    _ingest(
+        write_docs(
+            tmp_path / "closed", {"note-3.md": "# Note 3\n\nEIGRP hello timers were checked again.\n"}
+        ),
+        access_tier="restricted",
+        acl_groups=("core-team",),
+    )
+    outsider = _principal("outsider", "employees")
+    insider = _principal("insider", "core-team")
+    # the outsider reads two mentions (within the bound): EIGRP points at both; the insider reads three and,
+    # for them, EIGRP is too common to point anywhere
+    assert {s.id for s in graph_search(_eigrp(), outsider, Filters())} == {
+        _chunk_of("note-1.md"),
+        _chunk_of("note-2.md"),
+    }
+    assert graph_search(_eigrp(), insider, Filters()) == []
