@@ -226,6 +226,9 @@ def pg_start(port: int) -> str:
     options = (
         f"-k {pg_socket_dir()} -p {port} -c listen_addresses='' -c max_connections=100 "
         f"-c shared_buffers={pg_shared_buffers()} -c maintenance_work_mem=256MB -c work_mem=16MB "
+        # autoprewarm: the pool's page list is saved every 5 minutes and at shutdown, and read back in the
+        # background after a start, so a restarted server does not answer its first questions from disk
+        "-c shared_preload_libraries=pg_prewarm "
         "-c synchronous_commit=on -c fsync=on -c full_page_writes=on -c max_parallel_workers_per_gather=0"
     )
     result = subprocess.run(

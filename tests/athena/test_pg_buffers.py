@@ -1,13 +1,21 @@
-"""The embedded PostgreSQL's buffer pool: sized from the machine unless ATHENA_PG_SHARED_BUFFERS says."""
+"""The embedded PostgreSQL's buffer pool: sized from the machine unless ATHENA_PG_SHARED_BUFFERS says, and reloaded
+after a restart (autoprewarm)."""
 
 import os
+import subprocess
 
 import psutil
 import pytest
+from django.conf import settings
 from django.db import connection
 
-from athena.stack import StackError, pg_shared_buffers
+from athena.stack import StackError, pg_shared_buffers, psql_command
 
+# the sizing rule is pure, the other tests read the running server's settings
+pytestmark = [pytest.mark.integration]
+EXTERNAL = pytest.mark.skipif(
+    "DATABASE_URL" in os.environ, reason="an external PostgreSQL is configured by its owner"
+)
 UNITS = {"kB": 2**10, "MB": 2**20, "GB": 2**30}
 
 
@@ -15,7 +23,6 @@ def _bytes(size: str) -> int:
     return int(size[:-2]) * UNITS[size[-2:]]
 
 
-@pytest.mark.unit
 def test_the_pool_is_an_eighth_of_memory_within_bounds_unless_configured(monkeypatch):
     monkeypatch.delenv("ATHENA_PG_SHARED_BUFFERS", raising=False)
     eighth = psutil.virtual_memory().total // 8
@@ -28,9 +35,8 @@ def test_the_pool_is_an_eighth_of_memory_within_bounds_unless_configured(monkeyp
             pg_shared_buffers()
 
 
-@pytest.mark.integration
+@EXTERNAL
 @pytest.mark.django_db
-@pytest.mark.skipif("DATABASE_URL" in os.environ, reason="an external PostgreSQL is configured by its owner")
 def test_the_embedded_server_runs_with_that_pool():
     with connection.cursor() as cursor:
         cursor.execute(
@@ -38,3 +44,16 @@ def test_the_embedded_server_runs_with_that_pool():
         )
         running = cursor.fetchone()[0]
     assert running == _bytes(pg_shared_buffers())
+
+
+@EXTERNAL
+def test_the_embedded_server_saves_and_reloads_its_pool():
+    # the application role may neither read shared_preload_libraries nor see other roles' backends (least
+    # privilege): asked as the cluster's superuser, as the launcher does
+    def value(sql: str) -> str:
+        return subprocess.run(
+            [*psql_command(settings.PG_PORT), sql], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    assert "pg_prewarm" in value("SHOW shared_preload_libraries").split(",")
+    assert value("SHOW pg_prewarm.autoprewarm") == "on"
