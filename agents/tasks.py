@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Task, shared_task
-from celery.signals import worker_process_init, worker_ready, worker_shutdown
+from celery.signals import worker_init, worker_process_init, worker_shutdown
 
 _heartbeat: Any = None
 
@@ -47,19 +47,22 @@ def answer_task(
     return result
 
 
-@worker_ready.connect
+@worker_init.connect
 def _announce_realtime_worker(sender: Any, **_: Any) -> None:
-    """The worker's main process tells askers it consumes the realtime queue (agents/realtime.py)."""
+    """The worker's main process tells askers it consumes the realtime queue (agents/realtime.py), from the
+    moment its queues are set up: its pool processes then load the models (seconds on a slow CPU), and an
+    asker whose worker was just restarted keeps waiting for it instead of getting 503 because the heartbeat
+    came only once the pool was warm. A worker that dies while starting stops beating like any other."""
     global _heartbeat
     from django.conf import settings
 
     from agents.realtime import WorkerHeartbeat
 
     queues = sender.app.amqp.queues.consume_from or sender.app.amqp.queues
-    if settings.ATHENA_REALTIME_QUEUE not in set(queues):
+    if settings.ATHENA_REALTIME_QUEUE not in set(queues) or _heartbeat is not None:
         return
-    concurrency = getattr(getattr(sender, "controller", None), "concurrency", None) or 1
-    _heartbeat = WorkerHeartbeat(hostname=sender.hostname, concurrency=int(concurrency))
+    concurrency = sender.concurrency if isinstance(sender.concurrency, int) else 1
+    _heartbeat = WorkerHeartbeat(hostname=sender.hostname, concurrency=max(1, concurrency))
     _heartbeat.start()
 
 
