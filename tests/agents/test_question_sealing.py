@@ -113,7 +113,7 @@ def test_a_refused_question_leaves_no_text_in_redis_or_the_database(  # type: ig
     """Through a real worker: the guard on the worker refuses the question; Redis (broker and result backend)
     and the database hold none of its text."""
     user = make_user("refused", "employees")
-    deadline = time.monotonic() + 30  # the worker announces itself with a heartbeat once ready
+    deadline = time.monotonic() + 30  # the worker heartbeats once its queues are set up
     while not realtime.workers_alive() and time.monotonic() < deadline:
         time.sleep(0.5)
     with override_settings(ATHENA_REALTIME_VIA_CELERY=True):

@@ -175,7 +175,7 @@ def test_one_heavy_user_does_not_starve_another_through_a_real_worker(  # type: 
     heavy, light = make_user("heavy-real", "employees"), make_user("light-real", "employees")
     for user in (heavy, light):
         redis_client.delete(realtime.user_pending_key(user.pk))
-    deadline = time.monotonic() + 60  # the worker announces itself with a heartbeat once ready
+    deadline = time.monotonic() + 60  # the worker heartbeats once its queues are set up
     while not realtime.workers_alive() and time.monotonic() < deadline:
         time.sleep(0.2)
     replies: list = []
