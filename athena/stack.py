@@ -321,7 +321,7 @@ END $$;
 """
 
 
-def _psql_value(port: int, sql: str) -> str:
+def psql_value(port: int, sql: str) -> str:
     """The single value a superuser query on the cluster returns ("" for no row)."""
     return subprocess.run(
         [*psql_command(port), sql], capture_output=True, text=True, check=True
@@ -338,12 +338,12 @@ def pg_ensure_database(name: str, port: int, *, owner: str, app: str, test_name:
         (app, "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"),
     )
     for role, attributes in roles:
-        exists = _psql_value(port, f"SELECT 1 FROM pg_roles WHERE rolname = {_sql_literal(role)}")
+        exists = psql_value(port, f"SELECT 1 FROM pg_roles WHERE rolname = {_sql_literal(role)}")
         verb = "ALTER" if exists == "1" else "CREATE"
         subprocess.run(
             [*psql_command(port), f'{verb} ROLE "{role}" {attributes}'], check=True, capture_output=True
         )
-    exists = _psql_value(port, f"SELECT 1 FROM pg_database WHERE datname = {_sql_literal(name)}")
+    exists = psql_value(port, f"SELECT 1 FROM pg_database WHERE datname = {_sql_literal(name)}")
     if exists != "1":
         subprocess.run(
             [*psql_command(port), f'CREATE DATABASE "{name}" OWNER "{owner}"'],

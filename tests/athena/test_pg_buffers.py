@@ -2,14 +2,13 @@
 after a restart (autoprewarm)."""
 
 import os
-import subprocess
 
 import psutil
 import pytest
 from django.conf import settings
 from django.db import connection
 
-from athena.stack import StackError, pg_shared_buffers, psql_command
+from athena.stack import StackError, pg_shared_buffers, psql_value
 
 # the sizing rule is pure, the other tests read the running server's settings
 pytestmark = [pytest.mark.integration]
@@ -50,10 +49,5 @@ def test_the_embedded_server_runs_with_that_pool():
 def test_the_embedded_server_saves_and_reloads_its_pool():
     # the application role may neither read shared_preload_libraries nor see other roles' backends (least
     # privilege): asked as the cluster's superuser, as the launcher does
-    def value(sql: str) -> str:
-        return subprocess.run(
-            [*psql_command(settings.PG_PORT), sql], capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    assert "pg_prewarm" in value("SHOW shared_preload_libraries").split(",")
-    assert value("SHOW pg_prewarm.autoprewarm") == "on"
+    assert "pg_prewarm" in psql_value(settings.PG_PORT, "SHOW shared_preload_libraries").split(",")
+    assert psql_value(settings.PG_PORT, "SHOW pg_prewarm.autoprewarm") == "on"

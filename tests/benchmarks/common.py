@@ -23,6 +23,15 @@ def setup_django() -> None:
     django.setup()
 
 
+def owner_connection() -> Any:
+    """The connection for schema work (dropping and rebuilding indexes, VACUUM, REINDEX): the owner role's where
+    the settings name one (the application role only reads and writes rows)."""
+    from django.conf import settings
+    from django.db import connections
+
+    return connections["owner" if "owner" in settings.DATABASES else "default"]
+
+
 def percentile(values: list[float], q: float) -> float:
     """The value at share `q` (0..1) of the sorted values, nearest rank; NaN for no values."""
     ordered = sorted(values)

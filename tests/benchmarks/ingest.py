@@ -29,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from common import DEVSET, results_save, setup_django
+from common import DEVSET, owner_connection, results_save, setup_django
 
 KNOWLEDGE_TABLES = (
     "knowledge_documentlink",
@@ -207,10 +207,7 @@ def _fresh_dense_index() -> None:
     version in the graph until then, so without it each variant would be searched on a worse graph than the
     one before (bf16 measured second scored 1.2% below fp32 measured first, and 1.8% above it on a fresh
     copy). Schema maintenance is the owner role's (the application role only reads and writes rows)."""
-    from django.conf import settings
-    from django.db import connections
-
-    with connections["owner" if "owner" in settings.DATABASES else "default"].cursor() as cursor:
+    with owner_connection().cursor() as cursor:
         cursor.execute("VACUUM knowledge_chunk")
         cursor.execute("REINDEX INDEX chunk_embedding_hnsw")
 

@@ -33,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from common import DEVSET, percentile, results_save, setup_django
+from common import DEVSET, owner_connection, percentile, results_save, setup_django
 
 SYNTHETIC_PREFIX = "synthetic/"
 DEPARTMENTS = ("network", "systems", "security", "database", "support", "platform")
@@ -104,9 +104,7 @@ def _copy_model(cursor: Any, model: Any, rows: list[dict[str, Any]]) -> None:
 def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, Any]:
     """Add synthetic chunks until the database holds `target` active chunks."""
     import numpy as np
-    from django.conf import settings
     from django.contrib.auth.models import Group
-    from django.db import connections
 
     from knowledge.indexing import postings_repack
     from knowledge.models import Chunk, Document
@@ -114,7 +112,7 @@ def synthetic_build(target: int, seed: int, batch: int = 10_000) -> dict[str, An
 
     # the bulk load drops and rebuilds indexes: schema changes are the owner role's (the application role only
     # reads and writes rows)
-    connection = connections["owner" if "owner" in settings.DATABASES else "default"]
+    connection = owner_connection()
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
     with connection.cursor() as cursor:
