@@ -167,8 +167,8 @@ _HOP_RULES: tuple[_Rule, ...] = (
        r"\S\s+(?:and|,|;)\s+(?:how|what|which|where|why|when|who|is\s+(?:it|the|that)|are\s+(?:they|the)|does|do\s+(?:i|we)|can|should|are\s+they\s+related)\b", 0.8),
     _r("hop.relation", "hop", "multi_hop",
        r"\bhow\s+(?:does|do|is|are)\s+.+\s+(?:relate|related|interact|tie|connect)s?\b|\b(?:relate|interact)s?\s+(?:to|with)\b|\bare\s+they\s+related\b", 0.85),
-    # a statement of what is known, then the question that builds on it ("Routes added with plain `ip route add`
-    # land in some table by default. Which rule priority makes the kernel consult that table?")
+    # a statement of what is known, then the question that builds on it ("Nightly dumps land in some spool
+    # directory by default. Which cleanup job prunes that directory?")
     _r("hop.context_then_question", "hop", "multi_hop",
        r"^[^?]{25,}[.!]\s+(?:(?:is|are|does|do|can|should|will|would)\b|[^.?]*\b(?:what|which|how|where|why|when|who)\b)"
        r"[^.?]*\?\s*$", 0.85),

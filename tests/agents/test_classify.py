@@ -257,9 +257,9 @@ def test_which_x_should_is_a_decision_only_when_someone_chooses():
 def test_decompose_a_known_fact_and_the_question_built_on_it() -> None:
     """ "<what is known>. <question about it>?": the known fact is looked up too, since the answer hangs on it."""
     question = (
-        "Routes added with plain ip route add land in some table by default. Which rule priority makes the "
-        "kernel consult that table?"
+        "Nightly dumps are written to some spool directory by default. Which cleanup job prunes the old "
+        "files in that directory?"
     )
     parts = decompose(question, classify(question))
-    assert parts[0] == "Routes added with plain ip route add land in some table by default"
-    assert parts[1].startswith("Which rule priority makes the kernel consult that table")
+    assert parts[0] == "Nightly dumps are written to some spool directory by default"
+    assert parts[1].startswith("Which cleanup job prunes the old files in that directory")

@@ -153,13 +153,13 @@ def test_attribution_score_is_the_share_of_supported_sentences_and_gates_at_seve
 
 def test_a_lead_in_reached_while_reading_on_brings_what_it_introduces():
     evidence = _evidence(
-        "OpenVPN requires TUN/TAP driver support in the kernel. You'll also need a tun device file. "
-        "If it's not present on your system, you may create one with these commands (as root):\n"
-        "# mkdir /dev/net\n# mknod /dev/net/tun c 10 200\n\nUnrelated paragraph about something else."
+        "The collector reads its input from a named pipe. The spool directory must exist as well. "
+        "When the pipe is missing, make it with the commands below (as root):\n"
+        "# mkdir /srv/collector\n# mkfifo /srv/collector/in\n\nUnrelated paragraph about something else."
     )
-    best = _pick("OpenVPN requires TUN/TAP driver support in the kernel.")
+    best = _pick("The collector reads its input from a named pipe.")
     answer = _answer(compose_extractive("troubleshooting", "q", [best], evidence))
-    assert answer[-2:] == ["mkdir /dev/net", "mknod /dev/net/tun c 10 200"]
+    assert answer[-2:] == ["mkdir /srv/collector", "mkfifo /srv/collector/in"]
 
 
 def test_a_question_about_a_default_prefers_the_sentence_that_states_one():
@@ -180,7 +180,7 @@ def test_a_comment_in_a_configuration_example_is_read_with_the_setting_below_it(
     apart = _evidence(
         f"authentication {{\n    # should be the same on all machines.\n    # {comment}\n\n    auth_pass 1234\n}}"
     )
-    question = "keepalived auth_pass: how many characters are used?"
+    question = "which auth_pass characters does keepalived actually read?"
 
     def coverage(evidence):
         return next(s.coverage for s in score_sentences(question, evidence) if s.text == comment)
@@ -243,7 +243,7 @@ def test_a_parameter_lookup_puts_the_sentence_with_the_value_first():
     best = _pick(
         "ntsport port This option specifies the TCP port on which the server listens for NTS-KE connections."
     )
-    question = "default port for chrony's ntsport?"
+    question = "ntsport: which port is the default?"
     lookup = _answer(compose_extractive("parameter_lookup", question, [best], evidence))
     assert lookup[:2] == [
         "The default is 4460.",
@@ -313,7 +313,7 @@ def test_an_option_asked_with_its_value_attached_matches_the_bare_option_in_the_
         "Rsyslog has support for configuration checking. It offers a special command line switch (-N<value>) "
         "that puts it into config verification mode. Please note that many distros split the configuration."
     )
-    ranked = score_sentences("What does rsyslogd -N1 do?", evidence)
+    ranked = score_sentences("rsyslogd -N1: what is it for?", evidence)
     assert "config verification mode" in ranked[0].text
     assert ranked[0].coverage >= 0.5
 

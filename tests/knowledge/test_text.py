@@ -512,9 +512,9 @@ def test_sentences_join_a_comment_wrapped_over_several_lines() -> None:
         "1. chrony",
     ]
     # root shell commands are not wrapped prose
-    assert sentences("# mkdir /dev/net\n# mknod /dev/net/tun c 10 200") == [
-        "mkdir /dev/net",
-        "mknod /dev/net/tun c 10 200",
+    assert sentences("# mkdir /srv/collector\n# mknod /srv/collector/in p") == [
+        "mkdir /srv/collector",
+        "mknod /srv/collector/in p",
     ]
 
 

@@ -178,7 +178,7 @@ def test_cross_encoder_backend_loads_a_local_model_and_reranks(corpus, tmp_path)
 
 @pytest.mark.django_db
 def test_an_option_written_with_its_value_attached_is_also_searched_bare():
-    terms = dict(understand("What does `rsyslogd -N1` do? And `ping -c4`, `ip -4 route`, `--http2`?").terms)
+    terms = dict(understand("`rsyslogd -N1`: what is it for? And `ping -c4`, `ip -4 route`, `--http2`?").terms)
     assert terms["=-n1"] == 1.0 and terms["=-n"] == SYNONYM_WEIGHT  # the manual documents "-N level"
     assert terms["=-c"] == SYNONYM_WEIGHT
     # only one-letter options carry attached values: "--http2" is a name, not "--http" with 2
@@ -203,7 +203,7 @@ def test_a_misspelt_setting_name_is_also_searched_as_the_readable_name_closest_t
     who = _principal("outsider", "employees")
     insider = _principal("insider", "noc-admins")
 
-    result = search("keepalived persistance_timeout - whats the default?", who)
+    result = search("default value of persistance_timeout in keepalived?", who)
     assert result.corrections == {"=persistance_timeout": "=persistence_timeout"}
     assert "=persistence_timeout" in result.query_terms
     assert result.hits[0].source == "lvs.md"
