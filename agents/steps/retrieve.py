@@ -3,6 +3,7 @@ corpus idf, and the distinctive ones that no chunk the principal may read holds.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
@@ -131,6 +132,22 @@ def everyday_terms(question: str) -> set[str]:
     }
 
 
+_MAC = re.compile(r"[0-9a-f]{2}(?:[:-][0-9a-f]{2}){5}", re.IGNORECASE)
+
+
+def network_address(value: str) -> bool:
+    """An IPv4/IPv6 address or network ("10.20.0.53", "192.0.2.0/24", "2001:db8::1") or a MAC address: a
+    value of the asker's own setup, which no document is expected to contain, never a sign of a topic the
+    corpus lacks."""
+    if _MAC.fullmatch(value):
+        return True
+    try:
+        ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        return False
+    return True
+
+
 def distinctive_unknown_terms(
     terms: list[str], principal: Principal, corrected: Collection[str] = (), everyday: Collection[str] = ()
 ) -> list[str]:
@@ -159,7 +176,7 @@ def distinctive_unknown_terms(
     known = terms_readable({*terms, *(p for parts in parts_of.values() for p in parts)}, principal)
     missing = []
     for term in terms:
-        if term in known:
+        if term in known or network_address(term.lstrip("=")):
             continue
         if term.startswith("="):
             parts = parts_of[term]

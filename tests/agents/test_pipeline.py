@@ -384,3 +384,31 @@ def test_a_question_in_everyday_words_the_documents_do_not_use_is_answered_from_
             question,
             decisions,
         )
+
+
+def test_an_address_of_the_askers_own_setup_is_not_a_topic_the_corpus_lacks():
+    from agents.steps.retrieve import network_address
+
+    for value in ("10.20.0.53", "192.0.2.0/24", "2001:db8::1", "00:1a:2b:3c:4d:5e"):
+        assert network_address(value), value
+    # versions, standards and port numbers are not addresses: a release the corpus never mentions still counts
+    for value in ("2.90", "140-3", "5353", "802.1q", "v2.90", "1.2.3"):
+        assert not network_address(value), value
+
+
+@pytest.mark.django_db
+def test_a_question_that_quotes_an_ip_address_is_judged_on_the_evidence(sample_kb):
+    # the address is the asker's own; no document holds it, and that says nothing about the topic
+    question = "Our primary at 198.51.100.77 uses which BGP keepalive and hold timers on IOS-XE routers?"
+    body = _answer(question, _user("eng-ip", "employees"))
+    decisions = [s["decision"] for s in body["trace"] if s["step"] == "adequacy"]
+    assert decisions and not any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
+        decisions
+    )
+    # a name nobody wrote still abstains beside an address
+    body = _answer(
+        "Our qzvxwobbly at 198.51.100.77 uses which keepalive timer?", _user("eng-ip2", "employees")
+    )
+    decisions = [s["decision"] for s in body["trace"] if s["step"] == "adequacy"]
+    unknown = [d.split(";")[0] for d in decisions if d.startswith("term(s) not in the knowledge base")]
+    assert unknown == ["term(s) not in the knowledge base: qzvxwobbli"], decisions  # the stem; no address
