@@ -142,6 +142,9 @@ class Draft:
     lead: int = (
         1  # the first sentences that make the answer's lead unit (the selected sentence and its context)
     )
+    # per sentence, its claim on the word budget (lower first; empty: the order given). The shaper keeps the
+    # sentences that fit by this order and shows them in the order above
+    priority: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -709,6 +712,12 @@ def verify(draft: Draft, evidence: Sequence[Evidence]) -> Attribution:
     return Attribution(round(score, 3), tuple(checks))
 
 
+# the word budget goes to the probable sentences first (each with what it needs before it), then to the
+# sentences that follow them
+PICK_CLAIM = 10
+FOLLOWING_CLAIM = 1000
+
+
 def compose_ranked(
     template: str,
     question: str,
@@ -737,12 +746,14 @@ def compose_ranked(
         a Draft whose `lead` counts the protected units' sentences.
     """
     chosen: list[tuple[str, int]] = []
+    priority: list[int] = []
     seen: set[str] = set()
     lead = 0
 
-    def add(sentence: str, index: int) -> None:
+    def add(sentence: str, index: int, claim: int) -> None:
         if sentence.lower() not in seen:
             chosen.append((sentence, index))
+            priority.append(claim)
             seen.add(sentence.lower())
 
     for number, pick in enumerate(ranked[:units], start=1):
@@ -770,8 +781,8 @@ def compose_ranked(
                 before = [term_line]
             for sentence in before:
                 if len(sentence.split()) <= 40:
-                    add(sentence, index)
-        add(pick.text, index)
+                    add(sentence, index, PICK_CLAIM * number + 1)
+        add(pick.text, index, PICK_CLAIM * number)
         if number == 1 and template == "parameter_lookup":
             _value_first(question, chosen)  # within the pick and what it needs, not the sentence after it
         following: tuple[str, int] | None = None
@@ -784,7 +795,7 @@ def compose_ranked(
                 rest = [s for s in _passage(evidence[successor]) if s not in shared]
                 following = (rest[0], successor) if rest else None
         if following and len(following[0].split()) <= 40 and WORD.search(following[0]):
-            add(*following)
+            add(*following, FOLLOWING_CLAIM + number)
         if number == protect:
             lead = len(chosen)
-    return Draft(template, chosen, lead=max(lead or len(chosen), 1))
+    return Draft(template, chosen, lead=max(lead or len(chosen), 1), priority=tuple(priority))

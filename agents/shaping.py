@@ -8,7 +8,8 @@ with its [n] citation; what they decide is order, grouping and length:
   first sentence starts ("From <title>: ...");
 - a section heading that the sentence splitter left at the start of a sentence is set off with a colon
   ("Rollback after commit: If a problem appears ...") instead of running into it;
-- prose stops at about MAX_WORDS words (whole sentences; the lead is always kept); a procedure is numbered
+- prose stops at about MAX_WORDS words (whole sentences; the lead is always kept), spent on the selector's
+  most probable sentences before the sentences that follow them (`Draft.priority`); a procedure is numbered
   steps; a comparison is one bullet per document.
 """
 
@@ -76,20 +77,27 @@ def _max_words() -> int:
     return int(getattr(settings, "ATHENA_ANSWER_MAX_WORDS", MAX_WORDS)) if settings.configured else MAX_WORDS
 
 
-def _capped(sentences: Sequence[tuple[str, int]], protected: set[tuple[str, int]]) -> list[tuple[str, int]]:
-    """Whole sentences within the word budget, in the order given; `protected` ones (the answer's lead unit, and
-    each sub-question's best sentence) always stay, wherever grouping by document has put them."""
+def _capped(
+    sentences: Sequence[tuple[str, int]],
+    protected: set[tuple[str, int]],
+    priority: Sequence[int] = (),
+) -> list[tuple[str, int]]:
+    """Whole sentences within the word budget, shown in the order given; `protected` ones (the answer's lead
+    unit, and each sub-question's best sentence) always stay. The budget is spent by `priority` (lower first;
+    the order given when absent)."""
     budget = _max_words()
     words = sum(len(sentence.split()) for sentence, _ in sentences if (sentence, _) in protected)
-    kept: list[tuple[str, int]] = []
-    for pair in sentences:
+    claims = list(priority) if len(priority) == len(sentences) else list(range(len(sentences)))
+    keep: set[int] = set()
+    for at in sorted(range(len(sentences)), key=lambda i: (claims[i], i)):
+        pair = sentences[at]
         length = len(pair[0].split())
         if pair in protected:
-            kept.append(pair)
+            keep.add(at)
         elif words + length <= budget:
-            kept.append(pair)
+            keep.add(at)
             words += length
-    return kept
+    return [pair for at, pair in enumerate(sentences) if at in keep]
 
 
 def shape(draft: Draft, evidence: Sequence[Evidence]) -> Shaped:
@@ -107,7 +115,7 @@ def shape(draft: Draft, evidence: Sequence[Evidence]) -> Shaped:
 
 
 def _prose(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
-    kept = _capped(_grouped(draft.sentences, evidence), set(draft.sentences[:lead]))
+    kept = _grouped(_capped(draft.sentences, set(draft.sentences[:lead]), draft.priority), evidence)
     refs: dict[int, int] = {}
     parts = []
     named = {_source(kept[0][1], evidence)} if kept else set()

@@ -498,3 +498,35 @@ def test_the_selectors_sentences_become_units_with_what_they_need_around_them():
     assert draft.lead == 3  # the lead unit: the sentence before, the pick and the sentence after
     # the second pick already came with the lead (the sentence after it): it is not repeated, nor read on from
     assert texts == [*texts[:2], "Uploads larger than 2 GB are split."]
+
+
+def test_the_word_budget_goes_to_the_probable_sentences_before_the_ones_that_follow_them(settings):
+    """Each pick brings the sentence after it, but a later pick has the stronger claim on the budget."""
+    from agents.evidence import compose_ranked
+    from agents.shaping import shape
+
+    filler = "Then " + " ".join(["padding"] * 24)
+    evidence = _evidence(
+        f"The agent retries failed uploads. It waits 30 seconds between attempts. {filler} one.",
+        f"Uploads larger than 2 GB are split. {filler} two.",
+        "Each part is sent on its own connection. The limit is eight parts at a time.",
+    )
+    ranked = score_sentences("How long does the agent wait between upload retries?", evidence)
+    picks = [
+        next(s for s in ranked if s.text.startswith(prefix))
+        for prefix in ("It waits", "Uploads larger", "The limit is")
+    ]
+    draft = compose_ranked("parameter_lookup", "How long between retries?", picks, evidence, units=3)
+    following = f"{filler} two."
+    assert following in [t for t, _ in draft.sentences]  # the second pick's next sentence is in the draft
+    settings.ATHENA_ANSWER_MAX_WORDS = 75
+    shown = [t for t, _ in shape(draft, evidence).sentences]
+    # the lead unit (37 words) stays whole; then the picks (7 + 8 words); the second pick's 26-word follower
+    # would fit before the third pick in reading order, but not after it
+    assert shown[:3] == [
+        "The agent retries failed uploads.",
+        "It waits 30 seconds between attempts.",
+        f"{filler} one.",
+    ]
+    assert "The limit is eight parts at a time." in shown and following not in shown
+    assert "Uploads larger than 2 GB are split." in shown
