@@ -8,9 +8,9 @@ with its [n] citation; what they decide is order, grouping and length:
   first sentence starts ("From <title>: ...");
 - a section heading that the sentence splitter left at the start of a sentence is set off with a colon
   ("Rollback after commit: If a problem appears ...") instead of running into it;
-- prose stops at about MAX_WORDS words (whole sentences; the lead is always kept), spent on the selector's
-  most probable sentences before the sentences that follow them (`Draft.priority`); a procedure is numbered
-  steps; a comparison is one bullet per document.
+- prose and comparisons stop at about MAX_WORDS words (whole sentences; the lead is always kept), spent on
+  the selector's most probable sentences before the sentences that follow them (`Draft.priority`); a
+  procedure is numbered steps; a comparison is one bullet per document.
 """
 
 from __future__ import annotations
@@ -147,7 +147,8 @@ def _bullets(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
     refs: dict[int, int] = {}
     lines: list[str] = []
     current = None
-    for sentence, index in _grouped(draft.sentences, evidence):
+    kept = _grouped(_capped(draft.sentences, set(draft.sentences[:lead]), draft.priority), evidence)
+    for sentence, index in kept:
         ref = refs.setdefault(index, len(refs) + 1)
         source = _source(index, evidence)
         shown = _set_off_heading(sentence, evidence[index]) if 0 <= index < len(evidence) else sentence
@@ -157,7 +158,7 @@ def _bullets(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
             current = source
         else:
             lines[-1] += f" {shown} [{ref}]"
-    return Shaped("\n".join(lines), refs, tuple(_grouped(draft.sentences, evidence)))
+    return Shaped("\n".join(lines), refs, tuple(kept))
 
 
 SHAPERS: dict[Template, Callable[[Draft, Sequence[Evidence], int], Shaped]] = {

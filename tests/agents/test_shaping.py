@@ -73,3 +73,15 @@ def test_a_procedure_is_numbered_steps_and_a_comparison_one_bullet_per_document(
 def test_an_unknown_template_names_the_valid_ones():
     with pytest.raises(ValueError, match="valid: procedure_sop"):
         Template.from_str("poem")
+
+
+def test_a_comparison_keeps_to_the_word_budget_too(settings):  # type: ignore[no-untyped-def]
+    settings.ATHENA_ANSWER_MAX_WORDS = 70
+    long = " ".join(["word"] * 30) + "."
+    draft = Draft(
+        "comparison_decision", [("A is fast.", 0), ("B is safe.", 1), (long, 0), (long, 1), (long, 2)]
+    )
+    shaped = shape(draft, EVIDENCE)
+    assert len(shaped.sentences) == 4  # 3 + 3 + 30 + 30 words; a third long sentence would pass 70
+    assert shaped.text.startswith("- Runbook - BGP session flaps: A is fast. [1]")
+    assert shaped.text.count("\n- ") == 1  # still one bullet per document
