@@ -798,4 +798,6 @@ def compose_ranked(
             add(*following, FOLLOWING_CLAIM + number)
         if number == protect:
             lead = len(chosen)
-    return Draft(template, chosen, lead=max(lead or len(chosen), 1), priority=tuple(priority))
+    lead = max(lead or len(chosen), 1)
+    # the lead unit is kept whole whatever its claims (`_value_first` may have reordered its sentences)
+    return Draft(template, chosen, lead=lead, priority=(0,) * lead + tuple(priority[lead:]))
