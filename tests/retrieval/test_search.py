@@ -178,7 +178,9 @@ def test_cross_encoder_backend_loads_a_local_model_and_reranks(corpus, tmp_path)
 
 @pytest.mark.django_db
 def test_an_option_written_with_its_value_attached_is_also_searched_bare():
-    terms = dict(understand("`rsyslogd -N1`: what is it for? And `ping -c4`, `ip -4 route`, `--http2`?").terms)
+    terms = dict(
+        understand("`rsyslogd -N1`: what is it for? And `ping -c4`, `ip -4 route`, `--http2`?").terms
+    )
     assert terms["=-n1"] == 1.0 and terms["=-n"] == SYNONYM_WEIGHT  # the manual documents "-N level"
     assert terms["=-c"] == SYNONYM_WEIGHT
     # only one-letter options carry attached values: "--http2" is a name, not "--http" with 2
