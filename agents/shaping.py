@@ -100,6 +100,11 @@ def _capped(
     return [pair for at, pair in enumerate(sentences) if at in keep]
 
 
+def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[str, int]]:
+    """The draft's sentences that fit the word budget (its first `lead` always), grouped by document."""
+    return _grouped(_capped(draft.sentences, set(draft.sentences[:lead]), draft.priority), evidence)
+
+
 def shape(draft: Draft, evidence: Sequence[Evidence]) -> Shaped:
     """Shape a verified draft for its template.
 
@@ -115,7 +120,7 @@ def shape(draft: Draft, evidence: Sequence[Evidence]) -> Shaped:
 
 
 def _prose(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
-    kept = _grouped(_capped(draft.sentences, set(draft.sentences[:lead]), draft.priority), evidence)
+    kept = _kept(draft, evidence, lead)
     refs: dict[int, int] = {}
     parts = []
     named = {_source(kept[0][1], evidence)} if kept else set()
@@ -147,7 +152,7 @@ def _bullets(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
     refs: dict[int, int] = {}
     lines: list[str] = []
     current = None
-    kept = _grouped(_capped(draft.sentences, set(draft.sentences[:lead]), draft.priority), evidence)
+    kept = _kept(draft, evidence, lead)
     for sentence, index in kept:
         ref = refs.setdefault(index, len(refs) + 1)
         source = _source(index, evidence)

@@ -52,6 +52,11 @@ def _answer(question: str, user: User, **kwargs):  # type: ignore[no-untyped-def
     return ask(user=user, question=question, **kwargs)
 
 
+def _adequacy(body) -> list[str]:  # type: ignore[no-untyped-def]
+    """The adequacy decisions an answer's trace records (one per evidence pool judged)."""
+    return [s["decision"] for s in body["trace"] if s["step"] == "adequacy"]
+
+
 @pytest.mark.django_db
 def test_parameter_lookup_is_answered_with_verified_citations(sample_kb):
     body = _answer("What BGP keepalive and hold timers do we configure on IOS-XE routers?", _user("eng"))
@@ -240,17 +245,14 @@ def test_a_term_only_restricted_documents_use_looks_unknown_to_outsiders(sample_
     word = _restricted_only_word()
     outsider = _user("outsider3", "employees")
 
-    def adequacy(body):  # type: ignore[no-untyped-def]
-        return [s["decision"] for s in body["trace"] if s["step"] == "adequacy"]
-
     hidden = _answer(f"What does {word} mean for us?", outsider)
     absent = _answer("What does qzvxwobbly mean for us?", outsider)
     assert hidden["abstained"] and absent["abstained"]
-    assert adequacy(hidden)[0].startswith("term(s) not in the knowledge base"), adequacy(hidden)
-    assert adequacy(absent)[0].startswith("term(s) not in the knowledge base"), adequacy(absent)
-    assert len(adequacy(hidden)) == len(adequacy(absent))  # no reformulation for either: same steps
+    assert _adequacy(hidden)[0].startswith("term(s) not in the knowledge base"), _adequacy(hidden)
+    assert _adequacy(absent)[0].startswith("term(s) not in the knowledge base"), _adequacy(absent)
+    assert len(_adequacy(hidden)) == len(_adequacy(absent))  # no reformulation for either: same steps
     insider = _answer(f"What does {word} mean for us?", _user("insider3", "noc-admins"))
-    assert not any(d.startswith("term(s) not in the knowledge base") for d in adequacy(insider)), insider
+    assert not any(d.startswith("term(s) not in the knowledge base") for d in _adequacy(insider)), insider
 
 
 @pytest.mark.django_db
@@ -366,7 +368,7 @@ def test_a_question_in_everyday_words_the_documents_do_not_use_is_answered_from_
     assert {*analyze("holidays"), *analyze("changes")} <= terms
     assert not terms & {*analyze("Juniper"), *analyze("dnsmasq")}  # a capitalised word, a tool's name
     body = _answer("When do changes stop for the end-of-year holidays?", _user("eng9", "employees"))
-    decisions = [s["decision"] for s in body["trace"] if s["step"] == "adequacy"]
+    decisions = _adequacy(body)
     # the evidence decides (the selector's probability against its threshold), not the unknown-term rule; the
     # best candidate it read is the freeze table's year-end row
     assert decisions and all(
@@ -401,7 +403,7 @@ def test_a_question_that_quotes_an_ip_address_is_judged_on_the_evidence(sample_k
     # the address is the asker's own; no document holds it, and that says nothing about the topic
     question = "Our primary at 198.51.100.77 uses which BGP keepalive and hold timers on IOS-XE routers?"
     body = _answer(question, _user("eng-ip", "employees"))
-    decisions = [s["decision"] for s in body["trace"] if s["step"] == "adequacy"]
+    decisions = _adequacy(body)
     assert decisions and not any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
         decisions
     )
@@ -409,6 +411,6 @@ def test_a_question_that_quotes_an_ip_address_is_judged_on_the_evidence(sample_k
     body = _answer(
         "Our qzvxwobbly at 198.51.100.77 uses which keepalive timer?", _user("eng-ip2", "employees")
     )
-    decisions = [s["decision"] for s in body["trace"] if s["step"] == "adequacy"]
+    decisions = _adequacy(body)
     unknown = [d.split(";")[0] for d in decisions if d.startswith("term(s) not in the knowledge base")]
     assert unknown == ["term(s) not in the knowledge base: qzvxwobbli"], decisions  # the stem; no address
