@@ -120,14 +120,46 @@ def everyday_words() -> frozenset[str]:
     return frozenset(w for w in words if len(w) > 2 and w.isascii() and w.isalpha())
 
 
+# English prefixes and inflections that make a new word of an everyday one ("reworking", "flapping")
+_PREFIXES = ("re", "un", "pre", "mis", "dis", "over", "under")
+_ENDINGS = ("ing", "ed", "es", "s")
+
+
+def _inflected(word: str, words: frozenset[str]) -> bool:
+    """`word` is an everyday word with an inflection the vocabulary lacks ("flapping", "throttled")."""
+    for ending in _ENDINGS:
+        stem = word[: -len(ending)]
+        if word.endswith(ending) and len(stem) >= 3:
+            doubled = stem[:-1] if len(stem) > 3 and stem[-1] == stem[-2] else stem
+            if stem in words or stem + "e" in words or doubled in words:
+                return True
+    return False
+
+
+def is_everyday(word: str, words: frozenset[str] | None = None) -> bool:
+    """An everyday English word: in the vocabulary (`everyday_words`), an inflection of one, or a verb form
+    with a common prefix ("reworking", "misrouted"). A prefixed word counts only as a verb form (-ing, -ed):
+    a prefixed noun is as likely a product's name ("recursor") as a word."""
+    words = everyday_words() if words is None else words
+    if word in words or _inflected(word, words):
+        return True
+    for prefix in _PREFIXES:
+        rest = word[len(prefix) :]
+        verb_form = word.startswith(prefix) and len(rest) >= 4 and rest.endswith(("ing", "ed"))
+        if verb_form and (rest in words or _inflected(rest, words)):
+            return True
+    return False
+
+
 def everyday_terms(question: str) -> set[str]:
-    """The terms of the question's everyday words written in lower case. A capitalised word is kept out: in
-    "configured on Juniper routers" it names a product even though "juniper" is an everyday word."""
+    """The terms of the question's everyday words (`is_everyday`) written in lower case. A capitalised word is
+    kept out: in "configured on Juniper routers" it names a product even though "juniper" is an everyday
+    word."""
     words = everyday_words()
     return {
         term
         for word in re.findall(r"(?<![\w-])[a-z]+(?![\w-])", question)
-        if word in words
+        if is_everyday(word, words)
         for term in analyze(word)
     }
 

@@ -388,6 +388,34 @@ def test_a_question_in_everyday_words_the_documents_do_not_use_is_answered_from_
         )
 
 
+def test_an_inflected_or_prefixed_everyday_word_is_an_everyday_word():
+    from agents.steps.retrieve import everyday_terms, is_everyday
+    from knowledge.text import analyze
+
+    # inflections and verb forms with a prefix that the vocabulary lists only in another form
+    for word in ("reworking", "flapping", "throttled", "misconfigured", "rerouting"):
+        assert is_everyday(word), word
+    # tool and product names stay names, also when they start like a prefixed word ("recursor") or are made of
+    # two everyday words ("wireguard")
+    for word in ("recursor", "strongswan", "wireguard", "keepalived", "dnsmasq", "anyconnect", "unbound"):
+        assert not is_everyday(word), word
+    assert set(analyze("reworking")) <= everyday_terms("we are reworking the freeze calendar")
+
+
+@pytest.mark.django_db
+def test_an_everyday_word_in_a_form_the_documents_never_use_leaves_the_decision_to_the_evidence(sample_kb):
+    assert not Chunk.objects.filter(text__icontains="rework", acl_open=True).exists()
+    body = _answer(
+        "We are reworking our calendar: when do changes stop for the year-end freeze?",
+        _user("eng31", "employees"),
+    )
+    decisions = _adequacy(body)
+    assert decisions and all(
+        d.startswith(("answer (P(answerable)", "abstain (P(answerable)")) for d in decisions
+    ), decisions
+    assert body["abstained"] or "15 December 18:00 UTC" in body["answer"], body["answer"]
+
+
 def test_an_address_of_the_askers_own_setup_is_not_a_topic_the_corpus_lacks():
     from agents.steps.retrieve import network_address
 
