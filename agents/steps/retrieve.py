@@ -120,13 +120,14 @@ def everyday_words() -> frozenset[str]:
     return frozenset(w for w in words if len(w) > 2 and w.isascii() and w.isalpha())
 
 
-# English prefixes and inflections that make a new word of an everyday one ("reworking", "flapping")
+# English prefixes and endings that make a new word of an everyday one ("reworking", "flapping",
+# "passwordless", "reachable"). Not "-er": lower-case tool names end so too ("docker")
 _PREFIXES = ("re", "un", "pre", "mis", "dis", "over", "under")
-_ENDINGS = ("ing", "ed", "es", "s")
+_ENDINGS = ("ing", "ed", "es", "s", "less", "able", "ness", "ful", "ment", "ly")
 
 
 def _inflected(word: str, words: frozenset[str]) -> bool:
-    """`word` is an everyday word with an inflection the vocabulary lacks ("flapping", "throttled")."""
+    """`word` is an everyday word with an ending the vocabulary lacks ("flapping", "throttled", "reachable")."""
     for ending in _ENDINGS:
         stem = word[: -len(ending)]
         if word.endswith(ending) and len(stem) >= 3:

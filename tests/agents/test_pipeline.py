@@ -392,12 +392,29 @@ def test_an_inflected_or_prefixed_everyday_word_is_an_everyday_word():
     from agents.steps.retrieve import everyday_terms, is_everyday
     from knowledge.text import analyze
 
-    # inflections and verb forms with a prefix that the vocabulary lists only in another form
-    for word in ("reworking", "flapping", "throttled", "misconfigured", "rerouting"):
+    # inflections, derived words and verb forms with a prefix that the vocabulary lists only in another form
+    for word in (
+        "reworking",
+        "flapping",
+        "throttled",
+        "misconfigured",
+        "rerouting",
+        "passwordless",
+        "reachable",
+    ):
         assert is_everyday(word), word
     # tool and product names stay names, also when they start like a prefixed word ("recursor") or are made of
     # two everyday words ("wireguard")
-    for word in ("recursor", "strongswan", "wireguard", "keepalived", "dnsmasq", "anyconnect", "unbound"):
+    for word in (
+        "recursor",
+        "strongswan",
+        "wireguard",
+        "keepalived",
+        "dnsmasq",
+        "anyconnect",
+        "unbound",
+        "docker",
+    ):
         assert not is_everyday(word), word
     assert set(analyze("reworking")) <= everyday_terms("we are reworking the freeze calendar")
 
