@@ -255,9 +255,41 @@ def detect_pii(text: str) -> list[PiiFinding]:
         checksum-checked, SSNs/passports/NHS numbers need their context, and version numbers, IPs, ports
         and bare digit runs are not phone numbers. The matched values are never logged.
     """
-    # Every entity we act on contains a digit or an "@"; skipping the spaCy pass for the rest is free.
-    if not text or not any(ch.isdigit() or ch == "@" for ch in text):
+    # Every entity we act on contains a digit or an "@"; skipping the spaCy pass for the rest is free. Most
+    # text with digits (versions, ports, addresses) matches no recogniser's pattern at all: it skips it too.
+    if not text or not any(ch.isdigit() or ch == "@" for ch in text) or not may_hold_pii(text):
         return []
+    return _analyze(text)
+
+
+def may_hold_pii(text: str) -> bool:
+    """Whether any recogniser could find something in `text`: a raw match of a pattern recogniser's own regex
+    or a phone-number candidate, before any validation or context scoring. Presidio's findings come only from
+    such matches, so a text with none has no findings, and the spaCy pass over it (most of the guard's time
+    on quoted passages) can be skipped. A recogniser of another kind always answers yes."""
+    import phonenumbers
+    import regex
+    from presidio_analyzer import PatternRecognizer
+    from presidio_analyzer.predefined_recognizers import PhoneRecognizer
+
+    for recognizer in get_analyzer().registry.recognizers:
+        if isinstance(recognizer, PatternRecognizer):
+            flags = recognizer.global_regex_flags or 0
+            patterns: list[Any] = list(getattr(recognizer, "patterns", []))
+            if any(regex.search(pattern.regex, text, flags=flags) for pattern in patterns):
+                return True
+        elif isinstance(recognizer, PhoneRecognizer):
+            leniency = int(recognizer.leniency or 0)
+            for region in recognizer.supported_regions:
+                if phonenumbers.PhoneNumberMatcher(text, region, leniency=leniency).has_next():
+                    return True
+        else:
+            return True
+    return False
+
+
+def _analyze(text: str) -> list[PiiFinding]:
+    """Presidio's findings in `text`, validated and with overlaps resolved (`detect_pii` without its skips)."""
     results: list[Any] = get_analyzer().analyze(text=text, language="en", entities=list(PII_ENTITIES))
     findings = [
         PiiFinding(r.entity_type, r.start, r.end, round(float(r.score), 3))

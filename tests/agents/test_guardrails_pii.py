@@ -171,3 +171,38 @@ def test_the_screening_runs_no_spacy_pipe_that_no_recogniser_reads():
         "US_SSN",
     ]
     assert mask_pii("Upgrade to version 4.12.1-3 on port 8443 before 2026-12-01.")[1] == []
+
+
+def test_text_that_no_recogniser_pattern_matches_skips_the_analyzer_with_the_same_findings(monkeypatch):
+    """`may_hold_pii` lets text with digits but no recogniser match (versions, ports, dates, addresses) skip
+    the spaCy pass. The skip must never lose a finding: on each text below the guard finds exactly what the
+    full analyzer finds, and the analyzer is not called where the pre-check says no."""
+    import screening.pii as pii
+
+    texts = [
+        f"my ssn is {SSN}",
+        f"card {VISA} was charged",
+        f"wire it to {IBAN}",
+        "my passport number is 912803456",
+        "NHS number 943 476 5919",
+        "mail ops@example.com about the outage",
+        "call the NOC on +44 20 7946 0958",
+        "Phone the desk on (415) 555-0132 after 18:00.",
+        "Upgrade to version 4.12.1-3 on port 8443 before 2026-12-01.",
+        "bgp neighbor 192.168.100.200 remote-as 65001; keepalive 30, hold time 90",
+        "ListenAddress 0.0.0.0:2222 and MaxStartups 10:30:100 in sshd_config",
+        "tc qdisc add dev eth0 root netem delay 100ms 10ms 25% loss 0.3%",
+        "the number 943 476 5919 appears in the log",
+        "chrony makestep 1.0 3 and maxdistance 16.0",
+    ]
+    for text in texts:
+        assert pii.detect_pii(text) == pii._analyze(text), text
+
+    calls = []
+    monkeypatch.setattr(pii, "_analyze", lambda text: calls.append(text) or [])
+    for text in texts[8:12]:
+        assert not pii.may_hold_pii(text), text
+        assert pii.detect_pii(text) == []
+    assert calls == []
+    for text in texts[:8]:
+        assert pii.may_hold_pii(text), text
