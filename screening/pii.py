@@ -259,7 +259,7 @@ def detect_pii(text: str) -> list[PiiFinding]:
     # text with digits (versions, ports, addresses) matches no recogniser's pattern at all: it skips it too.
     if not text or not any(ch.isdigit() or ch == "@" for ch in text) or not may_hold_pii(text):
         return []
-    return _analyze(text)
+    return analyze_pii(text)
 
 
 def may_hold_pii(text: str) -> bool:
@@ -288,7 +288,7 @@ def may_hold_pii(text: str) -> bool:
     return False
 
 
-def _analyze(text: str) -> list[PiiFinding]:
+def analyze_pii(text: str) -> list[PiiFinding]:
     """Presidio's findings in `text`, validated and with overlaps resolved (`detect_pii` without its skips)."""
     results: list[Any] = get_analyzer().analyze(text=text, language="en", entities=list(PII_ENTITIES))
     findings = [
