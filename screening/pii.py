@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import re2
@@ -267,25 +269,50 @@ def may_hold_pii(text: str) -> bool:
     or a phone-number candidate, before any validation or context scoring. Presidio's findings come only from
     such matches, so a text with none has no findings, and the spaCy pass over it (most of the guard's time
     on quoted passages) can be skipped. A recogniser of another kind always answers yes."""
-    import phonenumbers
+    return any(check(text) for check in _prechecks())
+
+
+@lru_cache(maxsize=1)
+def _prechecks() -> tuple[Callable[[str], bool], ...]:
+    """One cheap test per recogniser of the analyzer (built once: the registry does not change after
+    `get_analyzer` built it)."""
     import regex
     from presidio_analyzer import PatternRecognizer
     from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
+    checks: list[Callable[[str], bool]] = []
     for recognizer in get_analyzer().registry.recognizers:
         if isinstance(recognizer, PatternRecognizer):
             flags = recognizer.global_regex_flags or 0
             patterns: list[Any] = list(getattr(recognizer, "patterns", []))
-            if any(regex.search(pattern.regex, text, flags=flags) for pattern in patterns):
-                return True
+            checks.append(
+                _any_match(tuple(regex.compile(pattern.regex, flags=flags) for pattern in patterns))
+            )
         elif isinstance(recognizer, PhoneRecognizer):
-            leniency = int(recognizer.leniency or 0)
-            for region in recognizer.supported_regions:
-                if phonenumbers.PhoneNumberMatcher(text, region, leniency=leniency).has_next():
-                    return True
+            checks.append(
+                _phone_candidate(tuple(recognizer.supported_regions), int(recognizer.leniency or 0))
+            )
         else:
-            return True
-    return False
+            return (lambda text: True,)
+    return tuple(checks)
+
+
+def _any_match(compiled: tuple[Any, ...]) -> Callable[[str], bool]:
+    def check(text: str) -> bool:
+        return any(pattern.search(text) for pattern in compiled)
+
+    return check
+
+
+def _phone_candidate(regions: tuple[str, ...], leniency: int) -> Callable[[str], bool]:
+    import phonenumbers
+
+    def check(text: str) -> bool:
+        return any(
+            phonenumbers.PhoneNumberMatcher(text, region, leniency=leniency).has_next() for region in regions
+        )
+
+    return check
 
 
 def analyze_pii(text: str) -> list[PiiFinding]:
