@@ -266,6 +266,28 @@ class Selection:
         return f"{verdict} (P(answerable) {self.probability:.2f}, best sentence {best:.2f})"
 
 
+def rank(
+    answerer: Answerer,
+    ranked: Sequence[ScoredSentence],
+    evidence: Sequence[Evidence],
+    chunk_scores: Mapping[int, Mapping[str, float]],
+) -> tuple[list[ScoredSentence], np.ndarray, np.ndarray]:
+    """The sentence model's order of the first MAX_CANDIDATES candidates (by `score_sentences`' order).
+
+    Returns:
+        the candidates most probable first, each with its probability as `score`; and, in the order given,
+        their SENTENCE_FEATURES rows and probabilities.
+    """
+    from dataclasses import replace
+
+    pool = list(ranked[:MAX_CANDIDATES])
+    rows = sentence_features(pool, evidence, next_sentences(pool, evidence), chunk_scores)
+    probabilities = answerer.sentence.probabilities(rows)
+    rescored = [replace(s, score=float(p)) for s, p in zip(pool, probabilities, strict=True)]
+    rescored.sort(key=lambda s: (-s.score, s.evidence_index, s.position))
+    return rescored, rows, probabilities
+
+
 def select(
     answerer: Answerer,
     ranked: Sequence[ScoredSentence],
@@ -280,15 +302,9 @@ def select(
 
     Returns a Selection whose `ranked` keeps the candidates the model read, each with its probability as
     `score` (so later steps that compare scores compare probabilities), most probable first."""
-    from dataclasses import replace
-
-    pool = list(ranked[:MAX_CANDIDATES])
-    rows = sentence_features(pool, evidence, next_sentences(pool, evidence), chunk_scores)
-    probabilities = answerer.sentence.probabilities(rows)
+    rescored, rows, probabilities = rank(answerer, ranked, evidence, chunk_scores)
     question_row = question_features(probabilities, rows, facts)
     p_answerable = float(answerer.answerable.probabilities(question_row[None, :])[0])
-    rescored = [replace(s, score=float(p)) for s, p in zip(pool, probabilities, strict=True)]
-    rescored.sort(key=lambda s: (-s.score, s.evidence_index, s.position))
     # a distinctive term that no chunk the principal may read holds means the readable documents lack the
     # topic: abstain whatever the probability (cross-validated on the train split: it catches about a quarter
     # of the unanswerable questions and turns away under 2% of answerable ones)

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from agents.answerer import get_answerer, rank
 from agents.evidence import (
     CLOSE_TO_BEST,
     NUMBER,
@@ -21,7 +22,7 @@ from agents.evidence import (
     score_sentences,
     verify,
 )
-from agents.steps.decide import MIN_SENTENCE_SCORE
+from agents.steps.decide import MIN_SENTENCE_SCORE, chunk_scores
 from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, ablated
 from knowledge.text import sentences
 from retrieval.types import Hit
@@ -133,6 +134,10 @@ def sub_question_picks(state: AnswerState, evidence: Sequence[Evidence]) -> list
     bridging fact and what the question finally asks), not only what matches the whole best."""
     if len(state.sub_questions) < 2 or state.terms is None or ablated("sub_question_pins"):
         return []
+    # each part's sentences in the trained selector's order when the run is judged by it (the hand-made score
+    # put a part's longest word-matching line first: a command synopsis, whose words then filled the answer)
+    answerer = get_answerer() if state.selection is not None else None
+    scores = chunk_scores(state) if answerer is not None else {}
     picks: list[ScoredSentence] = []
     for sub in state.sub_questions:
         # a later part that refers back ("... do those hosts ...") carries the earlier part's words, so its best
@@ -149,6 +154,8 @@ def sub_question_picks(state: AnswerState, evidence: Sequence[Evidence]) -> list
             query_vec=state.cache.query_vector(own),
             idf=state.terms.idf,
         )
+        if answerer is not None:
+            scored = rank(answerer, scored, evidence, scores)[0]
         best = next((s for s in scored if s.text not in taken), None)
         if best is not None and best.support >= MIN_SENTENCE_SCORE:
             picks.append(best)

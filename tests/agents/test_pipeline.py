@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -148,6 +149,52 @@ def test_a_chained_question_answers_each_of_its_parts(sample_kb):
     assert not body["abstained"], json.dumps(body["trace"])
     cited = {c["document"] for c in body["citations"]}
     assert {"public/config-chrony-ntp.md", "public/config-keepalived-vrrp.md"} <= cited, body["answer"]
+
+
+@pytest.mark.django_db
+def test_each_part_of_a_chained_question_pins_the_sentence_the_selector_finds_most_probable(sample_kb):
+    """A part's pin is its most probable sentence by the trained selector, read with the part's own words (not
+    the hand-made score's best, which favoured long lines that share many words); without the selector's
+    judgement (no trained model ran) the hand-made order stays."""
+    from dataclasses import replace
+
+    from agents.answerer import get_answerer, rank
+    from agents.evidence import score_sentences
+    from agents.steps import ANSWERING, AnswerState
+    from agents.steps.decide import chunk_scores
+    from agents.steps.generate import sub_question_picks
+    from athena.principals import Principal
+
+    state = AnswerState(
+        question="Our HAProxy pair shares its virtual address with keepalived. Which NTP servers do those "
+        "hosts synchronise their clocks against?",
+        principal=Principal.from_user(_user("pins")),
+    )
+    for step in ANSWERING[:8]:  # up to and including the decision
+        state = step.run(state)
+    assert state.selection is not None and len(state.sub_questions) == 2
+    evidence = list(state.evidence)
+    answerer = get_answerer()
+    assert answerer is not None
+    pins = sub_question_picks(state, evidence)
+    assert len(pins) == 2 and pins[0].text != pins[1].text
+    by_hand = sub_question_picks(replace(state, selection=None), evidence)
+    for pin, hand, sub in zip(pins, by_hand, state.sub_questions, strict=True):
+        part = re.sub(r"\s*\([^()]*\)$", "", sub) or sub  # without the earlier part's appended words
+        scored = score_sentences(
+            part,
+            evidence[: state.pool_size],
+            embed=state.cache.embed_windows,
+            pooled=state.cache.pooled(evidence[: state.pool_size]),
+            query_vec=state.cache.query_vector(part),
+            idf=state.terms.idf if state.terms else None,
+        )
+        ordered = rank(answerer, scored, evidence, chunk_scores(state))[0]
+        taken = {p.text for p in pins[: pins.index(pin)]}
+        assert pin.text == next(s.text for s in ordered if s.text not in taken)
+        # scored by its probability, comparable with the selector's other candidates (not the hand-made score)
+        assert pin.score == next(s.score for s in ordered if s.text == pin.text) != hand.score
+        assert hand.score == next(s.score for s in scored if s.text == hand.text)  # the hand-made score
 
 
 @pytest.mark.django_db
