@@ -1,5 +1,5 @@
-"""Per-chunk evaluation: the best hits' neighbouring chunks join the evidence (a value or a step often spills
-over a chunk boundary), then every sentence of the first passages is scored for the question."""
+"""Per-chunk evaluation: the best hits' neighbouring chunks join the evidence after the hits (a value or a step
+often spills over a chunk boundary), then every sentence of the first passages is scored for the question."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from agents.evidence import Evidence, ScoredSentence, score_sentences
 from agents.steps.state import AnswerState, ablated
 from retrieval.types import Hit
 
-# Neighbour expansion for the best three hits: with four, their neighbours filled the twelve evaluated passages
-# and the hits ranked 5-12 were never read
+# Neighbour expansion for the best three hits
 NEIGHBOURS_FOR = 3
 
 
@@ -32,8 +31,14 @@ def hit_evidence(hit: Hit) -> Evidence:
 
 
 def evaluate_pool(state: AnswerState, hits: Sequence[Hit]) -> tuple[list[Evidence], list[ScoredSentence]]:
-    """The evidence passages for `hits` (each of the best hits followed by its neighbours, fetched through the
-    ACL filter like everything else) and their sentences scored for the question, best first."""
+    """The evidence passages for `hits` (the hits in retrieval order, then the neighbouring chunks of the best
+    ones, fetched through the ACL filter like everything else) and the sentences of the first `pool_size`
+    passages scored for the question, best first.
+
+    A neighbour never takes a hit's place among the passages read: put right after its hit, the neighbours of
+    the best three filled half of the pool and pushed lower-ranked hits out of it (on the dev set's validation
+    split EM .546 with them there, .583 with them after the hits; train .664 both). Past the pool they still
+    let an answer read on into the next chunk (`continuations`)."""
     from retrieval.search import chunks_by_ids, neighbour_ids
 
     assert state.terms is not None, "retrieve runs first"
@@ -43,20 +48,18 @@ def evaluate_pool(state: AnswerState, hits: Sequence[Hit]) -> tuple[list[Evidenc
     neighbours = chunks_by_ids(wanted, state.principal)
     expanded: list[Evidence] = []
     seen: set[int] = set()
-    for position, hit in enumerate(hits):
+    for hit in hits:
         if hit.chunk_id not in seen:
             expanded.append(hit_evidence(hit))
             seen.add(hit.chunk_id)
-        if position < len(top):
-            for n in links.get(hit.chunk_id, (None, None)):
-                row = neighbours.get(n) if n else None
-                if row is not None and row["chunk_id"] not in seen:
-                    expanded.append(
-                        Evidence(
-                            row["chunk_id"], row["source"], row["title"], row["section"], row["text"], 0.0
-                        )
-                    )
-                    seen.add(row["chunk_id"])
+    for hit in top:
+        for n in links.get(hit.chunk_id, (None, None)):
+            row = neighbours.get(n) if n else None
+            if row is not None and row["chunk_id"] not in seen:
+                expanded.append(
+                    Evidence(row["chunk_id"], row["source"], row["title"], row["section"], row["text"], 0.0)
+                )
+                seen.add(row["chunk_id"])
     ranked = score_sentences(
         state.rewritten,
         expanded[: state.pool_size],

@@ -198,6 +198,32 @@ def test_each_part_of_a_chained_question_pins_the_sentence_the_selector_finds_mo
 
 
 @pytest.mark.django_db
+def test_the_best_hits_neighbours_join_the_evidence_after_every_hit(sample_kb):
+    """The passages read are the hits in retrieval order; the chunks before and after the best three hits come
+    after them, so a neighbour never pushes a lower-ranked hit out of the passages scored, and still lets an
+    answer read on into the next chunk."""
+    from agents.steps import ANSWERING, AnswerState
+    from agents.steps.evaluate import NEIGHBOURS_FOR
+    from athena.principals import Principal
+    from retrieval.search import neighbour_ids
+
+    state = AnswerState(
+        question="Steps to fail over the DNS primary to the secondary server?",
+        principal=Principal.from_user(_user("neighbours")),
+    )
+    for step in ANSWERING[:7]:  # up to and including the evaluation of the evidence
+        state = step.run(state)
+    hits = [hit.chunk_id for hit in state.hits]
+    evidence = [item.chunk_id for item in state.evidence]
+    assert evidence[: len(hits)] == hits
+    links = neighbour_ids(hits[:NEIGHBOURS_FOR])
+    around = {n for pair in links.values() for n in pair if n} - set(hits)
+    assert around, "the best hits have chunks next to them that retrieval did not return"
+    assert set(evidence[len(hits) :]) == around
+    assert all(item.score == 0.0 for item in state.evidence[len(hits) :])  # read for context, not retrieved
+
+
+@pytest.mark.django_db
 def test_restricted_answer_only_for_the_group(sample_kb):
     question = "What is the break-glass procedure for core router credentials?"
     outsider = _answer(question, _user("outsider", "employees"))
