@@ -475,10 +475,13 @@ def compose_extractive(
         # a passage's list of steps is the answer when one of the best sentences is one of its steps (a step may
         # hold several sentences) or introduces the list; not only the very best one: a "how do I" question is
         # answered by the procedure even when a line above it ("The approved target release is ...") matches
-        # the question a little better
+        # the question a little better. Only the best sentence's document: another document's list (a policy
+        # whose step mentions the same device) must not replace the answer the best sentence gives
         for pick in ranked[:3]:
             if pick.score < best.score * close_to_best:
                 break
+            if evidence[pick.evidence_index].source != evidence[best.evidence_index].source:
+                continue
             passage = evidence[pick.evidence_index].text
             steps = _steps(passage)
             introduces = (

@@ -130,6 +130,37 @@ def test_procedure_lists_the_steps_the_best_sentence_introduces():
     ]
 
 
+def test_procedure_takes_a_list_from_the_best_sentences_document_only():
+    """A step of another document's list among the next best sentences does not replace the answer the best
+    sentence gives; a step of the best sentence's own document's list does."""
+    printer = (
+        "Resetting the printer. To reset the badge printer, hold the feed button for 12 seconds. "
+        "The printer keeps its templates across a reset."
+    )
+    policy = (
+        "Access rules:\n1. Laptops authenticate with a device certificate.\n"
+        "2. Devices that cannot authenticate, such as badge printers, use MAC bypass.\n3. Guests use VLAN 300."
+    )
+    evidence = [
+        Evidence(1, "printer.md", "Printer", "", printer, 1.0),
+        Evidence(2, "policy.md", "Policy", "", policy, 0.9),
+    ]
+    best = _pick("To reset the badge printer, hold the feed button for 12 seconds.", 0)
+    step = _pick("Devices that cannot authenticate, such as badge printers, use MAC bypass.", 1)
+    draft = compose_extractive(
+        "procedure_sop", "how do I reset the badge printer", [best, step], evidence, close_to_best=0.0
+    )
+    assert draft.preface != "Steps:" and _answer(draft)[0] == best.text
+    assert "Laptops authenticate with a device certificate." not in _answer(draft)
+    # the same list in the best sentence's own document is its procedure
+    own = [Evidence(1, "printer.md", "Printer", "", f"{printer} {policy}", 1.0)]
+    step = _pick(step.text, 0)
+    draft = compose_extractive(
+        "procedure_sop", "how do I reset the badge printer", [best, step], own, close_to_best=0.0
+    )
+    assert draft.preface == "Steps:" and step.text in _answer(draft)
+
+
 def test_a_sentence_with_a_changed_number_is_not_supported():
     source = "The default keepalive interval is 60 seconds and the hold time is 180 seconds."
     assert verify_sentence("The default keepalive interval is 60 seconds.", source).supported
