@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -278,8 +278,6 @@ def rank(
         the candidates most probable first, each with its probability as `score`; and, in the order given,
         their SENTENCE_FEATURES rows and probabilities.
     """
-    from dataclasses import replace
-
     pool = list(ranked[:MAX_CANDIDATES])
     rows = sentence_features(pool, evidence, next_sentences(pool, evidence), chunk_scores)
     probabilities = answerer.sentence.probabilities(rows)

@@ -143,23 +143,29 @@ def sub_question_picks(state: AnswerState, evidence: Sequence[Evidence]) -> list
         # a later part that refers back ("... do those hosts ...") carries the earlier part's words, so its best
         # sentence may be the earlier part's: it takes its own best one instead
         taken = {p.text for p in picks}
-        # the earlier part's words that decomposition appended help retrieval find the right documents; the
-        # sentence that answers this part is judged on what the part itself asks
-        own = re.sub(r"\s*\([^()]*\)$", "", sub) or sub
-        scored = score_sentences(
-            own,
-            evidence[: state.pool_size],
-            embed=state.cache.embed_windows,
-            pooled=state.cache.pooled(evidence[: state.pool_size]),
-            query_vec=state.cache.query_vector(own),
-            idf=state.terms.idf,
-        )
+        scored = part_candidates(state, evidence, sub)
         if answerer is not None:
             scored = rank(answerer, scored, evidence, scores)[0]
         best = next((s for s in scored if s.text not in taken), None)
         if best is not None and best.support >= MIN_SENTENCE_SCORE:
             picks.append(best)
     return picks
+
+
+def part_candidates(state: AnswerState, evidence: Sequence[Evidence], sub: str) -> list[ScoredSentence]:
+    """One sub-question's candidate sentences among the first `pool_size` passages, by the hand-made score.
+    The earlier part's words that decomposition appended help retrieval find the right documents; the sentence
+    that answers this part is judged on what the part itself asks."""
+    assert state.terms is not None, "retrieve runs first"
+    own = re.sub(r"\s*\([^()]*\)$", "", sub) or sub
+    return score_sentences(
+        own,
+        evidence[: state.pool_size],
+        embed=state.cache.embed_windows,
+        pooled=state.cache.pooled(evidence[: state.pool_size]),
+        query_vec=state.cache.query_vector(own),
+        idf=state.terms.idf,
+    )
 
 
 def continuations(evidence: Sequence[Evidence]) -> dict[int, int]:

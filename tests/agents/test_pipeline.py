@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -159,10 +158,9 @@ def test_each_part_of_a_chained_question_pins_the_sentence_the_selector_finds_mo
     from dataclasses import replace
 
     from agents.answerer import get_answerer, rank
-    from agents.evidence import score_sentences
     from agents.steps import ANSWERING, AnswerState
     from agents.steps.decide import chunk_scores
-    from agents.steps.generate import sub_question_picks
+    from agents.steps.generate import part_candidates, sub_question_picks
     from athena.principals import Principal
 
     state = AnswerState(
@@ -180,15 +178,7 @@ def test_each_part_of_a_chained_question_pins_the_sentence_the_selector_finds_mo
     assert len(pins) == 2 and pins[0].text != pins[1].text
     by_hand = sub_question_picks(replace(state, selection=None), evidence)
     for pin, hand, sub in zip(pins, by_hand, state.sub_questions, strict=True):
-        part = re.sub(r"\s*\([^()]*\)$", "", sub) or sub  # without the earlier part's appended words
-        scored = score_sentences(
-            part,
-            evidence[: state.pool_size],
-            embed=state.cache.embed_windows,
-            pooled=state.cache.pooled(evidence[: state.pool_size]),
-            query_vec=state.cache.query_vector(part),
-            idf=state.terms.idf if state.terms else None,
-        )
+        scored = part_candidates(state, evidence, sub)  # read with the part's own words
         ordered = rank(answerer, scored, evidence, chunk_scores(state))[0]
         taken = {p.text for p in pins[: pins.index(pin)]}
         assert pin.text == next(s.text for s in ordered if s.text not in taken)
