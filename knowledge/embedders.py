@@ -97,6 +97,7 @@ class SentenceTransformerEmbedder:
         # export when there is one that embeds as torch does, torch otherwise; onnx insists on it
         self.query_runtime = query_runtime
         self._query_encoder: Any = None
+        self._passage_encoder: Any = None  # the int8 precision's ONNX Runtime passage model
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -125,11 +126,10 @@ class SentenceTransformerEmbedder:
                     # twice fp32's throughput on a GPU, vectors within ~1e-3 cosine of it
                     model = model.half()
                 elif self.precision == "int8":
-                    # dynamic quantisation of the Linear layers: another vector space (cosine to fp32 as low
-                    # as .88), so it carries its own model name and an index built with it needs reembed
-                    model = torch.ao.quantization.quantize_dynamic(
-                        model, {torch.nn.Linear}, dtype=torch.qint8
-                    )
+                    # passages on ONNX Runtime with int8 weights (one scale per channel): within ~.025
+                    # cosine of fp32, not 1e-3, so it keeps its own model name and an index built with it
+                    # needs reembed; questions stay fp32 (the ONNX export below, or torch)
+                    self._passage_encoder = self._passage_encoder_load(model)
                     self.name = f"{self.name}+int8"
                 # fp16, bf16 and fp32 vectors agree within 1e-3 cosine and share the plain name: CPU workers
                 # with and without bf16 hardware, and GPU workers, can serve one index
@@ -144,7 +144,7 @@ class SentenceTransformerEmbedder:
         if self.query_runtime == "torch":
             return None
         try:
-            if self.device != "cpu" or self.precision == "int8":
+            if self.device != "cpu":
                 raise ExportUnavailable(
                     f"the export is fp32 on the CPU, not {self.precision} on {self.device}"
                 )
@@ -157,18 +157,34 @@ class SentenceTransformerEmbedder:
         logger.info("questions are embedded by ONNX Runtime")
         return encoder
 
+    def _passage_encoder_load(self, model: Any) -> Any:
+        """The int8 passage model (knowledge.onnx_query.PassageEncoder); quantised from the fp32 export now
+        when the install-time copy is missing (a few seconds, from the packaged weights)."""
+        from knowledge.onnx_query import PassageEncoder, export, export_path, int8_path, quantize
+
+        source = export_path(self.model_ref)
+        target = int8_path(source)
+        if not target.exists():
+            logger.warning("no int8 passage model at %s: quantising the export now", target)
+            if not source.exists():
+                export(model, source)
+            quantize(source, target)
+        return PassageEncoder.load(model, target, threads=self.threads_used())
+
     def query_export(self, *, force: bool = False) -> Any:
         """Export this model's question encoder for ONNX Runtime (knowledge.onnx_query) unless it already is;
         returns the file's path. Loads a fresh fp32 copy of the packaged weights: nothing is downloaded."""
         from sentence_transformers import SentenceTransformer
 
-        from knowledge.onnx_query import export, export_path
+        from knowledge.onnx_query import export, export_path, int8_path, quantize
 
         target = export_path(self.model_ref)
-        if target.exists() and not force:
-            return target
-        model = SentenceTransformer(self.model_ref, device="cpu", local_files_only=True)
-        return export(model, target)
+        if force or not target.exists():
+            model = SentenceTransformer(self.model_ref, device="cpu", local_files_only=True)
+            export(model, target)
+        if force or not int8_path(target).exists():
+            quantize(target, int8_path(target))  # the int8 precision's passage model
+        return target
 
     def threads_used(self) -> int:
         from django.conf import settings
@@ -216,11 +232,10 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         self._load()
-        if self.precision == "int8":
-            # int8 dynamic quantisation scales activations per batch: a text's vector would depend on the other
-            # texts in its batch and on their padding. One text per batch keeps it deterministic.
-            batch_size = 1
-        elif self.device == "cuda":
+        if self._passage_encoder is not None:
+            # int8 scales activations per run: one text per run keeps a vector a function of its text alone
+            return self._int8_embed([self.passage_prefix + t for t in texts])
+        if self.device == "cuda":
             batch_size = max(batch_size, 256)  # a GPU is only busy with large batches
         # encode() sorts by length, so one call over many texts gives length-bucketed batches (little padding)
         return self._encode([self.passage_prefix + t for t in texts], batch_size)
@@ -257,9 +272,9 @@ class SentenceTransformerEmbedder:
         pooled: list[SpanVectors | None] = [None] * len(texts)
         if not texts:
             return vectors, []
-        if self.precision == "int8":
-            batch_size = 1  # per-batch activation scales (see embed_passages)
         shift = len(self.passage_prefix)
+        if self._passage_encoder is not None:
+            return self._int8_embed_pooled([self.passage_prefix + t for t in texts], spans, shift)
         prefixed = [self.passage_prefix + t for t in texts]
         order = sorted(range(len(texts)), key=lambda i: len(prefixed[i]))  # similar lengths share a batch
         for start in range(0, len(order), batch_size):
@@ -282,20 +297,55 @@ class SentenceTransformerEmbedder:
             mask = features["attention_mask"].cpu().numpy()
             for row, index in enumerate(batch):
                 vectors[index] = passage[row]
-                starts = np.array([a for a, _ in offsets[row]]) - shift
-                ends = np.array([b for _, b in offsets[row]]) - shift
-                real = (mask[row][: len(starts)] > 0) & (ends > starts)  # no padding, no [CLS]/[SEP]
-                means = np.zeros((len(spans[index]), self.dimension), dtype=np.float32)
-                counts = np.zeros(len(spans[index]), dtype=np.int32)
-                for number, span in enumerate(spans[index]):
-                    if span is None:
-                        continue
-                    inside = real & (starts < span[1]) & (ends > span[0])
-                    counts[number] = int(inside.sum())
-                    if counts[number]:
-                        means[number] = tokens[row][: len(starts)][inside].mean(axis=0)
-                pooled[index] = SpanVectors(means, counts)
+                real = mask[row][: len(offsets[row])] > 0
+                pooled[index] = _span_means(tokens[row], offsets[row], real, spans[index], shift)
         return vectors, [p for p in pooled if p is not None]
+
+    def _int8_embed(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            tokens, _ = self._passage_encoder.tokens(text)
+            vectors[row] = _normalised(tokens.mean(axis=0))  # one text, no padding: every token counts
+        return vectors
+
+    def _int8_embed_pooled(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int] | None]], shift: int
+    ) -> tuple[np.ndarray, list[SpanVectors]]:
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        pooled = []
+        for row, text in enumerate(texts):
+            tokens, offsets = self._passage_encoder.tokens(text)
+            vectors[row] = _normalised(tokens.mean(axis=0))
+            pooled.append(_span_means(tokens, offsets, np.ones(len(offsets), dtype=bool), spans[row], shift))
+        return vectors, pooled
+
+
+def _normalised(vector: np.ndarray) -> np.ndarray:
+    return (vector / (np.linalg.norm(vector) or 1.0)).astype(np.float32)
+
+
+def _span_means(
+    tokens: np.ndarray,
+    offsets: Sequence[tuple[int, int]],
+    real: np.ndarray,
+    spans: Sequence[tuple[int, int] | None],
+    shift: int,
+) -> SpanVectors:
+    """The mean token vector inside each character span (offsets into the text after its `shift`-long
+    prefix); `real` marks the tokens that are not padding. [CLS]/[SEP] have empty offsets and never count."""
+    starts = np.array([a for a, _ in offsets]) - shift
+    ends = np.array([b for _, b in offsets]) - shift
+    real = real & (ends > starts)
+    means = np.zeros((len(spans), tokens.shape[-1]), dtype=np.float32)
+    counts = np.zeros(len(spans), dtype=np.int32)
+    for number, span in enumerate(spans):
+        if span is None:
+            continue
+        inside = real & (starts < span[1]) & (ends > span[0])
+        counts[number] = int(inside.sum())
+        if counts[number]:
+            means[number] = tokens[: len(starts)][inside].mean(axis=0)
+    return SpanVectors(means, counts)
 
 
 class MiniLMEmbedder(SentenceTransformerEmbedder):

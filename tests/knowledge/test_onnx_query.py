@@ -73,13 +73,34 @@ def test_an_export_of_other_weights_is_refused_by_the_probe_check(export_dir):
         MiniLMEmbedder(precision="fp32", query_runtime="onnx").warm_up()
 
 
-def test_int8_questions_stay_on_torch(export_dir):
-    """The export is fp32: an int8 index (another vector space) is queried by the int8 model itself."""
+def test_the_int8_passage_model_is_quantised_from_the_export_and_questions_stay_fp32(export_dir):
+    """`query_export` (install time) also writes the int8 passage model; an int8 index is queried with fp32
+    question vectors (dense MRR@10 on the dev set .827 against .820 for fp32 passages: tests/benchmarks)."""
     from knowledge.embedders import MiniLMEmbedder
+    from knowledge.onnx_query import export_path, int8_path
 
-    MiniLMEmbedder(precision="fp32").query_export()
+    fp32 = MiniLMEmbedder(precision="fp32")
+    source = fp32.query_export()
+    assert int8_path(source).exists() and int8_path(source).stat().st_size < source.stat().st_size / 2
+    assert source == export_path(fp32.model_ref)
     int8 = MiniLMEmbedder(precision="int8")
-    assert int8.query_runtime_used == "torch"
+    assert int8.query_runtime_used == "onnx"
+    for question in QUESTIONS[:3]:
+        assert float(int8.embed_query(question) @ fp32.embed_query(question)) > 0.9999
+    passages = int8.embed_passages(QUESTIONS[:3])
+    reference = fp32.embed_passages(QUESTIONS[:3])
+    cosines = np.sum(passages * reference, axis=1)
+    assert np.all(cosines > 0.95) and np.all(cosines < 0.99999)  # close to fp32, and really int8
+
+
+def test_an_int8_embedder_without_the_install_time_model_quantises_it_itself(export_dir):
+    from knowledge.embedders import MiniLMEmbedder
+    from knowledge.onnx_query import export_path, int8_path
+
+    int8 = MiniLMEmbedder(precision="int8")
+    vector = int8.embed_passages(["a passage about keepalive timers"])[0]
+    assert int8_path(export_path(int8.model_ref)).exists()
+    assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
 
 
 def test_only_mean_pooled_models_are_exported(export_dir):
