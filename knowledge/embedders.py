@@ -142,7 +142,7 @@ class SentenceTransformerEmbedder:
                     from knowledge.onnx_query import PassageEncoder
 
                     self._passage_encoder = PassageEncoder(
-                        self._query_encoder.session, model.tokenizer, model.max_seq_length
+                        self._query_encoder.session, model.tokenizer, self._query_encoder.max_tokens
                     )
                 self._model = model
         return self._model
