@@ -6,8 +6,10 @@ by ATHENA_DB_NAME (use a private one, e.g. athena_bench), then prints throughput
 and index sizes, and compares ways of embedding the same chunk texts:
 
 - naive: for each document separately, SentenceTransformer(...).encode(that document's chunks), defaults;
-- fp32 / bf16 / int8: one `embed_passages` call over all documents' chunks (length-sorted batches across
-  documents) with MiniLMEmbedder(precision=...); bf16 only where the CPU has AVX-512 BF16 or AMX.
+- fp32 / bf16 / int8: one `embed_passages` call over all documents' chunks with MiniLMEmbedder(precision=...);
+  bf16 only where the CPU has AVX-512 BF16 or AMX. bf16 runs torch's length-sorted batches; fp32 and int8 run
+  one text at a time on ONNX Runtime (the install-time export; int8 weights for int8);
+- fp32-torch: fp32 in torch's batches (`query_runtime="torch"`), the fp32 path before the export took it.
 For each it prints passages/s, the cosine to the naive vectors and the batch effect: the largest 1 - cosine
 between a text embedded alone and the same text embedded in a batch.
 
@@ -155,8 +157,12 @@ def embed_comparison(sample: int, seed: int, threads: int) -> dict[str, Any]:
     results["naive"] = {"seconds": round(seconds, 2), "chunks_per_s": round(len(flat) / seconds, 1)}
     del naive_model
 
-    for variant in precisions():
-        embedder = MiniLMEmbedder(threads=threads, precision=variant)
+    for variant in (*precisions(), TORCH_FP32):
+        embedder = (
+            MiniLMEmbedder(threads=threads, precision="fp32", query_runtime="torch")
+            if variant == TORCH_FP32
+            else MiniLMEmbedder(threads=threads, precision=variant)
+        )
         embedder.embed_passages(warm)
         started = time.perf_counter()
         vectors[variant] = embedder.embed_passages(flat)
@@ -166,7 +172,7 @@ def embed_comparison(sample: int, seed: int, threads: int) -> dict[str, Any]:
         drift = 1.0 - np.sum(alone * vectors[variant][:BATCH_EFFECT_TEXTS], axis=1)
         results[variant]["batch_effect"] = float(f"{float(drift.max()):.2e}")
     base = results["naive"]["chunks_per_s"]
-    for variant in ("naive", *precisions()):
+    for variant in ("naive", *precisions(), TORCH_FP32):
         results[variant]["ratio_to_naive"] = round(results[variant]["chunks_per_s"] / base, 2)
         # same texts, so the vectors should agree with the naive ones (int8 only approximately)
         cosine = np.sum(vectors[variant] * vectors["naive"], axis=1)
@@ -176,6 +182,8 @@ def embed_comparison(sample: int, seed: int, threads: int) -> dict[str, Any]:
 
 
 BATCH_EFFECT_TEXTS = 64
+# fp32 in torch's length-sorted batches, as before fp32 passages ran one at a time through the ONNX export
+TORCH_FP32 = "fp32-torch"
 
 
 def precisions() -> tuple[str, ...]:
@@ -311,10 +319,12 @@ def print_report(results: dict[str, Any]) -> None:
         print(
             f"== embedding stage: {e['documents']} documents, {e['chunks']} chunks, {e['threads']} thread(s) =="
         )
-        for variant in ("naive", *precisions()):
+        for variant in ("naive", *precisions(), TORCH_FP32):
+            if variant not in e:  # a run saved before the variant existed
+                continue
             v = e[variant]
             print(
-                f"  {variant:6s} {v['seconds']:>8.2f}s {v['chunks_per_s']:>8.1f} chunks/s  x{v['ratio_to_naive']:.2f}"
+                f"  {variant:10s} {v['seconds']:>8.2f}s {v['chunks_per_s']:>8.1f} chunks/s  x{v['ratio_to_naive']:.2f}"
                 f"  cos-to-naive mean {v['mean_cosine_to_naive']} min {v['min_cosine_to_naive']}"
                 f"  batch effect {v.get('batch_effect', '-')}"
             )
