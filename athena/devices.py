@@ -64,7 +64,7 @@ def precision_resolve(requested: str, *, device: str, flags: frozenset[str]) -> 
 
     auto takes bf16 where the CPU multiplies bfloat16 natively (vectors within 1e-4 cosine of fp32, ~3x its
     speed in batches) and fp32 elsewhere, so every machine's vectors agree to that precision and can share an
-    index. int8 (ONNX Runtime, int8 weights with one scale per channel, 2.4x fp32's speed where there is no
+    index. int8 (ONNX Runtime, int8 weights with one scale per channel, 1.7x torch fp32's speed where there is no
     bf16) is only taken when asked for: its vectors are within ~.025 cosine of fp32, not 1e-3, so an index built
     with it carries its own model name and every worker must use it.
     """

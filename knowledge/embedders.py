@@ -168,7 +168,7 @@ class SentenceTransformerEmbedder:
         return encoder
 
     def _passage_encoder_load(self, model: Any) -> Any:
-        """The int8 passage model (knowledge.onnx_query.PassageEncoder); quantised from the fp32 export now
+        """The int8 passage encoder (knowledge.onnx_query.PassageEncoder); its model is quantised from the export now
         when the install-time copy is missing (a few seconds, from the packaged weights)."""
         from knowledge.onnx_query import PassageEncoder, export, export_path, int8_path, quantize
 
@@ -313,11 +313,7 @@ class SentenceTransformerEmbedder:
         return vectors, [p for p in pooled if p is not None]
 
     def _onnx_embed(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for row, text in enumerate(texts):
-            tokens, _ = self._passage_encoder.tokens(text)
-            vectors[row] = _normalised(tokens.mean(axis=0))  # one text, no padding: every token counts
-        return vectors
+        return self._onnx_embed_pooled(texts, [()] * len(texts), 0)[0]
 
     def _onnx_embed_pooled(
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int] | None]], shift: int
@@ -326,7 +322,7 @@ class SentenceTransformerEmbedder:
         pooled = []
         for row, text in enumerate(texts):
             tokens, offsets = self._passage_encoder.tokens(text)
-            vectors[row] = _normalised(tokens.mean(axis=0))
+            vectors[row] = _normalised(tokens.mean(axis=0))  # one text, no padding: every token counts
             pooled.append(_span_means(tokens, offsets, np.ones(len(offsets), dtype=bool), spans[row], shift))
         return vectors, pooled
 

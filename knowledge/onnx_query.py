@@ -5,9 +5,10 @@ in ~11 ms on one thread, most of it per-operator overhead, and holds the GIL bet
 and graph stages that run beside it in threads slow it further (27 ms at 300k chunks). ONNX Runtime runs the
 same graph, exported from the same packaged weights, in ~4.6 ms and releases the GIL for the whole call.
 
-Passages stay on torch in bf16 and fp32: in batches bf16 autocast is faster (ORT fp32 measured 10 passages/s
-against 35). The int8 precision runs passages on ONNX Runtime too, through `PassageEncoder` over a copy of the
-export with int8 weights (`quantize`, also at install time): 2.4x fp32's speed on a CPU without bf16.
+Passages stay on torch in bf16: in batches bf16 autocast is faster (ORT fp32 measured 10 passages/s against
+35). In fp32 (a CPU without bf16) they run one at a time through this export (`PassageEncoder`: no padding,
+16.0 against torch's 11.8 passages/s on an AVX2 CPU), and in int8 through a copy of it with int8 weights
+(`quantize`, also at install time; 19.8 passages/s).
 
 The model is exported at install time (`manage.py export_query_model`, run by `make install`), never
 downloaded. The file name carries a digest of the weights, so
@@ -94,39 +95,6 @@ def session_open(path: Path, *, threads: int) -> Any:
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no busy-waiting threads
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-
-
-class PassageEncoder:
-    """The int8 passage model: token vectors of one text per run (its activation scales depend on nothing
-    else), mean-pooled as the model pools."""
-
-    def __init__(self, session: Any, tokenizer: Any, max_tokens: int) -> None:
-        self.session = session
-        self.tokenizer = tokenizer
-        self.max_tokens = max_tokens
-        self.inputs = [i.name for i in session.get_inputs()]
-
-    @classmethod
-    def load(cls, model: Any, path: Path, *, threads: int) -> PassageEncoder:
-        """Raises ExportUnavailable when the quantised file is missing or onnxruntime cannot open it."""
-        if not mean_pooled(model):
-            raise ExportUnavailable("the model's pooling is not plain mean pooling")
-        if not path.exists():
-            raise ExportUnavailable(f"no int8 model at {path} (run `manage.py export_query_model`)")
-        return cls(session_open(path, threads=threads), model.tokenizer, model.max_seq_length)
-
-    def tokens(self, text: str) -> tuple[np.ndarray, list[tuple[int, int]]]:
-        """The text's token vectors (special tokens included) and each token's character offsets."""
-        features = self.tokenizer(
-            [text],
-            return_tensors="np",
-            truncation=True,
-            max_length=self.max_tokens,
-            return_offsets_mapping=True,
-        )
-        feeds = {name: np.asarray(features[name], dtype=np.int64) for name in self.inputs}
-        vectors = self.session.run(None, feeds)[0][0]
-        return vectors.astype(np.float32), [(int(a), int(b)) for a, b in features["offset_mapping"][0]]
 
 
 def mean_pooled(model: Any) -> bool:
@@ -216,8 +184,34 @@ class QueryEncoder:
         return encoder
 
     def encode(self, text: str) -> np.ndarray:
-        features = self.tokenizer([text], return_tensors="np", truncation=True, max_length=self.max_tokens)
-        feeds = {name: np.asarray(features[name], dtype=np.int64) for name in self.inputs}
-        tokens = self.session.run(None, feeds)[0][0]  # InferenceSession.run is thread-safe
+        tokens, _ = self.tokens(text)
         vector = tokens.mean(axis=0)  # one text, no padding: every token counts, as in the model's pooling
         return (vector / (np.linalg.norm(vector) or 1.0)).astype(np.float32)
+
+    def tokens(self, text: str) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """The text's token vectors (special tokens included) and each token's character offsets."""
+        features = self.tokenizer(
+            [text],
+            return_tensors="np",
+            truncation=True,
+            max_length=self.max_tokens,
+            return_offsets_mapping=True,
+        )
+        feeds = {name: np.asarray(features[name], dtype=np.int64) for name in self.inputs}
+        vectors = self.session.run(None, feeds)[0][0]  # InferenceSession.run is thread-safe
+        return vectors.astype(np.float32), [(int(a), int(b)) for a, b in features["offset_mapping"][0]]
+
+
+class PassageEncoder(QueryEncoder):
+    """Passages on ONNX Runtime, one text per run (no padding; int8 activation scales then depend on that text
+    alone): the fp32 export where the CPU has no bf16, or its int8 copy. `load` opens the int8 copy, which is
+    not held to the fp32 probes (its vectors are within ~.025 cosine, not 1e-4)."""
+
+    @classmethod
+    def load(cls, model: Any, path: Path, *, threads: int) -> PassageEncoder:
+        """Raises ExportUnavailable when the quantised file is missing."""
+        if not mean_pooled(model):
+            raise ExportUnavailable("the model's pooling is not plain mean pooling")
+        if not path.exists():
+            raise ExportUnavailable(f"no int8 model at {path} (run `manage.py export_query_model`)")
+        return cls(session_open(path, threads=threads), model.tokenizer, model.max_seq_length)

@@ -170,8 +170,8 @@ ATHENA_EMBEDDER = {
         "query_prefix": env.str("ATHENA_EMBEDDER_QUERY_PREFIX", ""),
         "passage_prefix": env.str("ATHENA_EMBEDDER_PASSAGE_PREFIX", ""),
         # auto: bf16 on CPUs with AVX-512 BF16/AMX (3x fp32 in batches, same vectors within 1e-4 cosine), fp32
-        # elsewhere, fp16 on a GPU; int8 only when named (ONNX Runtime with int8 weights, 2.4x fp32 on a CPU
-        # without bf16; its vectors carry their own model name: changing to or from it needs `reembed`)
+        # elsewhere, fp16 on a GPU; int8 only when named (ONNX Runtime with int8 weights, 1.7x torch fp32 on a
+        # CPU without bf16; its vectors carry their own model name: changing to or from it needs `reembed`)
         "precision": env.choice("ATHENA_EMBEDDER_PRECISION", "auto", ("auto", "bf16", "fp32", "int8")),
         # questions: auto takes the ONNX Runtime export made at install time (4.6 vs 11 ms per question, the
         # GIL released) when it embeds as torch does, torch otherwise; onnx refuses to start without it
