@@ -5,6 +5,7 @@ the old version or the new one visible — never a half-indexed document."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ MERGE_SQL = """
         RETURNING b.id, b.term, b.level, b.n, b.postings)
     INSERT INTO knowledge_postingblock (term, level, n, postings)
     SELECT term, level + 1, sum(n), string_agg(postings, ''::bytea ORDER BY id) FROM merged GROUP BY term, level
+    RETURNING term
 """
 # co-occurrence pairs grow quadratically; keep the most frequent entities per chunk
 MAX_EDGE_ENTITIES = 12
@@ -78,6 +80,7 @@ class StagedDocument:
     chunks: list[StagedChunk]
     embeddings: np.ndarray | None = None
     sentence_vectors: list[bytes | None] | None = None  # per chunk, knowledge.embedders.span_vectors_pack
+    embedding_keys: list[str] | None = None  # per chunk, `embedding_key` of what the vectors were made from
     embedding_model: str = ""
     options: dict = field(default_factory=dict)
 
@@ -99,6 +102,83 @@ def embedding_input(title: str, section_path: str, text: str) -> tuple[str, list
 
 def _chunk_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def embedding_key(model: str, text: str, spans: Sequence[tuple[int, int] | None]) -> str:
+    """What a chunk's vectors are a function of: the model, the text it read and the sentence spans pooled
+    (`embedding_input`). Equal keys, equal vectors: a new version of a document reuses its unchanged chunks'."""
+    body = json.dumps([model, text, [list(span) if span else None for span in spans]], separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+# one row per chunk, its tsvector and its neighbour pointer written with it: a later UPDATE of those columns
+# would write each row a second and third time, and each new row version goes into every index, HNSW included
+_INSERT_CHUNKS_SQL = """
+    INSERT INTO knowledge_chunk (
+        id, prev_id, document_id, ordinal, text, section_path, page, token_count, doc_len, content_hash,
+        embedding, sentence_vectors, embedding_model, embedding_key, tsv, injection_flag, injection_matches,
+        active, updated_at, acl_open, acl_groups, access_tier, doc_type, department, vendor, owner_id_acl)
+    SELECT x.id, x.prev_id, %(document)s, x.ordinal, x.text, x.section_path, x.page, x.token_count, x.doc_len,
+           x.content_hash, x.embedding::vector, x.sentence_vectors, %(model)s, x.embedding_key,
+           to_tsvector('english', x.text), x.injection_flag, x.injection_matches::jsonb, true, %(updated_at)s,
+           %(acl_open)s, %(acl_groups)s::bigint[], %(access_tier)s, %(doc_type)s, %(department)s, %(vendor)s,
+           %(owner_id_acl)s
+    FROM unnest(%(id)s::bigint[], %(prev_id)s::bigint[], %(ordinal)s::int[], %(text)s::text[],
+                %(section_path)s::varchar[], %(page)s::int[], %(token_count)s::int[], %(doc_len)s::int[],
+                %(content_hash)s::varchar[], %(embedding)s::text[], %(sentence_vectors)s::bytea[],
+                %(embedding_key)s::varchar[], %(injection_flag)s::boolean[], %(injection_matches)s::text[])
+         AS x(id, prev_id, ordinal, text, section_path, page, token_count, doc_len, content_hash, embedding,
+              sentence_vectors, embedding_key, injection_flag, injection_matches)
+"""
+
+
+def _vector_literal(vector: np.ndarray | None) -> str | None:
+    if vector is None:
+        return None
+    return "[" + ",".join(repr(float(v)) for v in np.asarray(vector, dtype=np.float32)) + "]"
+
+
+def _insert_chunks(  # type: ignore[no-untyped-def]
+    cursor, staged: StagedDocument, document: Document, acl: dict[str, object], updated_at: datetime | None
+) -> list[int]:
+    """Insert the staged chunks in one statement, ids drawn first so each row carries its predecessor's."""
+    n = len(staged.chunks)
+    if not n:
+        return []
+    cursor.execute(
+        "SELECT nextval(pg_get_serial_sequence('knowledge_chunk', 'id')) FROM generate_series(1, %s)", [n]
+    )
+    ids = [row[0] for row in cursor.fetchall()]
+    embeddings = staged.embeddings
+    pooled = staged.sentence_vectors
+    keys = staged.embedding_keys
+    chunks = staged.chunks
+    cursor.execute(
+        _INSERT_CHUNKS_SQL,
+        {
+            "document": document.pk,
+            "model": staged.embedding_model,
+            "updated_at": updated_at,
+            **acl,
+            "id": ids,
+            "prev_id": [None, *ids[:-1]],
+            "ordinal": [c.ordinal for c in chunks],
+            "text": [c.text for c in chunks],
+            "section_path": [c.section_path[:1000] for c in chunks],
+            "page": [c.page for c in chunks],
+            "token_count": [c.token_count for c in chunks],
+            "doc_len": [c.doc_len for c in chunks],
+            "content_hash": [_chunk_hash(c.text) for c in chunks],
+            "embedding": [
+                _vector_literal(embeddings[i]) if embeddings is not None else None for i in range(n)
+            ],
+            "sentence_vectors": [pooled[i] if pooled is not None else None for i in range(n)],
+            "embedding_key": [keys[i] if keys is not None else "" for i in range(n)],
+            "injection_flag": [bool(c.injection_matches) for c in chunks],
+            "injection_matches": [json.dumps(c.injection_matches) for c in chunks],
+        },
+    )
+    return ids
 
 
 def _acl_fields(document: Document) -> dict[str, object]:
@@ -147,7 +227,8 @@ def _remove_chunks(cursor, chunk_ids: Sequence[int]) -> None:  # type: ignore[no
     )
     n_active, len_active = cursor.fetchone()
     cursor.execute("DELETE FROM knowledge_posting WHERE chunk_id = ANY(%s)", [ids])
-    cursor.execute("UPDATE knowledge_chunk SET prev_id = NULL WHERE id = ANY(%s)", [ids])
+    # a chunk's prev_id points inside its own document, whose chunks all go in this statement (the foreign key
+    # is checked at commit)
     cursor.execute("DELETE FROM knowledge_mention WHERE chunk_id = ANY(%s)", [ids])
     cursor.execute("DELETE FROM knowledge_chunk WHERE id = ANY(%s)", [ids])
     _stats_apply(cursor, [(t, -c) for t, c in df_delta], -n_active, -len_active)
@@ -210,10 +291,9 @@ def _blocks_add(  # type: ignore[no-untyped-def]
         "SELECT t, 0, n, p FROM unnest(%s::varchar[], %s::int[], %s::bytea[]) AS x(t, n, p)",
         [names, [len(by_term[t]) for t in names], blobs],
     )
-    while True:  # a merge may crowd the next level in turn
+    while names:  # a merge may crowd the next level in turn, only for the terms it merged
         cursor.execute(MERGE_SQL, [names, REPACK_LEVEL, BLOCK_FANOUT])
-        if cursor.rowcount <= 0:
-            break
+        names = sorted({row[0] for row in cursor.fetchall()})
 
 
 def postings_repack() -> int:
@@ -289,42 +369,7 @@ def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Do
     with connection.cursor() as cursor:
         _remove_document_chunks(cursor, document)
 
-        objects = []
-        for i, chunk in enumerate(staged.chunks):
-            vector = staged.embeddings[i] if staged.embeddings is not None else None
-            pooled = staged.sentence_vectors[i] if staged.sentence_vectors is not None else None
-            objects.append(
-                Chunk(
-                    document=document,
-                    ordinal=chunk.ordinal,
-                    text=chunk.text,
-                    section_path=chunk.section_path[:1000],
-                    page=chunk.page,
-                    token_count=chunk.token_count,
-                    doc_len=chunk.doc_len,
-                    content_hash=_chunk_hash(chunk.text),
-                    embedding=vector,
-                    sentence_vectors=pooled,
-                    embedding_model=staged.embedding_model,
-                    injection_flag=bool(chunk.injection_matches),
-                    injection_matches=chunk.injection_matches,
-                    active=True,
-                    updated_at=updated_at,
-                    **acl,
-                )
-            )
-        created = Chunk.objects.bulk_create(objects, batch_size=500)
-        ids = [c.pk for c in created]
-        if ids:
-            # prev/next neighbour pointers (next is the reverse side of prev)
-            cursor.execute(
-                "UPDATE knowledge_chunk c SET prev_id = x.prev FROM unnest(%s::bigint[], %s::bigint[]) AS x(id, prev) "
-                "WHERE c.id = x.id",
-                [ids[1:], ids[:-1]],
-            )
-            cursor.execute(
-                "UPDATE knowledge_chunk SET tsv = to_tsvector('english', text) WHERE id = ANY(%s)", [ids]
-            )
+        ids = _insert_chunks(cursor, staged, document, acl, updated_at)
         # postings
         p_terms: list[str] = []
         p_chunks: list[int] = []
@@ -416,25 +461,33 @@ def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Do
 
 
 def _resolve_links(cursor, document: Document) -> None:  # type: ignore[no-untyped-def]
-    """Point links at documents by source id or file name, in both directions for this document."""
+    """Point links at documents by source id or file name, in both directions for this document.
+
+    A reference names a document by its source id ("guide/install.html"), a path ending in it, or its file
+    name alone; all three share the file name, so both statements look links and documents up by that
+    (expression indexes `document_source_file_name` and `documentlink_open_file_name`) instead of comparing
+    every link with every document. Where several documents carry the file name, the link goes to the one its
+    reference names most exactly (the same source id, then a path ending in it), then to the oldest."""
     cursor.execute(
         """
-        UPDATE knowledge_documentlink l SET target_id = d.id
-        FROM knowledge_document d
-        WHERE l.source_id = %s AND l.target_id IS NULL AND d.id <> l.source_id AND d.status <> 'tombstoned'
-          AND (d.source = l.target_ref OR d.source LIKE '%%/' || l.target_ref
-               OR regexp_replace(d.source, '^.*/', '') = regexp_replace(l.target_ref, '^.*/', ''))
+        WITH best AS (
+            SELECT DISTINCT ON (l.id) l.id, d.id AS target
+            FROM knowledge_documentlink l
+            JOIN knowledge_document d
+              ON regexp_replace(d.source, '^.*/', '') = regexp_replace(l.target_ref, '^.*/', '')
+            WHERE l.source_id = %s AND l.target_id IS NULL AND d.id <> l.source_id AND d.status <> 'tombstoned'
+            ORDER BY l.id, d.source = l.target_ref DESC,
+                     right(d.source, length(l.target_ref) + 1) = '/' || l.target_ref DESC, d.id)
+        UPDATE knowledge_documentlink l SET target_id = best.target FROM best WHERE l.id = best.id
         """,
         [document.pk],
     )
-    base = document.source.rsplit("/", 1)[-1]
     cursor.execute(
         """
         UPDATE knowledge_documentlink SET target_id = %s
-        WHERE target_id IS NULL AND source_id <> %s
-          AND (target_ref = %s OR regexp_replace(target_ref, '^.*/', '') = %s)
+        WHERE target_id IS NULL AND source_id <> %s AND regexp_replace(target_ref, '^.*/', '') = %s
         """,
-        [document.pk, document.pk, document.source, base],
+        [document.pk, document.pk, document.source.rsplit("/", 1)[-1]],
     )
 
 

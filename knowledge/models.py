@@ -8,9 +8,16 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.db.models import F, Func, Q, Value
 from pgvector.django import HnswIndex, VectorField
 
 EMBEDDING_DIM: int = settings.ATHENA_EMBEDDER["DIMENSION"]  # type: ignore[assignment]
+
+
+def file_name(field: str) -> Func:
+    """SQL: the last path segment of a column ("a/b/c.html" -> "c.html"); link resolution matches on it, so
+    both sides carry an index on this very expression."""
+    return Func(F(field), Value("^.*/"), Value(""), function="regexp_replace")
 
 
 class AccessTier(models.TextChoices):
@@ -81,7 +88,11 @@ class Document(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        indexes = [models.Index(fields=["status"]), models.Index(fields=["source_root"])]
+        indexes = [
+            models.Index(fields=["status"]),
+            models.Index(fields=["source_root"]),
+            models.Index(file_name("source"), name="document_source_file_name"),
+        ]
 
     def __str__(self) -> str:
         return self.title or self.source
@@ -102,6 +113,10 @@ class Chunk(models.Model):
     content_hash = models.CharField(max_length=64)
     embedding = VectorField(dimensions=EMBEDDING_DIM, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
+    # sha256 of what produced `embedding` and `sentence_vectors`: the model's name, the text the embedder read
+    # and the answer sentences' spans in it (knowledge.indexing.embedding_key). A new version of a document
+    # takes the vectors of its unchanged chunks from here instead of embedding them again
+    embedding_key = models.CharField(max_length=64, blank=True)
     # the chunk's answer sentences (knowledge.text.passage_sentences of its text) pooled from the same forward
     # pass as `embedding` (knowledge.embedders.span_vectors_pack); null when the embedder cannot pool
     sentence_vectors = models.BinaryField(null=True, blank=True, editable=False)
@@ -140,6 +155,7 @@ class Chunk(models.Model):
                 include=["active", "acl_open", "acl_groups", "owner_id_acl", "document_id"],
                 name="chunk_acl_cover",
             ),
+            models.Index(fields=["embedding_key"], name="chunk_embedding_key"),
         ]
 
     def __str__(self) -> str:
@@ -283,7 +299,14 @@ class DocumentLink(models.Model):
     kind = models.CharField(max_length=20, default="hyperlink")  # hyperlink | reference
 
     class Meta:
-        indexes = [models.Index(fields=["target_ref"])]
+        indexes = [
+            models.Index(fields=["target_ref"]),
+            # the links still waiting for their target, by the file name they point at: a new document finds
+            # the links to it without reading every link of the corpus
+            models.Index(
+                file_name("target_ref"), name="documentlink_open_file_name", condition=Q(target__isnull=True)
+            ),
+        ]
 
 
 class IngestRun(models.Model):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+import numpy as np
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -214,3 +215,22 @@ def document_by_id(*, document_id: int) -> Document | None:
 def document_chunk_texts(*, document: Document) -> list[str]:
     """The texts of a document's chunks in reading order (an administrator's export; no ACL)."""
     return list(Chunk.objects.filter(document=document).order_by("ordinal").values_list("text", flat=True))
+
+
+def chunk_vectors_stored(*, keys: Collection[str]) -> dict[str, tuple[np.ndarray, bytes | None]]:
+    """key -> (vector, packed sentence vectors) of a chunk the index holds under that `embedding_key`."""
+    found: dict[str, tuple[np.ndarray, bytes | None]] = {}
+    wanted = sorted(set(keys) - {""})
+    for start in range(0, len(wanted), 1000):
+        rows = (
+            Chunk.objects.filter(embedding_key__in=wanted[start : start + 1000], embedding__isnull=False)
+            .order_by("embedding_key", "id")
+            .values_list("embedding_key", "embedding", "sentence_vectors")
+        )
+        for key, vector, sentence_vectors in rows:
+            if key not in found:
+                found[key] = (
+                    np.asarray(vector, dtype=np.float32),
+                    bytes(sentence_vectors) if sentence_vectors is not None else None,
+                )
+    return found

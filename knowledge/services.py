@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import numpy as np
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.db.models import F, Q
@@ -28,9 +29,10 @@ from knowledge.indexing import (
     document_replace_chunks,
     document_sync_chunk_acl,
     embedding_input,
+    embedding_key,
 )
 from knowledge.models import AccessTier, DocType, Document, DocumentStatus, IngestRun
-from knowledge.selectors import vendor_gazetteer
+from knowledge.selectors import chunk_vectors_stored, vendor_gazetteer
 from knowledge.text import ANALYZER_VERSION
 
 logger = logging.getLogger(__name__)
@@ -138,12 +140,15 @@ class IngestSummary:
     deleted: int = 0
     failed: int = 0
     chunks: int = 0
+    reused: int = (
+        0  # chunks whose vectors came from the index (knowledge.indexing.embedding_key), not the model
+    )
     seconds: float = 0.0
     stage_seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     errors: dict[str, str] = field(default_factory=dict)
 
     def add(self, other: IngestSummary) -> None:
-        for name in ("new", "changed", "unchanged", "deleted", "failed", "chunks"):
+        for name in ("new", "changed", "unchanged", "deleted", "failed", "chunks", "reused"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for stage, seconds in other.stage_seconds.items():
             self.stage_seconds[stage] += seconds
@@ -157,6 +162,7 @@ class IngestSummary:
             "deleted": self.deleted,
             "failed": self.failed,
             "chunks": self.chunks,
+            "reused": self.reused,
             "seconds": round(self.seconds, 2),
             "stage_seconds": {k: round(v, 2) for k, v in self.stage_seconds.items()},
             "errors": self.errors,
@@ -308,23 +314,49 @@ def document_stage(
     )
 
 
-def staged_embed(staged: Sequence[StagedDocument], *, timings: defaultdict[str, float]) -> None:
-    """Embed the chunks of many documents in one call: batching across documents is what makes it fast."""
+def staged_embed(staged: Sequence[StagedDocument], *, timings: defaultdict[str, float]) -> int:
+    """Embed the chunks of many documents in one call: batching across documents is what makes it fast.
+
+    A chunk whose vectors the index already holds (the same `embedding_key`: model, text read, sentence spans)
+    takes them from there, and a text met twice in the batch is embedded once, so a new version of a document
+    pays only for its changed chunks and a re-index after an analyser upgrade embeds nothing. Returns the
+    number of chunks that took stored vectors."""
     from knowledge.embedders import get_embedder, passages_embed
 
     embedder = get_embedder()
+    embedder.warm_up()  # loading settles the name (an int8 runtime names its vectors apart)
     inputs = [embedding_input(d.title, c.section_path, c.text) for d in staged for c in d.chunks]
+    keys = [embedding_key(embedder.name, text, spans) for text, spans in inputs]
     started = time.perf_counter()
+    known = chunk_vectors_stored(keys=keys)
+    wanted: dict[str, int] = {}  # key -> its place among the texts embedded now
+    todo: list[tuple[str, list[tuple[int, int] | None]]] = []
+    for key, item in zip(keys, inputs, strict=True):
+        if key not in known and key not in wanted:
+            wanted[key] = len(todo)
+            todo.append(item)
     # one forward pass gives the chunk's vector and its sentences' (answering compares those with the question
     # instead of embedding sentence windows while the asker waits)
-    vectors, packed = passages_embed(embedder, inputs)
+    new_vectors, new_packed = passages_embed(embedder, todo)
     timings["embed"] += time.perf_counter() - started
+    vectors = np.zeros((len(keys), embedder.dimension), dtype=np.float32)
+    packed: list[bytes | None] = []
+    for i, key in enumerate(keys):
+        if key in wanted:
+            vectors[i] = new_vectors[wanted[key]]
+            packed.append(new_packed[wanted[key]])
+        else:
+            vectors[i], sentence_vectors = known[key]
+            packed.append(sentence_vectors)
     offset = 0
     for document in staged:
-        document.embeddings = vectors[offset : offset + len(document.chunks)]
-        document.sentence_vectors = packed[offset : offset + len(document.chunks)]
+        end = offset + len(document.chunks)
+        document.embeddings = vectors[offset:end]
+        document.sentence_vectors = packed[offset:end]
+        document.embedding_keys = keys[offset:end]
         document.embedding_model = embedder.name
-        offset += len(document.chunks)
+        offset = end
+    return sum(1 for key in keys if key in known)
 
 
 def embedding_models_stale() -> list[str]:
@@ -588,7 +620,7 @@ def files_stage(
 def staged_index(staged: Sequence[StagedDocument], summary: IngestSummary) -> None:
     """Embed all staged documents in one call, then index each in its own transaction."""
     if staged:
-        staged_embed(staged, timings=summary.stage_seconds)
+        summary.reused += staged_embed(staged, timings=summary.stage_seconds)
     for document in staged:
         t0 = time.perf_counter()
         document_index_staged(staged=document)

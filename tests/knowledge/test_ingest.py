@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.db import connection
 from django.test import override_settings
@@ -121,6 +122,88 @@ def test_a_document_indexed_by_an_older_analyser_is_indexed_again_though_unchang
     assert bgp.analyzer_version == ANALYZER_VERSION and bgp.version == 2
     stats_consistent()
     assert ingest(small_corpus).unchanged == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_version_embeds_only_its_changed_chunks(tmp_path):
+    from knowledge.embedders import get_embedder, passages_embed
+    from knowledge.indexing import embedding_input
+
+    sections = [
+        f"## Part {n}\n\nThe relay on port {4000 + n} forwards audit events to the collector after {n} retries. "
+        + " ".join(f"Check {i} of part {n} reads the queue depth of relay {n * 100 + i}." for i in range(30))
+        for n in range(4)
+    ]
+    root = write_docs(tmp_path / "kb", {"relay.md": "# Relay runbook\n\n" + "\n\n".join(sections)})
+    first = ingest(root)
+    assert first.new == 1 and first.reused == 0 and first.chunks >= 4
+    before = {c.text: (c.embedding_key, list(c.embedding)) for c in Chunk.objects.all()}
+    assert all(len(key) == 64 for key, _ in before.values())
+
+    sections[2] = sections[2].replace("after 2 retries", "after 7 retries")
+    (root / "relay.md").write_text("# Relay runbook\n\n" + "\n\n".join(sections))
+    second = ingest(root)
+    after = list(Chunk.objects.select_related("document").order_by("ordinal"))
+    unchanged = [c for c in after if c.text in before]
+    assert second.changed == 1 and 0 < len(unchanged) < len(after)
+    assert second.reused == len(unchanged)
+    for chunk in unchanged:  # the stored vectors, byte for byte
+        assert chunk.embedding_key == before[chunk.text][0]
+        assert list(chunk.embedding) == before[chunk.text][1]
+    # and they are what the model gives for that text now
+    embedder = get_embedder()
+    inputs = [embedding_input(c.document.title, c.section_path, c.text) for c in after]
+    vectors, packed = passages_embed(embedder, inputs)
+    for chunk, vector, sentence_vectors in zip(after, vectors, packed, strict=True):
+        assert float(np.dot(np.asarray(chunk.embedding), vector)) > 0.9999
+        assert len(bytes(chunk.sentence_vectors)) == len(sentence_vectors)
+    changed = [c for c in after if c.text not in before]
+    assert changed and all("after 7 retries" in c.text for c in changed)
+    stats_consistent()
+
+    # an index built by an older analyser is indexed again without a forward pass
+    Document.objects.update(analyzer_version=0)
+    third = ingest(root)
+    assert third.changed == 1 and third.reused == third.chunks == len(after)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_chunks_carry_their_neighbour_and_search_vector_from_the_insert(small_corpus):
+    ingest(small_corpus)
+    for document in Document.objects.all():
+        chunks = list(document.chunks.order_by("ordinal"))
+        assert [c.prev_id for c in chunks] == [None, *[c.id for c in chunks[:-1]]]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM knowledge_chunk WHERE tsv IS NULL OR tsv <> to_tsvector('english', text)"
+        )
+        assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_link_goes_to_the_document_its_reference_names_most_exactly(tmp_path):
+    root = write_docs(
+        tmp_path / "kb",
+        {
+            "a/setup.md": "# Setup of the primary\n\nInstall the primary resolver first.\n",
+            "b/setup.md": "# Setup of the replica\n\nInstall the replica resolver second.\n",
+            "index.md": "# Index\n\nSee b/setup.md for the replica and [the primary](a/setup.md).\n",
+            "later.md": "# Later\n\nRead zzz/notes.md before you start.\n",
+        },
+    )
+    ingest(root)
+    links = {
+        link.target_ref: link.target.source if link.target else None
+        for link in DocumentLink.objects.filter(source__source="index.md")
+    }
+    assert links.get("b/setup.md") == "b/setup.md" and links.get("a/setup.md") == "a/setup.md", links
+    waiting = DocumentLink.objects.get(source__source="later.md", target_ref__endswith="notes.md")
+    assert waiting.target is None
+    # a document that arrives later picks up the links that name its file
+    write_docs(root, {"zzz/notes.md": "# Notes\n\nThe notes.\n"})
+    ingest(root)
+    waiting.refresh_from_db()
+    assert waiting.target is not None and waiting.target.source == "zzz/notes.md"
 
 
 @pytest.mark.django_db(transaction=True)

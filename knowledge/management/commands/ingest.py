@@ -114,10 +114,11 @@ class Command(BaseCommand):
 
     def _report(self, counts: dict[str, Any], total: int, seconds: float) -> None:
         chunks = counts.get("chunks", 0)
+        reused = f" ({counts['reused']} with stored vectors)" if counts.get("reused") else ""
         self.stdout.write(
             f"documents: {counts.get('new', 0)} new, {counts.get('changed', 0)} changed, "
             f"{counts.get('unchanged', 0)} unchanged, {counts.get('deleted', 0)} deleted, "
-            f"{counts.get('failed', 0)} failed (of {total}); chunks: {chunks}; "
+            f"{counts.get('failed', 0)} failed (of {total}); chunks: {chunks}{reused}; "
             f"{seconds:.1f}s, {total / seconds if seconds else 0:.1f} docs/s, "
             f"{chunks / seconds if seconds else 0:.1f} chunks/s"
         )

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections, transaction
 
-from knowledge.indexing import embedding_input
+from knowledge.indexing import embedding_input, embedding_key
 from knowledge.models import Chunk
 
 
@@ -57,11 +57,16 @@ class Command(BaseCommand):
                 )
                 inputs = [embedding_input(c.document.title, c.section_path, c.text) for c in batch]
                 vectors, packed = passages_embed(embedder, inputs)
-                for chunk, vector, sentence_vectors in zip(batch, vectors, packed, strict=True):
+                for chunk, vector, sentence_vectors, (text, spans) in zip(
+                    batch, vectors, packed, inputs, strict=True
+                ):
                     chunk.embedding = vector
                     chunk.sentence_vectors = sentence_vectors
                     chunk.embedding_model = embedder.name
-                Chunk.objects.bulk_update(batch, ["embedding", "sentence_vectors", "embedding_model"])
+                    chunk.embedding_key = embedding_key(embedder.name, text, spans)
+                Chunk.objects.bulk_update(
+                    batch, ["embedding", "sentence_vectors", "embedding_model", "embedding_key"]
+                )
                 bar.update(len(batch))
         with connections[owner].cursor() as cursor:
             cursor.execute(
