@@ -470,15 +470,20 @@ def _resolve_links(cursor, document: Document) -> None:  # type: ignore[no-untyp
     reference names most exactly (the same source id, then a path ending in it), then to the oldest."""
     cursor.execute(
         """
-        WITH best AS (
-            SELECT DISTINCT ON (l.id) l.id, d.id AS target
-            FROM knowledge_documentlink l
-            JOIN knowledge_document d
-              ON regexp_replace(d.source, '^.*/', '') = regexp_replace(l.target_ref, '^.*/', '')
-            WHERE l.source_id = %s AND l.target_id IS NULL AND d.id <> l.source_id AND d.status <> 'tombstoned'
-            ORDER BY l.id, d.source = l.target_ref DESC,
-                     right(d.source, length(l.target_ref) + 1) = '/' || l.target_ref DESC, d.id)
-        UPDATE knowledge_documentlink l SET target_id = best.target FROM best WHERE l.id = best.id
+        UPDATE knowledge_documentlink l SET target_id = best.target
+        FROM (
+            SELECT open.id, found.id AS target
+            FROM knowledge_documentlink open
+            -- per link, an index lookup (a join would hash every document's file name)
+            CROSS JOIN LATERAL (
+                SELECT d.id FROM knowledge_document d
+                WHERE regexp_replace(d.source, '^.*/', '') = regexp_replace(open.target_ref, '^.*/', '')
+                  AND d.id <> open.source_id AND d.status <> 'tombstoned'
+                ORDER BY d.source = open.target_ref DESC,
+                         right(d.source, length(open.target_ref) + 1) = '/' || open.target_ref DESC, d.id
+                LIMIT 1) found
+            WHERE open.source_id = %s AND open.target_id IS NULL) best
+        WHERE l.id = best.id
         """,
         [document.pk],
     )
