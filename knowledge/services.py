@@ -140,9 +140,8 @@ class IngestSummary:
     deleted: int = 0
     failed: int = 0
     chunks: int = 0
-    reused: int = (
-        0  # chunks whose vectors came from the index (knowledge.indexing.embedding_key), not the model
-    )
+    # chunks whose vectors came from the index (knowledge.indexing.embedding_key), not from the model
+    reused: int = 0
     seconds: float = 0.0
     stage_seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     errors: dict[str, str] = field(default_factory=dict)
@@ -321,7 +320,7 @@ def staged_embed(staged: Sequence[StagedDocument], *, timings: defaultdict[str, 
     takes them from there, and a text met twice in the batch is embedded once, so a new version of a document
     pays only for its changed chunks and a re-index after an analyser upgrade embeds nothing. Returns the
     number of chunks that took stored vectors."""
-    from knowledge.embedders import get_embedder, passages_embed
+    from knowledge.embedders import PoolingEmbedder, get_embedder, passages_embed
 
     embedder = get_embedder()
     embedder.warm_up()  # loading settles the name (an int8 runtime names its vectors apart)
@@ -329,6 +328,8 @@ def staged_embed(staged: Sequence[StagedDocument], *, timings: defaultdict[str, 
     keys = [embedding_key(embedder.name, text, spans) for text, spans in inputs]
     started = time.perf_counter()
     known = chunk_vectors_stored(keys=keys)
+    if isinstance(embedder, PoolingEmbedder):  # a chunk stored without sentence vectors gets them now
+        known = {key: found for key, found in known.items() if found[1] is not None}
     wanted: dict[str, int] = {}  # key -> its place among the texts embedded now
     todo: list[tuple[str, list[tuple[int, int] | None]]] = []
     for key, item in zip(keys, inputs, strict=True):
