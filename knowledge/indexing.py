@@ -14,6 +14,7 @@ from datetime import datetime
 import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
+from pgvector import Vector
 
 from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus
 from knowledge.postings import pack_postings
@@ -132,12 +133,6 @@ _INSERT_CHUNKS_SQL = """
 """
 
 
-def _vector_literal(vector: np.ndarray | None) -> str | None:
-    if vector is None:
-        return None
-    return "[" + ",".join(repr(float(v)) for v in np.asarray(vector, dtype=np.float32)) + "]"
-
-
 def _insert_chunks(  # type: ignore[no-untyped-def]
     cursor, staged: StagedDocument, document: Document, acl: dict[str, object], updated_at: datetime | None
 ) -> list[int]:
@@ -149,10 +144,8 @@ def _insert_chunks(  # type: ignore[no-untyped-def]
         "SELECT nextval(pg_get_serial_sequence('knowledge_chunk', 'id')) FROM generate_series(1, %s)", [n]
     )
     ids = [row[0] for row in cursor.fetchall()]
-    embeddings = staged.embeddings
-    pooled = staged.sentence_vectors
-    keys = staged.embedding_keys
     chunks = staged.chunks
+    nothing: list[None] = [None] * n
     cursor.execute(
         _INSERT_CHUNKS_SQL,
         {
@@ -169,11 +162,12 @@ def _insert_chunks(  # type: ignore[no-untyped-def]
             "token_count": [c.token_count for c in chunks],
             "doc_len": [c.doc_len for c in chunks],
             "content_hash": [_chunk_hash(c.text) for c in chunks],
-            "embedding": [
-                _vector_literal(embeddings[i]) if embeddings is not None else None for i in range(n)
-            ],
-            "sentence_vectors": [pooled[i] if pooled is not None else None for i in range(n)],
-            "embedding_key": [keys[i] if keys is not None else "" for i in range(n)],
+            # pgvector's text form, as the ORM writes a VectorField
+            "embedding": nothing
+            if staged.embeddings is None
+            else [Vector(v).to_text() for v in staged.embeddings],
+            "sentence_vectors": nothing if staged.sentence_vectors is None else staged.sentence_vectors,
+            "embedding_key": [""] * n if staged.embedding_keys is None else staged.embedding_keys,
             "injection_flag": [bool(c.injection_matches) for c in chunks],
             "injection_matches": [json.dumps(c.injection_matches) for c in chunks],
         },

@@ -217,20 +217,26 @@ def document_chunk_texts(*, document: Document) -> list[str]:
     return list(Chunk.objects.filter(document=document).order_by("ordinal").values_list("text", flat=True))
 
 
-def chunk_vectors_stored(*, keys: Collection[str]) -> dict[str, tuple[np.ndarray, bytes | None]]:
-    """key -> (vector, packed sentence vectors) of a chunk the index holds under that `embedding_key`."""
-    found: dict[str, tuple[np.ndarray, bytes | None]] = {}
+def chunk_vectors_stored(
+    *, keys: Collection[str], with_sentence_vectors: bool
+) -> dict[str, tuple[np.ndarray, bytes | None]]:
+    """key -> (vector, packed sentence vectors) of a chunk the index holds under that `embedding_key` (the
+    oldest such chunk; `with_sentence_vectors`: only chunks that have them)."""
     wanted = sorted(set(keys) - {""})
+    chunks = Chunk.objects.filter(embedding__isnull=False)
+    if with_sentence_vectors:
+        chunks = chunks.filter(sentence_vectors__isnull=False)
+    found: dict[str, tuple[np.ndarray, bytes | None]] = {}
     for start in range(0, len(wanted), 1000):
         rows = (
-            Chunk.objects.filter(embedding_key__in=wanted[start : start + 1000], embedding__isnull=False)
+            chunks.filter(embedding_key__in=wanted[start : start + 1000])
             .order_by("embedding_key", "id")
+            .distinct("embedding_key")
             .values_list("embedding_key", "embedding", "sentence_vectors")
         )
         for key, vector, sentence_vectors in rows:
-            if key not in found:
-                found[key] = (
-                    np.asarray(vector, dtype=np.float32),
-                    bytes(sentence_vectors) if sentence_vectors is not None else None,
-                )
+            found[key] = (
+                np.asarray(vector, dtype=np.float32),
+                bytes(sentence_vectors) if sentence_vectors is not None else None,
+            )
     return found

@@ -327,9 +327,8 @@ def staged_embed(staged: Sequence[StagedDocument], *, timings: defaultdict[str, 
     inputs = [embedding_input(d.title, c.section_path, c.text) for d in staged for c in d.chunks]
     keys = [embedding_key(embedder.name, text, spans) for text, spans in inputs]
     started = time.perf_counter()
-    known = chunk_vectors_stored(keys=keys)
-    if isinstance(embedder, PoolingEmbedder):  # a chunk stored without sentence vectors gets them now
-        known = {key: found for key, found in known.items() if found[1] is not None}
+    # a pooling embedder takes no vectors from a chunk stored without sentence vectors: it gives them now
+    known = chunk_vectors_stored(keys=keys, with_sentence_vectors=isinstance(embedder, PoolingEmbedder))
     wanted: dict[str, int] = {}  # key -> its place among the texts embedded now
     todo: list[tuple[str, list[tuple[int, int] | None]]] = []
     for key, item in zip(keys, inputs, strict=True):
