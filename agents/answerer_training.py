@@ -301,10 +301,14 @@ def fit_answerer(runs: Sequence[dict[str, Any]], *, seed: int = 0) -> tuple[Answ
 
     report = Report(threshold=threshold)
     report.figures["train (cv)"] = _figures(train, oof_sentence, oof_question_p, threshold)
-    if validation:
-        v_sentence = [sentence.probabilities(_rows(r)) for r in validation]
-        v_question = answerable.probabilities(_question_rows(validation, sentence))
-        report.figures["validation"] = _figures(validation, v_sentence, v_question, threshold)
+    # validation runs of each question file apart (the dev set's, and a held-out part of another file)
+    sources = sorted({r.get("source", "") for r in validation})
+    for source in sources:
+        of_source = [r for r in validation if r.get("source", "") == source]
+        v_sentence = [sentence.probabilities(_rows(r)) for r in of_source]
+        v_question = answerable.probabilities(_question_rows(of_source, sentence))
+        name = "validation" if source == sources[0] else f"validation ({source})"
+        report.figures[name] = _figures(of_source, v_sentence, v_question, threshold)
     report.weights = {
         "sentence": dict(zip(SENTENCE_FEATURES, sentence.coef, strict=True)),
         "answerable": dict(zip(QUESTION_FEATURES, answerable.coef, strict=True)),

@@ -45,3 +45,53 @@ def test_an_in_vocabulary_unanswerable_question_abstains_and_its_twin_is_answere
     assert unanswerable.abstained, unanswerable.answer
     decision = next(step["decision"] for step in unanswerable.trace if step["step"] == "adequacy")
     assert decision.startswith("abstain (P(answerable)"), decision
+
+
+def test_collection_appends_another_question_files_runs_after_the_first_ones(twin_kb, tmp_path):  # type: ignore[no-untyped-def]
+    import json
+
+    from django.core.management import CommandError, call_command
+
+    from agents.answerer_training import load_runs
+
+    User.objects.get_or_create(username="twin-asker")
+    first, second, data = tmp_path / "first.jsonl", tmp_path / "second.jsonl", tmp_path / "runs.jsonl.gz"
+    first.write_text(
+        json.dumps(
+            {
+                "id": "a1",
+                "split": "train",
+                "type": "exact",
+                "question": "How many days does the archive server hold a copy of the switch configuration?",
+                "answer": "90 days",
+                "gold": ["backup-policy.md"],
+            }
+        )
+        + "\n"
+    )
+    second.write_text(
+        json.dumps(
+            {
+                "id": "b1",
+                "split": "validation",
+                "type": "unanswerable",
+                "question": "How many minutes does a restore from the archive server take?",
+                "answer": None,
+                "gold": [],
+            }
+        )
+        + "\n"
+    )
+    with pytest.raises(CommandError, match="does not exist yet"):
+        call_command(
+            "train_answerer", "--collect", str(first), "--user", "twin-asker", "--data", str(data), "--append"
+        )
+    call_command("train_answerer", "--collect", str(first), "--user", "twin-asker", "--data", str(data))
+    call_command(
+        "train_answerer", "--collect", str(second), "--user", "twin-asker", "--data", str(data), "--append"
+    )
+    runs = load_runs(data)
+    assert [r["type"] for r in runs] == ["exact", "unanswerable"]
+    assert any(runs[0]["labels"]) and not any(runs[1]["labels"])
+    assert runs[1]["group"] > runs[0]["group"]  # the second file's packages come after the first's
+    assert "source" not in runs[0] and runs[1]["source"] == "second.jsonl"

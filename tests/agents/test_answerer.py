@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -69,3 +70,40 @@ def test_training_is_reproducible_and_matches_the_shipped_artefact():
     assert set(report.figures) <= {"train (cv)", "validation"}
     assert Answerer.from_json(first.to_json()).to_json() == first.to_json()
     assert first.sentence.names == SENTENCE_FEATURES and first.answerable.names == QUESTION_FEATURES
+
+
+EXTRA_QUESTIONS = Path(__file__).resolve().parents[1] / "benchmarks" / "extra_questions.jsonl"
+TYPES = {"exact", "paraphrase", "procedure", "multihop", "unanswerable"}
+
+
+def test_the_extra_training_questions_are_well_formed_and_split_by_package():
+    questions = [json.loads(line) for line in EXTRA_QUESTIONS.read_text().splitlines() if line.strip()]
+    assert len(questions) >= 300
+    assert len({q["id"] for q in questions}) == len(questions)
+    packages: dict[str, set[str]] = {}
+    for q in questions:
+        assert q["type"] in TYPES and q["split"] in {"train", "validation"} and q["acl"] is None, q["id"]
+        if q["type"] == "unanswerable":
+            assert not q["gold"] and q["answer"] is None and q["absent_terms"], q["id"]
+            continue
+        assert q["gold"], q["id"]
+        assert q["type"] == "procedure" or q["answer"], q["id"]
+        for document in q["gold"]:
+            packages.setdefault(document.split("/", 1)[0], set()).add(q["split"])
+    # a package's questions are all train or all validation: the held-out part is other documents
+    assert all(len(splits) == 1 for splits in packages.values()), packages
+    assert {"train", "validation"} == set().union(*packages.values())
+
+
+@pytest.mark.slow  # fits the selector on the shipped runs: ~5 s
+@pytest.mark.skipif(not DATA.exists(), reason="no collected training data shipped")
+def test_validation_runs_of_another_question_file_are_reported_apart():
+    runs = load_runs(DATA)
+    other = [dict(r, source="other.jsonl") for r in runs if r["split"] == "validation"]
+    _, alone = fit_answerer(runs)
+    answerer, report = fit_answerer([*runs, *other])
+    assert set(report.figures) == {"train (cv)", "validation", "validation (other.jsonl)"}
+    # the same runs under another name: the same figures, and nothing of them was fitted
+    assert report.figures["validation (other.jsonl)"] == report.figures["validation"]
+    assert report.figures["validation"] == alone.figures["validation"]
+    assert answerer.version == fit_answerer(runs)[0].version

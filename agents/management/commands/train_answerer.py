@@ -4,6 +4,9 @@ manage.py train_answerer --collect QUESTIONS.jsonl --user U --allowed-user A [--
     runs the answering pipeline over a dev-set style question file (acl questions as both users) against
     the current database and stores, per run, the feature rows of its candidate sentences and their labels
     (does the sentence state the gold answer?). No question text or document text is stored.
+manage.py train_answerer --collect QUESTIONS.jsonl --user U --append [--data F]
+    the same over another question file (and usually another database: a knowledge base with more
+    documents), its runs added to those already in the data file, its packages numbered after theirs
 manage.py train_answerer [--data F] [--out F] [--seed N]
     fits both models on the `train` runs only, picks the threshold by cross-validation with folds by
     package, prints the report (cross-validated and validation AUC, calibration error, abstention
@@ -31,6 +34,9 @@ class Command(BaseCommand):
         parser.add_argument("--user", default=None)
         parser.add_argument("--allowed-user", default=None)
         parser.add_argument("--data", default=str(DATA))
+        parser.add_argument(
+            "--append", action="store_true", help="with --collect: add the runs to those already in --data"
+        )
         parser.add_argument("--out", default=None, help="artefact path (default agents/data/answerer.json)")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--report", default=None, help="also write the report as JSON here")
@@ -38,7 +44,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["collect"]:
             self._collect(
-                Path(options["collect"]), options["user"], options["allowed_user"], Path(options["data"])
+                Path(options["collect"]),
+                options["user"],
+                options["allowed_user"],
+                Path(options["data"]),
+                append=options["append"],
             )
             return
         from agents.answerer import ARTEFACT
@@ -56,10 +66,12 @@ class Command(BaseCommand):
             Path(options["report"]).write_text(json.dumps(report.as_dict(), indent=1) + "\n")
         self.stdout.write(self.style.SUCCESS(f"saved {out} (version {answerer.version})"))
 
-    def _collect(self, questions_path: Path, username: str | None, allowed: str | None, data: Path) -> None:
+    def _collect(
+        self, questions_path: Path, username: str | None, allowed: str | None, data: Path, *, append: bool
+    ) -> None:
         from django.contrib.auth.models import User
 
-        from agents.answerer_training import label_candidates, package_of
+        from agents.answerer_training import label_candidates, load_runs, package_of
         from agents.pipeline import run_pipeline
         from athena.principals import Principal
 
@@ -76,6 +88,11 @@ class Command(BaseCommand):
                     raise CommandError(f"no user {name!r}") from None
         questions = [json.loads(line) for line in questions_path.read_text().splitlines() if line.strip()]
         packages = sorted({package_of(q) for q in questions})
+        if append and not data.exists():
+            raise CommandError(f"--append: {data} does not exist yet")
+        earlier = load_runs(data) if append else []
+        # the cross-validation groups of this file's packages come after those already collected
+        first_group = max((run["group"] for run in earlier), default=-1) + 1
         runs = []
         started = time.perf_counter()
         for number, question in enumerate(questions, start=1):
@@ -97,8 +114,11 @@ class Command(BaseCommand):
                 runs.append(
                     {
                         "split": question.get("split", "train"),
+                        # the question file, when not the first one collected (its validation runs are
+                        # reported apart)
+                        **({"source": questions_path.name} if append else {}),
                         "type": question.get("type", ""),
-                        "group": packages.index(package_of(question)),
+                        "group": first_group + packages.index(package_of(question)),
                         "answerable": answerable,
                         "has_gold_answer": bool(gold) and answerable,
                         "rows": observed.get("rows", []),
@@ -121,8 +141,12 @@ class Command(BaseCommand):
         self.stderr.write("")
         data.parent.mkdir(parents=True, exist_ok=True)
         with gzip.GzipFile(data, "wb", mtime=0) as handle:
-            handle.write("".join(json.dumps(run, sort_keys=True) + "\n" for run in runs).encode())
-        self.stdout.write(self.style.SUCCESS(f"collected {len(runs)} runs into {data}"))
+            handle.write(
+                "".join(json.dumps(run, sort_keys=True) + "\n" for run in [*earlier, *runs]).encode()
+            )
+        self.stdout.write(
+            self.style.SUCCESS(f"collected {len(runs)} runs into {data} ({len(earlier) + len(runs)} in all)")
+        )
 
 
 def _facts_json(facts: Any) -> dict[str, Any]:
