@@ -39,7 +39,7 @@ SKIP_PREFIXES = ("changelog", "COPYRIGHT", "CONTRIBUTORS", "CREDITS", "SPONSORS"
 SKIP_SUFFIXES = (
     *(".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".css", ".js", ".pdf"),
     *(".p12", ".key", ".crt", ".pem", ".tar.gz", ".tgz", ".zip", ".sh", ".sh.gz", ".pl", ".py", ".init"),
-    *("searchindex.js", "objects.inv", ".buildinfo"),
+    *("objects.inv", ".buildinfo"),
 )
 SKIP_DIRS = ("/_sources/", "/_static/", "/_images/", "/_downloads/", "/sample-keys/", "/sample-scripts/")
 
@@ -117,6 +117,22 @@ def fetch(package: str, version: str, work: Path) -> Path:
     return found[0]
 
 
+def document_text(root: Path, rel: str, html_names: set[str]) -> bytes | None:
+    """The text of one unpacked file as the corpus keeps it, or None when it is no document (a man page that
+    only includes another or that the package also ships as HTML, a binary, an empty file)."""
+    source = root / rel
+    if rel.startswith("usr/share/man/"):
+        name = rel.rsplit("/", 1)[-1].removesuffix(".gz")
+        if only_includes(read(source)) or f"{name}.html" in html_names:
+            return None
+        text = render_man(source).encode()
+    else:
+        text = read(source)
+        if b"\0" in text[:8192]:  # not text
+            return None
+    return text if text.strip() else None
+
+
 def build(out: Path, work: Path) -> int:
     work.mkdir(parents=True, exist_ok=True)
     total = 0
@@ -124,29 +140,17 @@ def build(out: Path, work: Path) -> int:
         deb = fetch(package, version, work)
         target = out / package
         shutil.rmtree(target, ignore_errors=True)
+        count = 0
         with tempfile.TemporaryDirectory() as unpacked:
             root = Path(unpacked)
             subprocess.run(["dpkg", "-x", str(deb), str(root)], check=True)
             files = sorted(
                 str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and not p.is_symlink()
             )
-            html = {f.rsplit("/", 1)[-1] for f in files if f.endswith(".html")}
-            count = 0
-            for rel in files:
-                if skipped(rel):
-                    continue
-                source = root / rel
-                if rel.startswith("usr/share/man/"):
-                    raw = read(source)
-                    name = rel.rsplit("/", 1)[-1].removesuffix(".gz")
-                    if only_includes(raw) or f"{name}.html" in html:
-                        continue
-                    text = render_man(source).encode()
-                else:
-                    text = read(source)
-                    if b"\0" in text[:8192]:  # not text
-                        continue
-                if not text.strip():
+            html_names = {f.rsplit("/", 1)[-1] for f in files if f.endswith(".html")}
+            for rel in (f for f in files if not skipped(f)):
+                text = document_text(root, rel, html_names)
+                if text is None:
                     continue
                 destination = target / document_id(rel)
                 destination.parent.mkdir(parents=True, exist_ok=True)
