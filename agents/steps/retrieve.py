@@ -228,4 +228,20 @@ def distinctive_unknown_terms(
             and not near_readable_terms(term, principal, limit=1 if len(term) < 9 else 2, min_df=2)
         ):
             missing.append(term)
-    return missing
+    named = naming_readable_documents(missing, principal) if missing else set()
+    return [term for term in missing if term not in named]
+
+
+def naming_readable_documents(terms: Collection[str], principal: Principal) -> set[str]:
+    """The terms that name a document the principal may read by its file name ("portwatch" for
+    tools/portwatch.sh.txt, "linkcheck" for linkcheck.8.txt): a question that names a readable document is
+    about something the knowledge base holds even where the document's text never repeats its own name."""
+    from knowledge.index_selectors import readable_file_names
+
+    bare = {term: term.lstrip("=") for term in terms}
+    names = readable_file_names({b for b in bare.values() if len(b) > 3}, principal)
+    named: set[str] = set()
+    for name in names:
+        stem = name.split(".", 1)[0]
+        named.update(analyze(stem), analyze(stem.replace("-", " ").replace("_", " ")), [stem])
+    return {term for term, b in bare.items() if b in named}
