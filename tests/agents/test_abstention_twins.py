@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from agents.answerer import get_answerer
 from agents.pipeline import run_pipeline
 from athena.principals import Principal
-from knowledge.services import IngestOptions, files_ingest, folder_scan
+from tests.agents.fixture_corpus import corpus_ingested
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db]
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "twin_kb"
@@ -19,15 +19,9 @@ FIXTURE = Path(__file__).resolve().parent / "fixtures" / "twin_kb"
 
 @pytest.fixture(scope="module")
 def twin_kb(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
-    """The fixture corpus committed to the test database (retrieval reads it from its own connections)."""
-    with django_db_blocker.unblock():
-        summary = files_ingest(root=str(FIXTURE), files=list(folder_scan(FIXTURE)), options=IngestOptions())
-        assert summary.failed == 0, summary.errors
-    yield
-    with django_db_blocker.unblock():
-        from django.core.management import call_command
-
-        call_command("flush", interactive=False, verbosity=0)  # other modules expect an empty database
+    """The fixture corpus committed to the test database for this module."""
+    with corpus_ingested(FIXTURE, django_db_blocker):
+        yield
 
 
 def _ask(question: str):  # type: ignore[no-untyped-def]

@@ -12,8 +12,9 @@ from django.contrib.auth.models import Group, User
 from agents.steps.retrieve import distinctive_unknown_terms
 from athena.principals import Principal
 from knowledge.models import Chunk, Document
-from knowledge.services import IngestOptions, document_set_acl, files_ingest, folder_scan
+from knowledge.services import document_set_acl
 from knowledge.text import analyze
+from tests.agents.fixture_corpus import corpus_ingested
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "named_kb"
@@ -22,17 +23,12 @@ FIXTURE = Path(__file__).resolve().parent / "fixtures" / "named_kb"
 @pytest.fixture(scope="module")
 def named_kb(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
     """Two scripts whose texts never say their own names; one is restricted to `netadmins`."""
-    with django_db_blocker.unblock():
-        summary = files_ingest(root=str(FIXTURE), files=list(folder_scan(FIXTURE)), options=IngestOptions())
-        assert summary.failed == 0, summary.errors
-        Group.objects.get_or_create(name="netadmins")
-        restricted = Document.objects.get(source__endswith="linkaudit.txt")
-        document_set_acl(document=restricted, access_tier="restricted", groups=["netadmins"], actor=None)
-    yield
-    with django_db_blocker.unblock():
-        from django.core.management import call_command
-
-        call_command("flush", interactive=False, verbosity=0)  # other modules expect an empty database
+    with corpus_ingested(FIXTURE, django_db_blocker):
+        with django_db_blocker.unblock():
+            Group.objects.get_or_create(name="netadmins")
+            restricted = Document.objects.get(source__endswith="linkaudit.txt")
+            document_set_acl(document=restricted, access_tier="restricted", groups=["netadmins"], actor=None)
+        yield
 
 
 def _principal(username: str, *groups: str) -> Principal:
