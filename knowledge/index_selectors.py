@@ -90,27 +90,6 @@ def terms_readable(terms: Collection[str], principal: Principal) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
-def readable_file_names(prefixes: Collection[str], principal: Principal) -> set[str]:
-    """The file names (last path segment, lower case) of the documents `principal` may read whose name starts
-    with one of `prefixes`. A document counts as readable when one of its active chunks is; one the principal
-    cannot read must look to them like a name found nowhere."""
-    if not prefixes:
-        return set()
-    where, params = visibility_sql(principal)
-    patterns = [
-        prefix.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        for prefix in prefixes
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT DISTINCT lower(regexp_replace(d.source, '^.*/', '')) FROM knowledge_document d "
-            "WHERE lower(regexp_replace(d.source, '^.*/', '')) LIKE ANY(%s::text[]) AND EXISTS (SELECT 1 FROM "
-            f"knowledge_chunk c WHERE c.document_id = d.id AND {where})",
-            [patterns, *params],
-        )
-        return {row[0] for row in cursor.fetchall()}
-
-
 def terms_indexed(terms: Collection[str]) -> set[str]:
     """The terms that occur in at least one chunk, whoever may read it. Never for what a user is shown: the
     enumeration detector uses it to tell a probe for restricted topics in the audit log."""

@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from athena.errors import NotFound
 from athena.principals import Principal
-from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus
+from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus, file_name
 
 NOT_FOUND_MESSAGE = "no such document"
 
@@ -41,6 +42,20 @@ def documents_readable(*, principal: Principal) -> QuerySet[Document]:
     """Every document `principal` may read, in any state (for curation screens, which also list failed and
     pending documents): the same rule as retrieval, and no exception for staff or superusers."""
     return Document.objects.filter(_visible_q(principal))
+
+
+def readable_file_names(prefixes: Collection[str], *, principal: Principal) -> set[str]:
+    """The file names (last path segment, lower case) of the documents `principal` may read, with indexed
+    text, whose name starts with one of `prefixes`. A document they cannot read looks like a name found
+    nowhere."""
+    if not prefixes:
+        return set()
+    match = Q()
+    for prefix in prefixes:
+        match |= Q(name__startswith=prefix.lower())
+    indexed = Exists(Chunk.objects.filter(document_id=OuterRef("pk"), active=True))
+    names = documents_readable(principal=principal).filter(indexed).annotate(name=Lower(file_name("source")))
+    return set(names.filter(match).values_list("name", flat=True).distinct())
 
 
 def document_list_visible(

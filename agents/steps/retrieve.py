@@ -236,12 +236,9 @@ def naming_readable_documents(terms: Collection[str], principal: Principal) -> s
     """The terms that name a document the principal may read by its file name ("portwatch" for
     tools/portwatch.sh.txt, "linkcheck" for linkcheck.8.txt): a question that names a readable document is
     about something the knowledge base holds even where the document's text never repeats its own name."""
-    from knowledge.index_selectors import readable_file_names
+    from knowledge.selectors import readable_file_names
 
-    bare = {term: term.lstrip("=") for term in terms}
-    names = readable_file_names({b for b in bare.values() if len(b) > 3}, principal)
-    named: set[str] = set()
-    for name in names:
-        stem = name.split(".", 1)[0]
-        named.update(analyze(stem), analyze(stem.replace("-", " ").replace("_", " ")), [stem])
-    return {term for term, b in bare.items() if b in named}
+    # a stem analyses to its words and, when compound, to itself as an identifier ("=port-watch")
+    names = readable_file_names({term.lstrip("=") for term in terms}, principal=principal)
+    named = {term for name in names for term in analyze(name.split(".", 1)[0])}
+    return {term for term in terms if term in named}
