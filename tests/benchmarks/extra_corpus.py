@@ -11,6 +11,7 @@ version builds with a warning, and its answers may have moved.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import os
 import shutil
@@ -161,12 +162,13 @@ def build(out: Path, work: Path) -> int:
     return total
 
 
-def main() -> None:
-    if len(sys.argv) != 2:
-        raise SystemExit(__doc__)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("outdir", type=Path, help="where the rendered documents go (created if missing)")
+    args = parser.parse_args(argv)
     work = Path(os.environ.get("EXTRA_CORPUS_WORK", "/tmp/extra-corpus-work"))
-    total = build(Path(sys.argv[1]).resolve(), work)
-    print(f"{total} documents in {sys.argv[1]}")
+    total = build(args.outdir.resolve(), work)
+    print(f"{total} documents in {args.outdir}")
 
 
 if __name__ == "__main__":

@@ -242,3 +242,15 @@ def test_hop_benchmark_runs_through_a_worker_of_its_own(bench_env: dict[str, str
     hop = report["hop"]
     assert hop["worker_ms"]["p50"] >= hop["pipeline_ms"]["p50"] > 0, result.stdout
     assert hop["wall_ms"]["p50"] > hop["outside_worker_ms"]["p50"] > 0
+
+
+def test_extra_corpus_builder_answers_help_instead_of_building_into_a_folder_named_after_it(tmp_path: Path):
+    script = ROOT / "tests" / "benchmarks" / "extra_corpus.py"
+    shown = subprocess.run(
+        [sys.executable, str(script), "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("usage:") and "outdir" in shown.stdout
+    missing = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "outdir" in missing.stderr
+    assert list(tmp_path.iterdir()) == []
