@@ -163,7 +163,9 @@ def build(out: Path, work: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("outdir", type=Path, help="where the rendered documents go (created if missing)")
     args = parser.parse_args(argv)
     work = Path(os.environ.get("EXTRA_CORPUS_WORK", "/tmp/extra-corpus-work"))

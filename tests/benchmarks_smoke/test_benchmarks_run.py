@@ -251,6 +251,8 @@ def test_extra_corpus_builder_answers_help_instead_of_building_into_a_folder_nam
     )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith("usage:") and "outdir" in shown.stdout
-    missing = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    missing = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert missing.returncode == 2 and "outdir" in missing.stderr
     assert list(tmp_path.iterdir()) == []
