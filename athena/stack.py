@@ -423,6 +423,9 @@ class Stack:
     """The set of local processes. `components` picks a subset (e.g. db and redis for the test suite)."""
 
     ALL = ("postgres", "redis", "worker", "beat", "web")
+    # the servers each process cannot work without: tasks, pages and the schedule go through the broker, and the
+    # worker and the web server read and write the database
+    NEEDS = {"worker": ("postgres", "redis"), "beat": ("redis",), "web": ("postgres", "redis")}
     # what `make run` serves with unless DJANGO_SETTINGS_MODULE says otherwise
     SETTINGS_MODULE = "athena.settings.local"
 
@@ -538,6 +541,19 @@ class Stack:
         return str(test.get("NAME") or "")
 
     # -- operations
+    def stopped_needs(self) -> dict[str, list[str]]:
+        """The servers that a listed process needs and that are neither listed nor running (an external one
+        always counts as running), each with the processes that need it."""
+        wanted: dict[str, list[str]] = {}
+        for name in self.components:
+            for server in self.NEEDS.get(name, ()):
+                if server not in self.components:
+                    wanted.setdefault(server, []).append(name)
+        if not wanted:
+            return {}
+        rows = Stack(components=wanted, port=self.port).status()
+        return {row.name: wanted[row.name] for row in rows if row.state not in {"running", "external"}}
+
     def status(self) -> list[ComponentStatus]:
         rows = []
         for name in self.components:

@@ -122,3 +122,18 @@ def test_foreground_run_restarts_a_crashed_component_and_stops_cleanly(stack_env
     assert "worker: dead" in output and "restarting" in output
     for pid in started.values():
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_up_starts_the_servers_a_chosen_process_needs(stack_env):
+    first = _stack(stack_env, "up", "--only=worker")
+    assert first.returncode == 0, first.stderr
+    assert "postgres: not running, needed by worker: starting it too" in first.stdout
+    assert "redis: not running, needed by worker: starting it too" in first.stdout
+    assert "postgres: started" in first.stdout and "redis: started" in first.stdout
+    assert "worker: started" in first.stdout
+    status = _stack(stack_env, "status", "--only=postgres,redis,worker", "--check")
+    assert status.returncode == 0, status.stdout + status.stderr
+
+    again = _stack(stack_env, "up", "--only=worker")
+    assert again.returncode == 0, again.stderr
+    assert "needed by" not in again.stdout and "worker: already running" in again.stdout
