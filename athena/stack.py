@@ -541,18 +541,25 @@ class Stack:
         return str(test.get("NAME") or "")
 
     # -- operations
-    def stopped_needs(self) -> dict[str, list[str]]:
-        """The servers that a listed process needs and that are neither listed nor running (an external one
-        always counts as running), each with the processes that need it."""
+    def with_stopped_needs(self, *, echo: Callable[[str], None] = print) -> Stack:
+        """This stack plus the servers a listed process needs that are neither listed nor running (an external
+        one counts as running), so that `up --only web` does not start a web server against a stopped
+        database; each added server is named with the processes that need it."""
         wanted: dict[str, list[str]] = {}
         for name in self.components:
             for server in self.NEEDS.get(name, ()):
                 if server not in self.components:
                     wanted.setdefault(server, []).append(name)
         if not wanted:
-            return {}
-        rows = Stack(components=wanted, port=self.port).status()
-        return {row.name: wanted[row.name] for row in rows if row.state not in {"running", "external"}}
+            return self
+        stopped = [
+            row.name for row in Stack(components=wanted).status() if row.state not in {"running", "external"}
+        ]
+        if not stopped:
+            return self
+        for server in stopped:
+            echo(f"{server}: not running, needed by {', '.join(wanted[server])}: starting it too")
+        return Stack(components=[*stopped, *self.components], port=self.port)
 
     def status(self) -> list[ComponentStatus]:
         rows = []

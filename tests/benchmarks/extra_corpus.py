@@ -162,12 +162,12 @@ def build(out: Path, work: Path) -> int:
     return total
 
 
-def main(argv: list[str] | None = None) -> None:
+def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("outdir", type=Path, help="where the rendered documents go (created if missing)")
-    args = parser.parse_args(argv)
+    args = parser.parse_args()
     work = Path(os.environ.get("EXTRA_CORPUS_WORK", "/tmp/extra-corpus-work"))
     total = build(args.outdir.resolve(), work)
     print(f"{total} documents in {args.outdir}")

@@ -31,13 +31,7 @@ class Command(BaseCommand):
             stack = Stack(components=components, port=options["port"])
             action = options["action"]
             if action == "up":
-                # `up --only web` with the database down would serve errors: start what it needs first
-                needed = stack.stopped_needs()
-                for server, users in needed.items():
-                    self.stdout.write(f"{server}: not running, needed by {', '.join(users)}: starting it too")
-                if needed:
-                    stack = Stack(components=[*needed, *components], port=options["port"])
-                stack.up(echo=self.stdout.write)
+                stack.with_stopped_needs(echo=self.stdout.write).up(echo=self.stdout.write)
             elif action == "down":
                 stack.down(echo=self.stdout.write)
             elif action == "status":
