@@ -9,6 +9,7 @@ from django.db import DataError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
 
@@ -90,7 +91,11 @@ def _dependency_unavailable(exc: Exception) -> Unavailable | None:
 
 def _flatten(detail: Any) -> str:
     if isinstance(detail, dict):
-        return "; ".join(f"{key}: {_flatten(value)}" for key, value in detail.items())
+        # a rule across fields (DRF's `non_field_errors`) reads as its message alone
+        return "; ".join(
+            _flatten(value) if key == api_settings.NON_FIELD_ERRORS_KEY else f"{key}: {_flatten(value)}"
+            for key, value in detail.items()
+        )
     if isinstance(detail, list):
         return " ".join(_flatten(item) for item in detail)
     return str(detail)

@@ -50,9 +50,9 @@ def audit_event_search(*, query: AuditQuery) -> QuerySet[AuditEvent]:
         qs = qs.filter(actor__iexact=query.user)
     if query.since:
         qs = qs.filter(created_at__gte=_day_start(query.since))
-    if query.until:
-        # inclusive of the whole `until` day
-        qs = qs.filter(created_at__lt=_day_start(query.until) + timedelta(days=1))
+    if query.until and query.until < date.max:
+        # inclusive of the whole `until` day (the last day a date can hold means no end)
+        qs = qs.filter(created_at__lt=_day_start(query.until + timedelta(days=1)))
     if query.document:
         qs = qs.filter(Q(documents__contains=[query.document]) | Q(documents__icontains=query.document))
     if query.verdict:

@@ -14,8 +14,10 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from rest_framework.exceptions import ValidationError
+from rest_framework.settings import api_settings
 
 from athena.errors import NotFound
+from athena.pagination import MAX_OFFSET
 from athena.permissions import is_compliance
 from audit.apis import audit_query_from
 from audit.selectors import AuditQuery, audit_event_get, audit_event_search
@@ -43,18 +45,20 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
     try:
         query = audit_query_from(params)
     except ValidationError as exc:
-        errors = [
-            f"{k}: {' '.join(map(str, v))}" if isinstance(v, list) else str(v)
-            for k, v in (exc.detail.items() if isinstance(exc.detail, dict) else [("query", exc.detail)])
-        ]
-        query = AuditQuery()
+        errors = _messages(exc)
+        query = None
     try:
-        offset = max(int(request.GET.get("offset", 0)), 0)
+        offset = min(max(int(request.GET.get("offset", 0)), 0), MAX_OFFSET)
     except ValueError:
         offset = 0
-    qs = audit_event_search(query=query)
-    total = qs.count()
-    events = list(qs[offset : offset + PAGE_SIZE])
+    if query is None:
+        # a filter that does not parse shows no events: the log unfiltered, under a form that still shows the
+        # other filters, would read as their result
+        events, total = [], 0
+    else:
+        qs = audit_event_search(query=query)
+        total = qs.count()
+        events = list(qs[offset : offset + PAGE_SIZE])
     return render(
         request,
         "audit/search.html",
@@ -71,6 +75,16 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
             "is_compliance": True,
         },
     )
+
+
+def _messages(exc: ValidationError) -> list[str]:
+    """One line per invalid filter, named as the form names it (a rule across filters has no name)."""
+    detail = exc.detail if isinstance(exc.detail, dict) else {api_settings.NON_FIELD_ERRORS_KEY: exc.detail}
+    lines = []
+    for key, value in detail.items():
+        text = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+        lines.append(text if key == api_settings.NON_FIELD_ERRORS_KEY else f"{key}: {text}")
+    return lines
 
 
 @compliance_required
