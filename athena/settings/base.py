@@ -37,6 +37,7 @@ MIDDLEWARE = [
     # gunicorn serves nothing by itself: WhiteNoise serves the collected static files from STATIC_ROOT
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "athena.middleware.ApiErrorsMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",

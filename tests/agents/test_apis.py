@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 
 from agents.models import Answer, Conversation, CurationItem, Feedback
 from athena import throttling
@@ -100,6 +102,32 @@ def test_ask_refuses_oversized_bodies() -> None:
         "/api/v1/ask", {"question": "a", "filters": {"vendors": ["x" * 100_000]}}, format="json"
     )
     assert response.status_code == 413 and response.json()["error"]["code"] == "too_large"
+
+
+def test_a_signed_in_browser_gets_the_json_413_at_any_size() -> None:
+    # a session caller's CSRF check parsed the body before the view's limit ran; past Django's in-memory
+    # limit (2.5 MB) that parse failed with Django's HTML 400
+    make_user("alice", "employees")
+    browser = Client(enforce_csrf_checks=True)
+    assert browser.login(username="alice", password="pw")
+    browser.get("/")
+    token = browser.cookies["csrftoken"].value
+    for size in (100_000, 3_000_000):
+        body = json.dumps({"question": "a" * size})
+        response = browser.post(
+            "/api/v1/ask", body, content_type="application/json", headers={"X-CSRFToken": token}
+        )
+        assert response.status_code == 413, (size, response.content[:200])
+        assert response.json()["error"]["code"] == "too_large"
+
+
+def test_unknown_api_paths_answer_json_404() -> None:
+    client = client_for(make_user("alice", "employees"))
+    for path in ("/api/v1/nonexistent", "/api/v1/answers/abc/feedback", "/api/v2/ask"):
+        response = client.get(path)
+        assert response.status_code == 404 and response["Content-Type"] == "application/json", path
+        assert response.json()["error"]["code"] == "not_found"
+    assert client.get("/no-such-page").status_code == 404  # pages keep Django's own 404
 
 
 # --- ask: throttling and enumeration (the answering service stubbed) -------------------------------------------
@@ -285,12 +313,16 @@ def test_conversations_are_private_and_deletable() -> None:
     assert client_for(bob).delete(f"/api/v1/conversations/{conversation_id}").status_code == 404
     history = client_for(alice).get(f"/api/v1/conversations/{conversation_id}").json()
     assert history["turns"][0]["response"]["answer"] == "Do it [1]."
+    # the id in either case, with or without hyphens, as the ask API accepts it
+    for spelling in (str(conversation_id).upper(), conversation_id.hex):
+        assert client_for(alice).get(f"/api/v1/conversations/{spelling}").json()["turns"] == history["turns"]
     assert client_for(alice).delete(f"/api/v1/conversations/{conversation_id}").status_code == 204
     assert client_for(alice).get("/api/v1/conversations").json() == []
     assert client_for(alice).get(f"/api/v1/conversations/{conversation_id}").status_code == 404
     assert Answer.objects.filter(pk=answer.pk).exists()  # kept for audit and curation
     assert client_for(alice).get(f"/api/v1/conversations/{uuid.uuid4()}").status_code == 404
-    assert client_for(alice).get("/api/v1/conversations/not-a-uuid").status_code == 404
+    missing = client_for(alice).get("/api/v1/conversations/not-a-uuid")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"  # JSON, not HTML
 
 
 # --- feedback and curation ----------------------------------------------------------------------------------

@@ -1,0 +1,48 @@
+"""Django middleware for the JSON API: its errors keep the `{"error": {code, message}}` shape even where no
+DRF view runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from athena.http import MAX_JSON_BODY
+
+API_PREFIX = "/api/"
+
+
+def _error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+
+
+class ApiErrorsMiddleware:
+    """Two API errors that would otherwise be Django's HTML pages:
+
+    - a JSON body over `MAX_JSON_BODY` is refused (413) before anything reads it. A DRF view checks the same
+      limit, but for a session-authenticated caller the CSRF check parses the body first, and past Django's
+      DATA_UPLOAD_MAX_MEMORY_SIZE that parse fails with an HTML 400;
+    - a path under /api/ that no route matches (or a route's converter refuses, such as an upper-case UUID)
+      answers a JSON 404."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path.startswith(API_PREFIX):
+            return self.get_response(request)
+        if request.content_type == "application/json":
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            if length > MAX_JSON_BODY:
+                return _error(
+                    413, "too_large", f"request body too large ({length} bytes; at most {MAX_JSON_BODY})"
+                )
+        response = self.get_response(request)
+        if response.status_code == 404 and not response.get("Content-Type", "").startswith(
+            "application/json"
+        ):
+            return _error(404, "not_found", f"no such endpoint: {request.method} {request.path}")
+        return response
