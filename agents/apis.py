@@ -106,7 +106,15 @@ class AskApi(APIView):
     class AskInputSerializer(serializers.Serializer):
         question = StrictCharField(max_length=1000)
         conversation_id = serializers.UUIDField(required=False, allow_null=True)
-        filters = serializers.DictField(required=False, allow_null=True)
+        filters = serializers.DictField(
+            required=False,
+            allow_null=True,
+            help_text=(
+                "Restrict the search: doc_types (sop, manual, runbook, incident, config_guide, other), tiers "
+                "(public, internal, restricted, confidential), departments, vendors (lists of strings), "
+                "updated_after / updated_before (YYYY-MM-DD). An unknown key or value is refused (400)."
+            ),
+        )
 
     @extend_schema(
         request=AskInputSerializer,

@@ -34,6 +34,7 @@ class TooManyInFlight(RateLimited):
 def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
     from datetime import date
 
+    from knowledge.models import AccessTier, DocType
     from retrieval.types import Filters
 
     if not data:
@@ -50,12 +51,20 @@ def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
         if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
             raise ValidationFailed(f"filter {key} must be a list of strings")
         values[key] = tuple(raw)
+    # a value no document can have is a typo: refused, so it never reads as "the documents don't say"
+    for key, choices in (("doc_types", DocType.values), ("tiers", AccessTier.values)):
+        wrong = [v for v in values[key] if v not in choices]
+        if wrong:
+            raise ValidationFailed(f"filter {key}: unknown value(s) {wrong}; valid: {sorted(choices)}")
     for key in ("updated_after", "updated_before"):
         if data.get(key):
             try:
                 values[key] = date.fromisoformat(str(data[key]))
             except ValueError:
                 raise ValidationFailed(f"filter {key} must be a date YYYY-MM-DD") from None
+    if values.get("updated_after") and values.get("updated_before"):
+        if values["updated_after"] > values["updated_before"]:
+            raise ValidationFailed("filter updated_after is after updated_before")
     return Filters(**values)
 
 

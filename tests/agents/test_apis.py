@@ -76,6 +76,12 @@ def fake_ask(*, retrieved: list[str] | None = None, abstained: bool = False):  #
         ({"question": ["a"]}, "question"),
         ({"question": "ok?", "conversation_id": "not-a-uuid"}, "conversation_id"),
         ({"question": "ok?", "filters": "vendor=cisco"}, "filters"),
+        ({"question": "ok?", "filters": {"tiers": ["bogus"]}}, "tiers: unknown value(s) ['bogus']"),
+        ({"question": "ok?", "filters": {"doc_types": ["runbok"]}}, "doc_types: unknown value(s)"),
+        (
+            {"question": "ok?", "filters": {"updated_after": "2030-01-01", "updated_before": "2020-01-01"}},
+            "updated_after is after updated_before",
+        ),
         ({"question": "ok?", "user": "admin"}, "unknown field"),
     ],
 )
