@@ -62,9 +62,9 @@ def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
                 values[key] = date.fromisoformat(str(data[key]))
             except ValueError:
                 raise ValidationFailed(f"filter {key} must be a date YYYY-MM-DD") from None
-    if values.get("updated_after") and values.get("updated_before"):
-        if values["updated_after"] > values["updated_before"]:
-            raise ValidationFailed("filter updated_after is after updated_before")
+    after, before = values.get("updated_after"), values.get("updated_before")
+    if after and before and after > before:
+        raise ValidationFailed("filter updated_after is after updated_before")
     return Filters(**values)
 
 
