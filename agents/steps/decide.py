@@ -22,7 +22,7 @@ from agents.evidence import EXPECTS_NUMBER, HAS_NUMBER, NUMBER, Evidence, Scored
 from agents.steps.evaluate import evaluate_pool
 from agents.steps.retrieve import merge_results
 from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, ablated
-from knowledge.text import analyze, identifiers
+from knowledge.text import analyze, identifiers, surface_words
 from retrieval.metrics import contains
 from retrieval.types import SearchConfig
 
@@ -49,7 +49,8 @@ class Decide:
                 state = retried
                 ok, selection = True, state.selection
         if not ok:
-            searched = ", ".join(t.lstrip("=") for t in terms.search[:8])
+            # the question's own words, not the analyser's stems ("configure", not "configur")
+            searched = ", ".join(surface_words(state.rewritten, terms.search)[:8])
             return state.abstained(
                 f"{ABSTAIN_MESSAGE} I searched the documents you can access for: {searched}."
             )
@@ -129,19 +130,21 @@ def adequate(
     if state.terms.unknown and not ablated(
         "unknown_terms"
     ):  # the selector abstains on these whatever its probability: say which term
-        missing = ", ".join(t.lstrip("=") for t in state.terms.unknown[:5])
+        missing = ", ".join(_unknown_words(state))
         return False, f"term(s) not in the knowledge base: {missing}; {chosen.describe()}", chosen
     return chosen.answer, chosen.describe(), chosen
+
+
+def _unknown_words(state: AnswerState) -> list[str]:
+    assert state.terms is not None
+    return surface_words(state.rewritten, state.terms.unknown)[:5]
 
 
 def adequate_by_rules(state: AnswerState, ranked: Sequence[ScoredSentence]) -> tuple[bool, str]:
     """The hand-set adequacy rules, used when no trained answer selector is installed."""
     assert state.terms is not None
     if state.terms.unknown and not ablated("unknown_terms"):
-        return (
-            False,
-            f"term(s) not in the knowledge base: {', '.join(t.lstrip('=') for t in state.terms.unknown[:5])}",
-        )
+        return False, f"term(s) not in the knowledge base: {', '.join(_unknown_words(state))}"
     if not ranked:
         return False, "no evidence"
     closest = sorted(ranked, key=lambda s: -s.support)[:4]  # the closest matches, before answer-shape bonuses

@@ -140,6 +140,18 @@ def query_terms(text: str) -> list[str]:
     return [t for t in _dedupe(analyze(text)) if t not in QUESTION_WORDS]
 
 
+def surface_words(text: str, terms: Iterable[str]) -> list[str]:
+    """The words of ``text`` as written that ``terms`` came from, distinct, in the order of ``terms`` (for
+    telling a person what was searched: ``"ServerName"``, not ``servernam, server, name, =servername``). A
+    term the text does not yield (a spelling correction) is given as it is, without its lane prefix."""
+    source: dict[str, str] = {}
+    for raw in raw_tokens(text):
+        for term in _analyze_token(raw):
+            source.setdefault(term, strip_token(raw))
+    words = (source.get(term, term.removeprefix(IDENTIFIER_PREFIX)) for term in terms)
+    return _dedupe(words)
+
+
 def identifiers(text: str) -> list[str]:
     """The identifier-lane tokens of ``text`` (lower-cased, without the ``=`` prefix), distinct, in order.
 

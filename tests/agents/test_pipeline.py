@@ -521,4 +521,4 @@ def test_a_question_that_quotes_an_ip_address_is_judged_on_the_evidence(sample_k
     )
     decisions = _adequacy(body)
     unknown = [d.split(";")[0] for d in decisions if d.startswith("term(s) not in the knowledge base")]
-    assert unknown == ["term(s) not in the knowledge base: qzvxwobbli"], decisions  # the stem; no address
+    assert unknown == ["term(s) not in the knowledge base: qzvxwobbly"], decisions  # as written; no address

@@ -77,6 +77,8 @@ def test_the_decision_abstains_and_says_what_it_searched_when_the_documents_do_n
     decided = Decide().run(state)
     assert decided.verdict == "abstained"
     assert "I searched the documents you can access for" in decided.answer
+    # the asker's words as written, not the analyser's stems ("minut", "serv")
+    assert "minutes" in decided.answer and "server" in decided.answer and "minut," not in decided.answer
 
 
 def test_an_ablated_step_is_skipped_and_an_unknown_part_is_refused(twin_kb, settings):  # noqa: F811

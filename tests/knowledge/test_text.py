@@ -8,7 +8,16 @@ import time
 import pytest
 import Stemmer
 
-from knowledge.text import STOPWORDS, analyze, identifiers, locate_sentences, query_terms, sentences, stem
+from knowledge.text import (
+    STOPWORDS,
+    analyze,
+    identifiers,
+    locate_sentences,
+    query_terms,
+    sentences,
+    stem,
+    surface_words,
+)
 from knowledge.text.spelling import american
 
 pytestmark = pytest.mark.unit
@@ -656,3 +665,11 @@ def test_edit_distance_equals_the_reference_on_generated_pairs() -> None:
         assert edit_distance(a, b, limit) == expected, (a, b, limit)
         checked += expected <= limit
     assert checked > 5_000  # enough pairs fall within the limit, where the answer is used
+
+
+def test_surface_words_give_the_question_as_written() -> None:
+    question = "How do I configure the ServerName directive (RFC 4271)?"
+    words = surface_words(question, query_terms(question))
+    assert words == ["configure", "ServerName", "directive", "RFC", "4271", "rfc4271"]
+    # a term the text does not yield (a spelling correction) is given as the term, without its lane prefix
+    assert surface_words("restart chronyd", ["restart", "=chronyc"]) == ["restart", "chronyc"]
