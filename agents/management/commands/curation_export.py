@@ -8,6 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from athena.cli import output_file
+
 
 class Command(BaseCommand):
     help = (
@@ -21,9 +23,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from agents.feedback import curation_export_questions
 
+        out = output_file(Path(options["out"]))
         questions = curation_export_questions()
-        out = Path(options["out"])
-        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("".join(json.dumps(q, sort_keys=True) + "\n" for q in questions))
         with_answer = sum(1 for q in questions if q["answer"])
         self.stdout.write(

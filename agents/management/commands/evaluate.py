@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import time
@@ -14,6 +15,7 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test import override_settings
 
+from athena.cli import output_file, read_json_lines
 from athena.errors import ApplicationError
 from retrieval.metrics import contains, mrr_at_k, ndcg_at_k, normalise, recall_at_k  # noqa: F401 - re-exported
 from retrieval.types import SearchConfig
@@ -36,15 +38,28 @@ def _config(raw: str | None) -> SearchConfig:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise CommandError(f"--config is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise CommandError('--config must be a JSON object, e.g. {"rerank": false}')
     names = {f.name for f in fields(SearchConfig)}
     unknown = set(data) - names
     if unknown:
         raise CommandError(f"unknown config key(s) {sorted(unknown)}; valid: {sorted(names)}")
     if "weights" in data and isinstance(data["weights"], dict):
         data["weights"] = tuple(data["weights"].items())
-    if "sources" in data:
-        data["sources"] = tuple(data["sources"])
-    return replace(SearchConfig(), **data)
+    try:
+        if "sources" in data:
+            data["sources"] = tuple(data["sources"])
+        config = replace(SearchConfig(), **data)
+    except (TypeError, ValueError) as exc:
+        raise CommandError(f"--config: {exc}") from None
+    return config
+
+
+def _positive(raw: str) -> int:
+    value = int(raw)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 class Command(BaseCommand):
@@ -61,13 +76,12 @@ class Command(BaseCommand):
         parser.add_argument("--out", required=False, default=None)
         parser.add_argument("--config", default=None, help="JSON overrides of SearchConfig")
         parser.add_argument("--compare", action="store_true", help="retrieval ablation table only")
-        parser.add_argument("--limit", type=int, default=None)
+        parser.add_argument("--limit", type=_positive, default=None, help="the first N questions only")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        path = Path(options["questions"])
-        if not path.is_file():
-            raise CommandError(f"{path} does not exist")
-        questions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        questions = read_json_lines(Path(options["questions"]), required=("id", "question"))
+        # checked before answering anything: a typo in --out must not cost a whole run
+        out = output_file(Path(options["out"])) if options["out"] else None
         if options["limit"]:
             questions = questions[: options["limit"]]
         users = {}
@@ -81,9 +95,9 @@ class Command(BaseCommand):
         if options["compare"]:
             self._compare(questions, users, config)
             return
-        if not options["out"]:
+        if out is None:
             raise CommandError("--out is required (except with --compare)")
-        self._answer_all(questions, users, config, Path(options["out"]))
+        self._answer_all(questions, users, config, out)
 
     # -- retrieval ablation -------------------------------------------------------------------------------
     def _compare(self, questions: list[dict], users: dict[str, User], base: SearchConfig) -> None:

@@ -23,6 +23,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from athena.cli import read_json_lines
+
 DATA = Path(__file__).resolve().parents[2] / "data" / "answerer_data.jsonl.gz"
 
 
@@ -86,7 +88,7 @@ class Command(BaseCommand):
                     users[key] = User.objects.get(username=name)
                 except User.DoesNotExist:
                     raise CommandError(f"no user {name!r}") from None
-        questions = [json.loads(line) for line in questions_path.read_text().splitlines() if line.strip()]
+        questions = read_json_lines(questions_path, required=("id", "question"))
         packages = sorted({package_of(q) for q in questions})
         if append and not data.exists():
             raise CommandError(f"--append: {data} does not exist yet")

@@ -1,0 +1,52 @@
+"""Argument checks shared by management commands: files they read and write, checked before the work starts
+so a typo fails in a second with a plain message, not after a long run with a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import CommandError
+
+
+def output_file(path: Path) -> Path:
+    """`path` as a file the command can write: its folder is created when missing; a folder, or a place that
+    cannot be written, is refused now."""
+    if path.is_dir():
+        raise CommandError(f"{path} is a directory: give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"cannot create {path.parent}: {exc.strerror or exc}") from None
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise CommandError(f"cannot write {path}: permission denied")
+    return path
+
+
+def read_json_lines(path: Path, required: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file (blank lines skipped). A missing file, a line that is not a JSON
+    object, or an object without one of `required` as a non-empty string is refused, naming the line."""
+    if not path.exists():
+        raise CommandError(f"{path} does not exist")
+    if not path.is_file():
+        raise CommandError(f"{path} is not a file")
+    objects = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(value, dict):
+            raise CommandError(f"{path}:{number}: expected a JSON object, got {type(value).__name__}")
+        missing = [key for key in required if not isinstance(value.get(key), str) or not value[key].strip()]
+        if missing:
+            raise CommandError(
+                f"{path}:{number}: needs {', '.join(repr(k) for k in missing)} (a non-empty string)"
+            )
+        objects.append(value)
+    return objects
