@@ -3,11 +3,14 @@ is not even checked (athena.throttling.login_blocked)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from django import forms
 from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.forms import AuthenticationForm
 
-from athena.throttling import login_blocked
+from athena.throttling import login_blocked, login_blocked_seconds
 
 
 def client_address(request: Any) -> str:
@@ -21,3 +24,31 @@ class ThrottledModelBackend(ModelBackend):
         if username is not None and login_blocked(str(username), client_address(request)):
             return None  # Django then fires user_login_failed, which counts and audits the attempt
         return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+class ThrottledAuthenticationForm(AuthenticationForm):
+    """The sign-in form: a name or address over its failure limit is told so, and for how long (it read
+    "didn't match", so a blocked user kept retrying the right password)."""
+
+    error_messages = {
+        **AuthenticationForm.error_messages,
+        "invalid_login": "Your user name and password didn't match. Please try again.",
+        "blocked": "Too many failed sign-ins for this user name or from this address. Try again in %(minutes)s.",
+    }
+
+    def clean(self) -> dict[str, Any]:
+        try:
+            return super().clean()
+        except forms.ValidationError:
+            # the failure has been counted and audited by now (user_login_failed)
+            seconds = login_blocked_seconds(
+                str(self.cleaned_data.get("username") or ""), client_address(self.request)
+            )
+            if seconds:
+                minutes = math.ceil(seconds / 60)
+                raise forms.ValidationError(
+                    self.error_messages["blocked"],
+                    code="blocked",
+                    params={"minutes": f"{minutes} minute{'s' if minutes != 1 else ''}"},
+                ) from None
+            raise

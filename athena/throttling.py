@@ -98,18 +98,23 @@ def login_failure_count(username: str, address: str) -> None:
         logger.warning("login throttle: redis unavailable, failure not counted", exc_info=True)
 
 
-def login_blocked(username: str, address: str) -> bool:
-    """Too many recent failures for this login name or from this address: refuse without checking the
-    password (so guessing stops being useful)."""
+def login_blocked_seconds(username: str, address: str) -> int:
+    """Seconds until sign-in for this login name and address is allowed again: 0 when neither has had too
+    many recent failures. While blocked the password is not even checked (so guessing stops being useful)."""
+    keys = _login_keys(username, address)
+    limits = (settings.ATHENA_LOGIN_FAILURES_PER_NAME, settings.ATHENA_LOGIN_FAILURES_PER_ADDRESS)
     try:
-        by_name, by_address = (int(v or 0) for v in redis_client().mget(_login_keys(username, address)))
+        client = redis_client()
+        counts = [int(v or 0) for v in client.mget(keys)]
+        over = [key for key, count, limit in zip(keys, counts, limits, strict=True) if count >= limit]
+        return max((max(int(client.ttl(key)), 1) for key in over), default=0)
     except Exception:
         logger.warning("login throttle: redis unavailable, check skipped", exc_info=True)
-        return False
-    return (
-        by_name >= settings.ATHENA_LOGIN_FAILURES_PER_NAME
-        or by_address >= settings.ATHENA_LOGIN_FAILURES_PER_ADDRESS
-    )
+        return 0
+
+
+def login_blocked(username: str, address: str) -> bool:
+    return login_blocked_seconds(username, address) > 0
 
 
 def login_success_clear(username: str, address: str) -> None:

@@ -101,3 +101,19 @@ def test_the_window_totals_are_flushed_by_beat() -> None:
     tasks = {entry["task"] for entry in app.conf.beat_schedule.values()}
     assert "audit.tasks.audit_aggregates_flush_task" in tasks
     assert audit_aggregates_flush_task() == 0  # called as beat calls it: no ended window, nothing written
+
+
+def test_a_blocked_name_is_told_so_and_for_how_long(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.ATHENA_LOGIN_FAILURES_PER_NAME = 3
+    UserFactory(username="dave", password="daves-password")
+    client = Client()
+    first = client.post("/accounts/login/", {"username": "dave", "password": "typo"})
+    assert "didn&#x27;t match" in first.content.decode()
+    for attempt in range(2):
+        client.post("/accounts/login/", {"username": "dave", "password": f"typo-{attempt}"})
+    # the right password while blocked: not signed in, and told why (it read "didn't match")
+    page = client.post("/accounts/login/", {"username": "dave", "password": "daves-password"})
+    html = page.content.decode()
+    assert page.status_code == 200 and "_auth_user_id" not in client.session
+    assert "Too many failed sign-ins" in html and "Try again in 15 minutes" in html
+    assert "match" not in html
