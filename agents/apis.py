@@ -16,6 +16,7 @@ from agents.models import Answer, Conversation, CurationItem
 from agents.selectors import conversation_history, conversation_list, curation_queue
 from athena.errors import Unavailable
 from athena.http import reject_unknown_fields  # also refuses bodies over 64 KiB before parsing
+from athena.pagination import PageParams, page_params
 from athena.permissions import IsKbAdmin
 from athena.principals import Principal
 from athena.throttling import ask_throttle_hit, empty_result_record
@@ -217,10 +218,15 @@ class ConversationSerializer(serializers.ModelSerializer):
 
 
 class ConversationListApi(APIView):
-    @extend_schema(responses=ConversationSerializer(many=True))
+    @extend_schema(parameters=[PageParams], responses=ConversationSerializer(many=True))
     def get(self, request: Request) -> Response:
-        items = conversation_list(user=request.user)[:200]
-        return Response(ConversationSerializer(items, many=True).data)
+        """The caller's conversations, newest first: `limit` (default 200) from `offset`; the total is in the
+        X-Total-Count header."""
+        limit, offset = page_params(request, default_limit=200)
+        qs = conversation_list(user=request.user)
+        response = Response(ConversationSerializer(qs[offset : offset + limit], many=True).data)
+        response["X-Total-Count"] = str(qs.count())
+        return response
 
 
 class TurnSerializer(serializers.Serializer):
@@ -344,13 +350,21 @@ class CurationListApi(APIView):
     class CurationListFilterSerializer(serializers.Serializer):
         resolved = serializers.BooleanField(required=False, default=False)
 
-    @extend_schema(parameters=[CurationListFilterSerializer], responses=CurationItemSerializer(many=True))
+    @extend_schema(
+        parameters=[CurationListFilterSerializer, PageParams], responses=CurationItemSerializer(many=True)
+    )
     def get(self, request: Request) -> Response:
+        """`limit` (default 500) items from `offset`; the total is in the X-Total-Count header."""
         params = self.CurationListFilterSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        items = curation_queue(resolved=params.validated_data["resolved"])[:500]
+        limit, offset = page_params(request, default_limit=500)
+        qs = curation_queue(resolved=params.validated_data["resolved"])
         context = {"principal": Principal.from_user(request.user)}
-        return Response(CurationItemSerializer(items, many=True, context=context).data)
+        response = Response(
+            CurationItemSerializer(qs[offset : offset + limit], many=True, context=context).data
+        )
+        response["X-Total-Count"] = str(qs.count())
+        return response
 
 
 class CurationResolveApi(APIView):

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -8,6 +8,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from athena.health import health_report
+
+# `components` (versions, hosts, errors) only for staff; everyone else gets the status alone
+HEALTH_FIELDS = {"status": serializers.CharField(), "components": serializers.DictField(required=False)}
 
 
 class HealthApi(APIView):
@@ -18,13 +21,17 @@ class HealthApi(APIView):
 
     @extend_schema(
         responses={
-            200: inline_serializer(
-                "Health", {"status": serializers.CharField(), "components": serializers.DictField()}
-            ),
-            503: inline_serializer(
-                "HealthDegraded", {"status": serializers.CharField(), "components": serializers.DictField()}
-            ),
-        }
+            200: inline_serializer("Health", HEALTH_FIELDS),
+            503: inline_serializer("HealthDegraded", HEALTH_FIELDS),
+        },
+        parameters=[
+            OpenApiParameter(
+                "workers",
+                str,
+                enum=["true", "false"],
+                description="false: the web process's own readiness only (database, pgvector, Redis)",
+            )
+        ],
     )
     def get(self, request: Request) -> Response:
         # ?workers=false: the web process's own readiness (database, pgvector, Redis), for probes that must

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import inline_serializer
+from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
@@ -22,3 +24,32 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
             if value < 0 or value > MAX_OFFSET:
                 raise ValidationError({"offset": f"must be between 0 and {MAX_OFFSET}"})
         return super().get_offset(request)
+
+
+class PageParams(serializers.Serializer):
+    """`limit` and `offset` query parameters, bounded (the list APIs that slice a queryset themselves)."""
+
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=50)
+    offset = serializers.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET, default=0)
+
+
+def page_params(request: Request, *, default_limit: int = 50) -> tuple[int, int]:
+    """(limit, offset) from the query string; a bad value is a 400 naming it."""
+    params = PageParams(data=request.query_params)
+    params.is_valid(raise_exception=True)
+    given = request.query_params.get("limit")
+    limit = params.validated_data["limit"] if given not in (None, "") else default_limit
+    return limit, params.validated_data["offset"]
+
+
+def paged_schema(name: str, item: type[serializers.Serializer]) -> serializers.Serializer:
+    """The OpenAPI shape of a page: `{count, limit, offset, results: [item]}`."""
+    return inline_serializer(
+        name=name,
+        fields={
+            "count": serializers.IntegerField(),
+            "limit": serializers.IntegerField(),
+            "offset": serializers.IntegerField(),
+            "results": item(many=True),
+        },
+    )

@@ -11,12 +11,13 @@ from typing import Any
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from athena.pagination import paged_schema
 from athena.permissions import IsCompliance
 from audit.models import AuditEvent
 from audit.selectors import (
@@ -64,8 +65,9 @@ class AuditSearchApi(APIView):
         offset = serializers.IntegerField(required=False, min_value=0, default=0)
 
     @extend_schema(
+        operation_id="audit_events_list",
         parameters=[AuditQuerySerializer, AuditSearchPageSerializer],
-        responses=AuditEventSerializer(many=True),
+        responses=paged_schema("AuditEventPage", AuditEventSerializer),
     )
     def get(self, request: Request) -> Response:
         query = audit_query_from(request.query_params)
@@ -130,7 +132,13 @@ class AuditExportApi(APIView):
 
     permission_classes = [IsCompliance]
 
-    @extend_schema(parameters=[AuditQuerySerializer], responses={200: OpenApiTypes.BINARY})
+    @extend_schema(
+        parameters=[
+            AuditQuerySerializer,
+            OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=["csv", "jsonl"]),
+        ],
+        responses={200: OpenApiTypes.BINARY},
+    )
     def get(self, request: Request, fmt: str) -> StreamingHttpResponse:
         query = audit_query_from(request.query_params)
         events = audit_event_search(query=query).order_by("id")

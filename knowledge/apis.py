@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 
 from athena.errors import ApplicationError, NotFound, ValidationFailed
 from athena.http import refuse_unknown_fields, reject_unknown_fields
+from athena.pagination import paged_schema
 from athena.permissions import IsKbAdmin
 from athena.principals import Principal
 from athena.throttling import document_probe_record, ensure_not_blocked
@@ -83,7 +84,11 @@ class DocumentListApi(APIView):
         limit = serializers.IntegerField(required=False, min_value=1, max_value=500)
         offset = serializers.IntegerField(required=False, min_value=0)
 
-    @extend_schema(parameters=[DocumentListFilterSerializer], responses=DocumentOutputSerializer(many=True))
+    @extend_schema(
+        operation_id="documents_list",
+        parameters=[DocumentListFilterSerializer],
+        responses=paged_schema("DocumentPage", DocumentOutputSerializer),
+    )
     def get(self, request: Request) -> Response:
         params = self.DocumentListFilterSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)

@@ -298,6 +298,9 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Athena KB API",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # request and response components apart: an upload's `file` is then binary (a file picker in Swagger
+    # UI), not the URI a response would carry
+    "COMPONENT_SPLIT_REQUEST": True,
     # served from our own static files: the product runs on networks without internet access
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

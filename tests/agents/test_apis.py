@@ -327,6 +327,13 @@ def test_conversations_are_private_and_deletable() -> None:
     assert client_for(alice).get(f"/api/v1/conversations/{conversation_id}").status_code == 404
     assert Answer.objects.filter(pk=answer.pk).exists()  # kept for audit and curation
     assert client_for(alice).get(f"/api/v1/conversations/{uuid.uuid4()}").status_code == 404
+    # paged: limit and offset, the total in a header; bad values are refused
+    for n in range(2):
+        make_answer(alice, f"Question {n}?")
+    listing = client_for(alice).get("/api/v1/conversations?limit=1&offset=1")
+    assert len(listing.json()) == 1 and listing["X-Total-Count"] == "2"
+    assert client_for(alice).get("/api/v1/conversations?limit=0").status_code == 400
+    assert client_for(alice).get("/api/v1/conversations?offset=-1").status_code == 400
     missing = client_for(alice).get("/api/v1/conversations/not-a-uuid")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"  # JSON, not HTML
 
@@ -390,6 +397,9 @@ def test_curation_queue_is_admin_only_and_resolvable() -> None:
     admin = client_for(make_user("kbadmin", "kb-admins"))
     queue = admin.get("/api/v1/curation").json()
     assert [item["question"] for item in queue] == ["What is the DHCP lease time?"]
+    past_the_end = admin.get("/api/v1/curation?offset=1")
+    assert past_the_end.json() == [] and past_the_end["X-Total-Count"] == "1"
+    assert admin.get("/api/v1/curation?limit=abc").status_code == 400
     item_id = queue[0]["id"]
     assert (
         admin.post(f"/api/v1/curation/{item_id}/resolve", {"resolution": ""}, format="json").status_code

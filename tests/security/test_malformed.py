@@ -4,6 +4,7 @@ schema is valid."""
 from __future__ import annotations
 
 import pytest
+import yaml
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
@@ -112,6 +113,21 @@ def test_openapi_schema_is_valid(tmp_path) -> None:
     text = out.read_text()
     for path in ("/api/v1/ask", "/api/v1/documents/upload", "/api/v1/audit/export.{fmt}", "/api/v1/curation"):
         assert path in text, path
+    # the schema says what the API returns
+    schema = yaml.safe_load(text)
+    paths, components = schema["paths"], schema["components"]["schemas"]
+    for path, page in (("/api/v1/documents", "DocumentPage"), ("/api/v1/audit/events", "AuditEventPage")):
+        body = paths[path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        assert body == {"$ref": f"#/components/schemas/{page}"}, path
+        assert set(components[page]["properties"]) == {"count", "limit", "offset", "results"}
+    upload = paths["/api/v1/documents/upload"]["post"]["requestBody"]["content"]["multipart/form-data"]
+    upload_fields = components[upload["schema"]["$ref"].rsplit("/", 1)[1]]["properties"]
+    assert upload_fields["file"]["format"] == "binary"  # a file picker, not a URI box
+    assert components["Health"]["required"] == ["status"]  # components: staff only
+    (fmt,) = [p for p in paths["/api/v1/audit/export.{fmt}"]["get"]["parameters"] if p["name"] == "fmt"]
+    assert fmt["schema"]["enum"] == ["csv", "jsonl"]
+    for path in ("/api/v1/conversations", "/api/v1/curation"):
+        assert {"limit", "offset"} <= {p["name"] for p in paths[path]["get"]["parameters"]}, path
 
 
 def test_schema_is_served(client) -> None:  # type: ignore[no-untyped-def]
