@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
@@ -60,7 +61,9 @@ def audit_event_search(*, query: AuditQuery) -> QuerySet[AuditEvent]:
     if query.kind:
         qs = qs.filter(kind__iexact=query.kind)
     if query.text:
-        qs = qs.filter(payload__icontains=query.text)
+        # the payload is searched as stored JSON text: the words are escaped as JSON escapes them, so a quoted
+        # phrase finds the quotes inside a question or answer, not the key names around them
+        qs = qs.filter(payload__icontains=json.dumps(query.text, ensure_ascii=False)[1:-1])
     return qs.order_by("-id")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from urllib.parse import quote
 
 import pytest
 from rest_framework.test import APIClient
@@ -31,7 +32,7 @@ def events(db):  # type: ignore[no-untyped-def]
         actor=alice,
         verdict="abstained",
         documents=[],
-        payload={"question": "Who won the match?"},
+        payload={"question": "Who won the match?", "answer": 'Set DocumentRoot "/www/example" (naïve café).'},
     )
     audit_record(
         kind="upload",
@@ -63,6 +64,11 @@ def test_search_filters(events, auditor) -> None:  # type: ignore[no-untyped-def
     assert count("document=ntp") == 1
     assert count("kind=upload") == 1
     assert count("text=match") == 1
+    # words as a person reads them: a quoted phrase inside a value, not the JSON around the values
+    assert count("text=" + quote('"/www/example"')) == 1
+    assert count("text=" + quote('question":')) == 0
+    assert count("text=" + quote('"')) == 1
+    assert count("text=" + quote("naïve café")) == 1
     assert count("since=2000-01-01&until=2999-12-31") == 3
     assert count("until=2000-01-01") == 0
     assert count("until=9999-12-31") == 3  # the last day a date can hold: no end (it overflowed into a 500)
