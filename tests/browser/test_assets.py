@@ -99,6 +99,12 @@ def test_every_page_asset_is_served_by_the_server(browser, web_server, sample_si
     # the script runs: it replaced the "loading" placeholder of the conversation list
     assert "loading" not in driver.find_element(By.ID, "conversation-list").text
     shot("02-chat")
+    driver.get(f"{base}/accounts/password_change/")
+    _check_page(driver, base, ready_css="#id_new_password2", expect=("athena.",))
+    assert driver.find_element(By.CSS_SELECTOR, ".topbar").value_of_css_property("display") == "flex"
+    shot("02b-password-change")
+    violations = axe_violations(driver)
+    assert not violations, violations
 
     login(driver, base, "carol", next_path="/compliance/")
     driver.get(f"{base}/compliance/")
