@@ -284,9 +284,12 @@ EMAIL_BACKEND = env.str("ATHENA_EMAIL_BACKEND", "django.core.mail.backends.fileb
 EMAIL_FILE_PATH = var_dir() / "mail"
 
 REST_FRAMEWORK = {
+    # the token scheme first: a request without valid credentials is then a 401 with WWW-Authenticate: Token
+    # (DRF answers 403 when the first scheme is the session's, which has no challenge), so a client can tell
+    # "sign in again" from "not allowed"; a browser's session cookie is still read, and its CSRF check kept
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -127,8 +127,11 @@ def test_passage_respects_chunk_acl(corpus) -> None:  # type: ignore[no-untyped-
 
 def test_anonymous_requests_are_refused(corpus) -> None:  # type: ignore[no-untyped-def]
     response = APIClient().get("/api/v1/documents")
-    assert response.status_code in (401, 403)
+    assert response.status_code == 401 and response["WWW-Authenticate"] == "Token"
     assert response.json()["error"]["code"] == "not_authenticated"
+    # a bad token is told apart from a forbidden action: 401, not 403
+    bad = APIClient(HTTP_AUTHORIZATION="Token not-a-token").get("/api/v1/documents")
+    assert bad.status_code == 401 and bad.json()["error"]["code"] == "authentication_failed"
 
 
 def test_token_authentication(corpus) -> None:  # type: ignore[no-untyped-def]

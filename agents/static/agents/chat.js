@@ -177,6 +177,9 @@
       return "Athena is busy: no answering worker took the question in time. Please try again in a minute; " +
         "if this keeps happening, tell the administrators.";
     }
+    if (error.status === 401) {
+      return "You are signed out (your session ended). Reload the page to sign in again.";
+    }
     if (!error.status) { return "The server could not be reached. Check your connection and try again."; }
     return error.message;
   }
