@@ -36,8 +36,9 @@ def conversation_history(*, user: Any, conversation_id: UUID | str) -> tuple[Con
 
 
 def answer_get_for_user(*, user: Any, answer_id: int) -> Answer:
-    """An answer given to this user (only the asker votes on it)."""
-    answer = Answer.objects.filter(user=user, pk=answer_id).first()
+    """An answer given to this user in a conversation they have not deleted (only the asker votes on it; a
+    deleted conversation's answers are kept for the audit and curation, out of the asker's reach)."""
+    answer = Answer.objects.filter(user=user, pk=answer_id).exclude(conversation__deleted=True).first()
     if answer is None:
         raise NotFound("no such answer")
     return answer

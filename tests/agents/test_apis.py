@@ -323,6 +323,9 @@ def test_conversations_are_private_and_deletable() -> None:
     for spelling in (str(conversation_id).upper(), conversation_id.hex):
         assert client_for(alice).get(f"/api/v1/conversations/{spelling}").json()["turns"] == history["turns"]
     assert client_for(alice).delete(f"/api/v1/conversations/{conversation_id}").status_code == 204
+    # its answers stay for the audit, out of the asker's reach: no more votes on them
+    vote = client_for(alice).post(f"/api/v1/answers/{answer.pk}/feedback", {"vote": "down"}, format="json")
+    assert vote.status_code == 404
     assert client_for(alice).get("/api/v1/conversations").json() == []
     assert client_for(alice).get(f"/api/v1/conversations/{conversation_id}").status_code == 404
     assert Answer.objects.filter(pk=answer.pk).exists()  # kept for audit and curation
