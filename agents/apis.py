@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -72,6 +73,22 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+# terminal colour and cursor codes (ESC [ ... letter) in pasted output, and any other control character but
+# tab, newline and NUL (which CharField refuses); the words around them are what was asked
+_TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+_CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+class QuestionField(StrictCharField):
+    """A question as a person typed or pasted it: terminal escape codes and control characters removed (a
+    pasted error line arrives with its colours), then trimmed; nothing left is a blank question (400)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if isinstance(data, str):
+            data = re.sub(r" {2,}", " ", _CONTROL.sub(" ", _TERMINAL_CODES.sub("", data)))
+        return super().to_internal_value(data)
+
+
 def _ask_service() -> Any:
     try:
         from agents.services import ask
@@ -105,7 +122,7 @@ class AskApi(APIView):
     """Ask a question; the answer cites only passages the caller may read."""
 
     class AskInputSerializer(serializers.Serializer):
-        question = StrictCharField(max_length=1000)
+        question = QuestionField(max_length=1000)
         conversation_id = serializers.UUIDField(required=False, allow_null=True)
         filters = serializers.DictField(
             required=False,

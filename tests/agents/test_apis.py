@@ -83,6 +83,7 @@ def fake_ask(*, retrieved: list[str] | None = None, abstained: bool = False):  #
             "updated_after is after updated_before",
         ),
         ({"question": "ok?", "user": "admin"}, "unknown field"),
+        ({"question": "\x1b[31m\x1b[0m\x01\x07"}, "question"),  # nothing but terminal codes: blank
     ],
 )
 def test_ask_rejects_malformed_input(body, fragment) -> None:  # type: ignore[no-untyped-def]
@@ -92,6 +93,15 @@ def test_ask_rejects_malformed_input(body, fragment) -> None:  # type: ignore[no
     error = response.json()["error"]
     assert error["code"] == "invalid"
     assert fragment in error["message"]
+
+
+def test_a_pasted_terminal_line_is_asked_without_its_colour_codes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    ask = fake_ask(retrieved=["a.md"])
+    monkeypatch.setattr("agents.services.ask", ask)
+    client = client_for(make_user("alice", "employees"))
+    pasted = "why \x1b[1;31mBGP: hold timer expired\x1b[0m\x07 on the core router?"
+    assert client.post("/api/v1/ask", {"question": pasted}, format="json").status_code == 200
+    assert ask.calls[0]["question"] == "why BGP: hold timer expired on the core router?"
 
 
 def test_ask_rejects_non_object_bodies_and_bad_json() -> None:
