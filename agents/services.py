@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.utils import timezone
 
 from agents.models import Answer, Conversation, CurationItem
 from athena.errors import ApplicationError, NotFound, Unavailable, ValidationFailed
@@ -348,8 +349,11 @@ def ask(
 
     blocked = result["verdict"] == "blocked"
     guard = result.get("guard") or {}
+    # a new turn moves the conversation to the top of its asker's list (update() skips auto_now)
+    changes: dict[str, Any] = {"updated_at": timezone.now()}
     if not conversation_id and not blocked:
-        Conversation.objects.filter(pk=conversation.pk).update(title=question[:200])
+        changes["title"] = question[:200]
+    Conversation.objects.filter(pk=conversation.pk).update(**changes)
     # a refused question is logged without its text when it carried PII
     logged_question = "[withheld: contained personal data]" if guard.get("code") == "pii" else question
     groups = sorted(user.groups.values_list("name", flat=True))

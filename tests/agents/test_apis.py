@@ -251,6 +251,9 @@ def test_ask_end_to_end_with_follow_up_and_history(small_kb) -> None:  # type: i
     assert "public/ntp.md" in body["retrieved"]
     assert "restricted/vault.md" not in body["retrieved"]
     assert AuditEvent.objects.filter(kind="question", actor="alice").count() == 1
+    other = client.post("/api/v1/ask", {"question": "Where is the vault?"}, format="json").json()
+    listed = [c["id"] for c in client.get("/api/v1/conversations").json()]
+    assert listed == [other["conversation_id"], body["conversation_id"]]
     follow = client.post(
         "/api/v1/ask",
         {"question": "and how do I fix it?", "conversation_id": body["conversation_id"]},
@@ -263,7 +266,10 @@ def test_ask_end_to_end_with_follow_up_and_history(small_kb) -> None:  # type: i
         "How do I check NTP clock drift?",
         "and how do I fix it?",
     ]
-    assert client.get("/api/v1/conversations").json()[0]["turns"] == 2
+    # a new turn moves its conversation back to the top of the list
+    listing = client.get("/api/v1/conversations").json()
+    assert [c["id"] for c in listing] == [body["conversation_id"], other["conversation_id"]]
+    assert listing[0]["turns"] == 2 and listing[0]["updated_at"] > listing[0]["created_at"]
 
 
 @pytest.mark.slow
