@@ -89,15 +89,18 @@ def _dependency_unavailable(exc: Exception) -> Unavailable | None:
     )
 
 
-def _flatten(detail: Any) -> str:
+def flatten_detail(detail: Any) -> str:
+    """DRF error detail (dict, list or string) as one line: `field: message; other: message`."""
     if isinstance(detail, dict):
         # a rule across fields (DRF's `non_field_errors`) reads as its message alone
         return "; ".join(
-            _flatten(value) if key == api_settings.NON_FIELD_ERRORS_KEY else f"{key}: {_flatten(value)}"
+            flatten_detail(value)
+            if key == api_settings.NON_FIELD_ERRORS_KEY
+            else f"{key}: {flatten_detail(value)}"
             for key, value in detail.items()
         )
     if isinstance(detail, list):
-        return " ".join(_flatten(item) for item in detail)
+        return " ".join(flatten_detail(item) for item in detail)
     return str(detail)
 
 
@@ -128,7 +131,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, exceptions.APIException):
         code = exc.get_codes()
         code_text = code if isinstance(code, str) else "invalid"
-        response.data = {"error": {"code": code_text, "message": _flatten(exc.detail)}}
+        response.data = {"error": {"code": code_text, "message": flatten_detail(exc.detail)}}
         if isinstance(exc, exceptions.ValidationError):
             response.data["error"]["details"] = exc.detail
     return response

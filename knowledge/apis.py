@@ -12,13 +12,13 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from athena.errors import ApplicationError, NotFound, ValidationFailed
+from athena.errors import ApplicationError, NotFound, ValidationFailed, flatten_detail
 from athena.http import refuse_unknown_fields, reject_unknown_fields
 from athena.pagination import paged_schema
 from athena.permissions import IsKbAdmin
@@ -63,6 +63,7 @@ class DocumentOutputSerializer(serializers.ModelSerializer):
             "expires_at",
             "private",
             "groups",
+            "error",
         ]
 
     def get_groups(self, obj: Document) -> list[str]:
@@ -279,10 +280,15 @@ class DocumentUploadApi(APIView):
             summary = files_ingest(
                 root=root, files=[(source, str(path))], options=options, force=True
             ).as_dict()
-        document, _ = Document.objects.get_or_create(
+        document, created = Document.objects.get_or_create(
             source=source,
             defaults={"owner_id": user.pk, "access_tier": AccessTier.CONFIDENTIAL, "expires_at": expires_at},
         )
+        if not created and document.expires_at != expires_at:
+            # the same file uploaded again renews its time, as the audit event says (unchanged content is not
+            # indexed again, so ingestion would not)
+            Document.objects.filter(pk=document.pk).update(expires_at=expires_at)
+            document.expires_at = expires_at
         audit_record(
             kind="upload",
             actor=user,
@@ -303,6 +309,8 @@ class DocumentUploadApi(APIView):
         """Every refused upload (size, quota, rate, unsafe archive, bad name or type) is audited. The size
         refusal may come while authentication parses the body (CSRF check), so the actor is Django's session
         user when DRF has not set one."""
+        if isinstance(exc, exceptions.ValidationError):  # the serializer's: an empty or missing file
+            exc = ValidationFailed(flatten_detail(exc.detail), details=exc.detail)
         if isinstance(exc, ApplicationError) and exc.code != "unreadable":  # unreadable: audited as "upload"
             upload_refusal_audit(self.request, exc)
         return super().handle_exception(exc)

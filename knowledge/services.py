@@ -434,7 +434,13 @@ def document_record_failure(
     """Mark a document failed without touching a previously indexed version's chunks (they stay served)."""
     document, created = Document.objects.get_or_create(
         source=source,
-        defaults={"status": DocumentStatus.FAILED, "access_tier": options.access_tier or AccessTier.INTERNAL},
+        defaults={
+            "status": DocumentStatus.FAILED,
+            "access_tier": options.access_tier or AccessTier.INTERNAL,
+            # a private upload that fails is still its owner's (who is told why) and still expires
+            "owner_id": options.owner_id,
+            "expires_at": options.expires_at,
+        },
     )
     Document.objects.filter(pk=document.pk).update(
         error=error[:2000],
@@ -601,8 +607,8 @@ def files_stage(
         except Exception as exc:  # one bad file never blocks the batch
             from knowledge.parsing import ParseError
 
-            code = exc.code if isinstance(exc, ParseError) else "error"
-            message = f"{code}: {exc}"
+            # a ParseError reads "code: message" already
+            message = str(exc) if isinstance(exc, ParseError) else f"error: {exc}"
             if not isinstance(exc, ParseError):
                 logger.exception("staging %s failed", source)
             summary.failed += 1

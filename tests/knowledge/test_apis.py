@@ -189,6 +189,32 @@ def test_upload_is_private_expiring_and_audited(corpus, settings, tmp_path) -> N
     assert client_for(corpus["noc"]).get(f"/api/v1/documents/{document.pk}").status_code == 404
     event = AuditEvent.objects.get(kind="upload")
     assert event.actor == "alice" and event.documents == [body["source"]]
+    # the same file again renews its time, and the audit event says the time the document has
+    Document.objects.filter(pk=document.pk).update(expires_at=timezone.now() + timedelta(hours=1))
+    again = SimpleUploadedFile("coffee notes.md", text, content_type="text/markdown")
+    response = client_for(alice).post("/api/v1/documents/upload", {"file": again}, format="multipart")
+    assert response.status_code == 201 and response.json()["id"] == document.pk
+    document.refresh_from_db()
+    renewal = AuditEvent.objects.filter(kind="upload").latest("id")
+    assert renewal.payload["expires_at"] == document.expires_at.isoformat()
+    assert abs((document.expires_at - expected).total_seconds()) < 120
+
+
+def test_an_unreadable_upload_says_why_once(corpus, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings.MEDIA_ROOT = tmp_path / "media"
+    binary = SimpleUploadedFile("notes.md", b"PK\x03\x04\x00\x00binary\x00", content_type="text/markdown")
+    response = client_for(corpus["alice"]).post(
+        "/api/v1/documents/upload", {"file": binary}, format="multipart"
+    )
+    assert response.status_code == 400 and response.json()["error"]["code"] == "unreadable"
+    message = response.json()["error"]["message"]
+    assert "binary:" in message and "binary: binary:" not in message, message
+    document = Document.objects.get(source=f"uploads/{corpus['alice'].pk}/notes.md")
+    assert document.status == "failed" and document.error.startswith("binary: ")
+    shown = client_for(corpus["alice"]).get(f"/api/v1/documents/{document.pk}").json()
+    assert shown["error"] == document.error  # the chat page says why, not just "could not be read"
+    assert document.owner_id == corpus["alice"].pk and document.expires_at is not None  # still private, expires
+    assert client_for(corpus["noc"]).get(f"/api/v1/documents/{document.pk}").status_code == 404
 
 
 @pytest.mark.parametrize("name", ["../../etc/passwd.md", "..\\..\\evil.md", ".hidden.md", "/abs/x.md"])
@@ -215,6 +241,13 @@ def test_upload_refuses_unsupported_types_and_missing_file(corpus, settings, tmp
     assert response.status_code == 400 and "unsupported file type" in response.json()["error"]["message"]
     assert client.post("/api/v1/documents/upload", {}, format="multipart").status_code == 400
     assert client.post("/api/v1/documents/upload", {"file": "text"}, format="multipart").status_code == 400
+    empty = SimpleUploadedFile("empty.md", b"", content_type="text/markdown")
+    response = client.post("/api/v1/documents/upload", {"file": empty}, format="multipart")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid"
+    # every refusal is on the record, the serializer's (missing, empty) as much as the type check's
+    refused = AuditEvent.objects.filter(kind="upload_refused", actor="alice")
+    assert refused.count() == 4, [e.payload for e in refused]
+    assert "empty" in refused.latest("id").payload["message"]
 
 
 def test_upload_size_limit(corpus, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
