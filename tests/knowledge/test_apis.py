@@ -213,7 +213,8 @@ def test_an_unreadable_upload_says_why_once(corpus, settings, tmp_path) -> None:
     assert document.status == "failed" and document.error.startswith("binary: ")
     shown = client_for(corpus["alice"]).get(f"/api/v1/documents/{document.pk}").json()
     assert shown["error"] == document.error  # the chat page says why, not just "could not be read"
-    assert document.owner_id == corpus["alice"].pk and document.expires_at is not None  # still private, expires
+    # still private to its owner, and it expires
+    assert document.owner_id == corpus["alice"].pk and document.expires_at is not None
     assert client_for(corpus["noc"]).get(f"/api/v1/documents/{document.pk}").status_code == 404
 
 
