@@ -16,6 +16,9 @@ class ConversationAdmin(admin.ModelAdmin):
     search_fields = ("title", "user__username")
     readonly_fields = ("id", "user", "created_at", "updated_at")
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a conversation is started by asking (its user is read-only here: adding one was a 500)
+
 
 @admin.register(Answer)
 class AnswerAdmin(admin.ModelAdmin):
@@ -54,6 +57,9 @@ class CurationItemAdmin(admin.ModelAdmin):
     raw_id_fields = ("answer", "resolved_document")
     readonly_fields = ("answer", "reason", "created_at", "resolved_at")
     actions = ["resolve"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # items come from abstentions and downvotes (its answer is read-only: adding was a 500)
 
     @admin.display(description="question")
     def question(self, obj: CurationItem) -> str:

@@ -107,6 +107,10 @@ def test_audit_events_are_read_only_in_the_admin(client) -> None:  # type: ignor
     assert client.get("/admin/audit/auditevent/").status_code == 403
     assert client.get(f"/admin/audit/auditevent/{event.pk}/change/").status_code == 403
     assert client.get("/admin/agents/curationitem/").status_code == 200
+    # records the application makes cannot be added by hand (the forms could only fail with a 500)
+    for model in ("curationitem", "conversation", "answer", "feedback"):
+        assert client.get(f"/admin/agents/{model}/add/").status_code == 403, model
+        assert client.post(f"/admin/agents/{model}/add/", {}).status_code == 403, model
     make_user("root-auditor", "compliance", superuser=True)
     client.login(username="root-auditor", password="pw")
     assert client.get("/admin/audit/auditevent/").status_code == 200
