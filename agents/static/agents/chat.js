@@ -545,11 +545,12 @@
       list.innerHTML = "";
       if (!items.length) { list.appendChild(el("li", { className: "muted", text: "No conversations yet." })); }
       items.forEach(function (c) {
+        var title = (c.title || "").replace(/[\s\u200b-\u200d\u2060\ufeff]+/g, " ").trim() || "(untitled)";
         var open = el("a", { href: "#", className: "conversation-link" + (c.id === state.conversationId ? " current" : ""),
-                             text: c.title || "(untitled)", title: fmtDate(c.updated_at) + " · " + c.turns + " question(s)" });
+                             text: title, title: fmtDate(c.updated_at) + " · " + c.turns + " question(s)" });
         open.addEventListener("click", function (e) { e.preventDefault(); openConversation(c.id); });
         var remove = el("button", { type: "button", className: "link delete", title: "Delete conversation",
-                                   "aria-label": "Delete conversation " + (c.title || ""), text: "×" });
+                                   "aria-label": "Delete conversation " + title, text: "×" });
         remove.addEventListener("click", function () {
           if (!window.confirm("Delete this conversation?")) { return; }
           api("DELETE", "/api/v1/conversations/" + c.id).then(function () {
