@@ -15,6 +15,7 @@ with its [n] citation; what they decide is order, grouping and length:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -40,6 +41,22 @@ class Shaped:
     text: str
     refs: dict[int, int]  # evidence index -> its [n] number, in order of first use
     sentences: tuple[tuple[str, int], ...]  # the sentences kept, in the order shown
+
+
+# a source's own footnote marker ("... when breached [4]"): on the page "[n]" is a citation, so left in it would
+# read as one, or be linked to another passage's citation number
+FOOTNOTE_MARKER = re.compile(r"\s+\[\d{1,3}\](?=[\s.,;:!?)]|$)|^\[\d{1,3}\]\s*")
+
+
+def _without_footnotes(sentence: str) -> str:
+    return FOOTNOTE_MARKER.sub("", sentence).strip() or sentence
+
+
+def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
+    """A sentence as the answer shows it: its heading set off, the source's footnote markers left out."""
+    if 0 <= index < len(evidence):
+        sentence = _set_off_heading(sentence, evidence[index])
+    return _without_footnotes(sentence)
 
 
 def _set_off_heading(sentence: str, item: Evidence) -> str:
@@ -130,8 +147,7 @@ def _prose(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
         if 0 <= index < len(evidence) and _source(index, evidence) not in named:
             named.add(_source(index, evidence))
             label = f"From {_title(index, evidence)}: "
-        shown = _set_off_heading(sentence, evidence[index]) if 0 <= index < len(evidence) else sentence
-        parts.append(f"{label}{shown} [{ref}]")
+        parts.append(f"{label}{_shown(sentence, index, evidence)} [{ref}]")
     return Shaped(" ".join(parts), refs, tuple(kept))
 
 
@@ -142,7 +158,7 @@ def _steps(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
     lines = []
     for number, (sentence, index) in enumerate(draft.sentences, start=1):
         ref = refs.setdefault(index, len(refs) + 1)
-        lines.append(f"{number}. {sentence} [{ref}]")
+        lines.append(f"{number}. {_without_footnotes(sentence)} [{ref}]")
     return Shaped("\n".join(lines), refs, tuple(draft.sentences))
 
 
@@ -156,7 +172,7 @@ def _bullets(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
     for sentence, index in kept:
         ref = refs.setdefault(index, len(refs) + 1)
         source = _source(index, evidence)
-        shown = _set_off_heading(sentence, evidence[index]) if 0 <= index < len(evidence) else sentence
+        shown = _shown(sentence, index, evidence)
         if source != current:
             name = _title(index, evidence) if 0 <= index < len(evidence) else ""
             lines.append(f"- {name}: {shown} [{ref}]")

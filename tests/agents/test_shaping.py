@@ -85,3 +85,20 @@ def test_a_comparison_keeps_to_the_word_budget_too(settings):  # type: ignore[no
     assert len(shaped.sentences) == 4  # 3 + 3 + 30 + 30 words; a third long sentence would pass 70
     assert shaped.text.startswith("- Runbook - BGP session flaps: A is fast. [1]")
     assert shaped.text.count("\n- ") == 1  # still one bullet per document
+
+
+@pytest.mark.parametrize("template", ["concept_explanation", "procedure_sop", "comparison_decision"])
+def test_a_sources_own_footnote_markers_are_not_shown_as_citations(template):  # type: ignore[no-untyped-def]
+    # "[4]" in the source is a footnote; on the page "[n]" is a citation link, so it would point elsewhere
+    draft = Draft(
+        template,
+        [("Backups are kept on a read-only filesystem [4].", 0), ("Keep [2] copies of the key offsite.", 1)],
+        preface="Steps:" if template == "procedure_sop" else "",
+    )
+    text = shape(draft, EVIDENCE).text
+    assert "read-only filesystem . [1]" not in text and "filesystem [4]" not in text, text
+    assert "[4]" not in text and "Keep copies" in text
+    assert "[1]" in text and "[2]" in text  # the answer's own citations stay
+    # a bracketed index inside a word is no footnote
+    kept = shape(Draft("concept_explanation", [("Set ifindex[0] to the uplink.", 0)]), EVIDENCE).text
+    assert kept == "Set ifindex[0] to the uplink. [1]"
