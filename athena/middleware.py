@@ -8,6 +8,7 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from athena.http import MAX_JSON_BODY
+from athena.permissions import PayloadTooLarge, body_limit
 
 API_PREFIX = "/api/"
 
@@ -33,13 +34,9 @@ class ApiErrorsMiddleware:
             return self.get_response(request)
         if request.content_type == "application/json":
             try:
-                length = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                length = 0
-            if length > MAX_JSON_BODY:
-                return _error(
-                    413, "too_large", f"request body too large ({length} bytes; at most {MAX_JSON_BODY})"
-                )
+                body_limit(request, MAX_JSON_BODY)
+            except PayloadTooLarge as exc:
+                return _error(exc.http_status, exc.code, exc.message)
         response = self.get_response(request)
         if response.status_code == 404 and not response.get("Content-Type", "").startswith(
             "application/json"

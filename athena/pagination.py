@@ -29,7 +29,7 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
 class PageParams(serializers.Serializer):
     """`limit` and `offset` query parameters, bounded (the list APIs that slice a queryset themselves)."""
 
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=50)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=500)
     offset = serializers.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET, default=0)
 
 
@@ -37,9 +37,7 @@ def page_params(request: Request, *, default_limit: int = 50) -> tuple[int, int]
     """(limit, offset) from the query string; a bad value is a 400 naming it."""
     params = PageParams(data=request.query_params)
     params.is_valid(raise_exception=True)
-    given = request.query_params.get("limit")
-    limit = params.validated_data["limit"] if given not in (None, "") else default_limit
-    return limit, params.validated_data["offset"]
+    return params.validated_data.get("limit", default_limit), params.validated_data["offset"]
 
 
 def paged_schema(name: str, item: type[serializers.Serializer]) -> serializers.Serializer:

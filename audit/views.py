@@ -16,7 +16,7 @@ from django.shortcuts import render
 from rest_framework.exceptions import ValidationError
 from rest_framework.settings import api_settings
 
-from athena.errors import NotFound
+from athena.errors import NotFound, flatten_detail
 from athena.pagination import MAX_OFFSET
 from athena.permissions import is_compliance
 from audit.apis import audit_query_from
@@ -80,11 +80,7 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
 def _messages(exc: ValidationError) -> list[str]:
     """One line per invalid filter, named as the form names it (a rule across filters has no name)."""
     detail = exc.detail if isinstance(exc.detail, dict) else {api_settings.NON_FIELD_ERRORS_KEY: exc.detail}
-    lines = []
-    for key, value in detail.items():
-        text = " ".join(map(str, value)) if isinstance(value, list) else str(value)
-        lines.append(text if key == api_settings.NON_FIELD_ERRORS_KEY else f"{key}: {text}")
-    return lines
+    return [flatten_detail({key: value}) for key, value in detail.items()]
 
 
 @compliance_required

@@ -77,8 +77,7 @@ class Command(BaseCommand):
         from agents.pipeline import run_pipeline
         from athena.principals import Principal
 
-        if not questions_path.is_file():
-            raise CommandError(f"{questions_path} does not exist")
+        questions = read_json_lines(questions_path, required=("id", "question"))
         if not username:
             raise CommandError("--collect needs --user (and --allowed-user for acl questions)")
         users = {}
@@ -88,7 +87,6 @@ class Command(BaseCommand):
                     users[key] = User.objects.get(username=name)
                 except User.DoesNotExist:
                     raise CommandError(f"no user {name!r}") from None
-        questions = read_json_lines(questions_path, required=("id", "question"))
         packages = sorted({package_of(q) for q in questions})
         if append and not data.exists():
             raise CommandError(f"--append: {data} does not exist yet")
