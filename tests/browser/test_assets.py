@@ -105,6 +105,11 @@ def test_every_page_asset_is_served_by_the_server(browser, web_server, sample_si
     shot("02b-password-change")
     violations = axe_violations(driver)
     assert not violations, violations
+    driver.get(f"{base}/accounts/password_reset/")
+    _check_page(driver, base, ready_css="#id_email", expect=("athena.",))
+    shot("02c-password-reset")
+    violations = axe_violations(driver)
+    assert not violations, violations
 
     login(driver, base, "carol", next_path="/compliance/")
     driver.get(f"{base}/compliance/")
