@@ -684,7 +684,8 @@ def folder_remove(*, root: Path, actor: Any = None) -> list[str]:
             actor=actor,
             documents=sources,
             payload={"folder": folder, "count": len(sources)},
-            verdict="removed",
+            # an empty removal is still recorded (someone asked for it), but not as one that removed something
+            verdict="removed" if sources else "nothing_matched",
         )
     return sources
 

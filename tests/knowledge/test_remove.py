@@ -66,12 +66,15 @@ def test_remove_tombstones_a_folder_and_its_subfolders_only(tmp_path: Path) -> N
     assert event.actor == "admin"
     assert event.documents == ["public/vlan.md", "restricted/keys.md"]
     assert event.payload == {"folder": str(demo.resolve()), "count": 2}
+    assert event.verdict == "removed"
 
     again = StringIO()
     call_command("remove", str(demo), stdout=again)
     assert "no documents were ingested" in again.getvalue()
     # the empty removal is audited too: someone asked for it
-    assert AuditEvent.objects.filter(kind="documents_removed").count() == 2
+    empty = AuditEvent.objects.filter(kind="documents_removed").latest("id")
+    assert (empty.verdict, empty.documents, empty.payload["count"]) == ("nothing_matched", [], 0)
+    assert AuditEvent.objects.filter(kind="documents_removed", verdict="removed").count() == 1
 
 
 @pytest.mark.django_db(transaction=True)
