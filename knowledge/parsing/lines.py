@@ -24,6 +24,7 @@ _CAPS_HEADING = re.compile(r"^[A-Z][A-Z0-9 /&(),'+_-]*[A-Z0-9)]:?$")
 _PROMPT = re.compile(r"^(?:\$ |# |\w[\w.-]*@[\w.-]+:\S*[$#] |[A-Za-z]:\\.*> |>>> )")
 _CODE_LINE = re.compile(r"(?:[{};\\]\s*$|^\s*(?:#|!|//|;)|^\s*[\w.-]+\s*=\s*\S*$|^\s*\}|^\s*<[^>]+>\s*$)")
 _DECORATION = re.compile(r"([#=*~_-])\1{9,}")
+_WRAPPED_AT_HYPHEN = re.compile(r"[^\W_]-$")
 
 
 @dataclass(slots=True)
@@ -234,8 +235,14 @@ def _dedent_lines(lines: list[Line]) -> str:
 
 def _reflow(group: list[Line]) -> str:
     """Join hard-wrapped lines with spaces; keep a line break where the indentation changes
-    (term/definition)."""
+    (term/definition). A line that breaks after a word's hyphen and goes on in lower case joins without the
+    space ("--keep-" / "in-foreground" -> "--keep-in-foreground"): man and fmt wrap at the hyphens of compound
+    words and option names, so the hyphen is the author's (typeset hyphenation is undone in PDFs only)."""
     out = group[0].text
     for prev, line in zip(group, group[1:], strict=False):
-        out += (" " if line.indent == prev.indent or prev is not group[0] else "\n") + line.text
+        if line.indent == prev.indent or prev is not group[0]:
+            out += "" if _WRAPPED_AT_HYPHEN.search(out) and line.text[:1].islower() else " "
+        else:
+            out += "\n"
+        out += line.text
     return out
