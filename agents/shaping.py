@@ -48,15 +48,20 @@ class Shaped:
 FOOTNOTE_MARKER = re.compile(r"\s+\[\d{1,3}\](?=[\s.,;:!?)]|$)|^\[\d{1,3}\]\s*")
 
 
+# the row of a two-column "name: | value" table as parsed ("Default: | KeepAliveTimeout 5")
+LABEL_CELL = re.compile(r"^([^|]{1,60}:) \| (?=\S)")
+
+
 def _without_footnotes(sentence: str) -> str:
     return FOOTNOTE_MARKER.sub("", sentence).strip() or sentence
 
 
 def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
-    """A sentence as the answer shows it: its heading set off, the source's footnote markers left out."""
+    """A sentence as the answer shows it: its heading set off, the source's footnote markers left out, a
+    labelled table row read as "Default: KeepAliveTimeout 5"."""
     if 0 <= index < len(evidence):
         sentence = _set_off_heading(sentence, evidence[index])
-    return _without_footnotes(sentence)
+    return LABEL_CELL.sub(r"\1 ", _without_footnotes(sentence))
 
 
 def _set_off_heading(sentence: str, item: Evidence) -> str:

@@ -25,6 +25,7 @@ from knowledge.parsing.common import (
     parse_date,
 )
 from knowledge.parsing.decoding import decode_text
+from knowledge.parsing.man import man_header_strip, man_rejoin_words
 from knowledge.parsing.registry import ParseLimits, parser_register
 
 _HEADING_TAGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -231,7 +232,8 @@ class HtmlWalker(HTMLParser):
                 text = "".join(self._buf)
                 self._buf = []
                 self._pre = False
-                self._emit(RawBlock("code", text))
+                for raw in _preformatted(text):
+                    self._emit(raw)
             return
         table = self._tables[-1] if self._tables else None
         if tag in _HEADING_TAGS:
@@ -382,6 +384,18 @@ class HtmlWalker(HTMLParser):
             target.append(RawBlock("table", "\n".join(lines), level=header_rows))
         for raw in target:
             self._emit(raw)
+
+
+def _preformatted(text: str) -> list[RawBlock]:
+    """A <pre> block: code. One that holds a whole man page rendered as text (some manuals ship their man
+    pages as HTML that way) loses its running header and footer and has the words groff broke across lines
+    mended ("con-" / "tact"). Walking it as a man page instead (sections, paragraphs) was measured: the
+    answers' sentence choice lost three of 22 questions on such pages (tests/benchmarks/README.md)."""
+    lines = [line.expandtabs(8).rstrip() for line in text.split("\n")]
+    if man_header_strip(lines) is None:
+        return [RawBlock("code", text)]
+    man_rejoin_words(lines)
+    return [RawBlock("code", "\n".join(lines).strip("\n"))]
 
 
 def html_document(text: str, path: Path, *, markdown_meta: dict[str, Any] | None = None) -> ParsedDocument:

@@ -6,6 +6,7 @@ lines sub-headings, and the NAME section names the document. Pure (no Django).""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from knowledge.parsing.common import WHITESPACE, Block
@@ -38,6 +39,51 @@ def man_title(blocks: list[Block], header: ManHeader) -> str:
     """The NAME section's text ("ip-route - routing table management"), else the page reference."""
     name_block = next((b for b in blocks if b.section_path[:1] == ("NAME",) and b.kind == "text"), None)
     return WHITESPACE.sub(" ", name_block.text.replace("\n", " ")) if name_block else header.ref
+
+
+_BROKEN_HEAD = re.compile(
+    r"(?<![^\W\d_])([^\W\d_]+)-$"
+)  # "rotat-", "--keep-": a line that ends inside a word
+_BROKEN_TAIL = re.compile(r"^(\s*)([^\W\d_]+)(\S*)\s*")  # the next line's first word, in lower case
+_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+
+
+def man_rejoin_words(lines: list[str]) -> None:
+    """Mend the words a typeset man page broke across lines ("rotat-" / "ing the file"), in place.
+
+    groff hyphenates long words at line ends, and also wraps at the hyphens of compounds and option names
+    ("receive-" / "only", "--keep-" / "in-foreground"). A break becomes the joined word ("rotating") when the
+    page uses that word elsewhere more often than the hyphenated form, else the hyphenated form
+    ("receive-only"): in both cases the word is whole again, for readers and for the index. The rest of the
+    word moves up to the broken line; a continuation line that held nothing else keeps its place and takes the
+    whole word instead, so that no line becomes blank (blank lines end paragraphs).
+    """
+    plain: Counter[str] = Counter()
+    hyphenated: Counter[str] = Counter()
+    for line in lines:
+        for word in _WORD.findall(line):
+            for part in word.lower().split("-"):
+                plain[part] += 1
+            if "-" in word:
+                hyphenated[word.lower()] += 1
+    for k in range(len(lines) - 1):
+        head, tail = _BROKEN_HEAD.search(lines[k]), _BROKEN_TAIL.match(lines[k + 1])
+        if head is None or tail is None or not tail.group(2)[:1].islower():
+            continue
+        start, rest = head.group(1), tail.group(2)
+        joined = start + rest
+        hyphen = "" if plain[joined.lower()] > hyphenated[f"{start}-{rest}".lower()] else "-"
+        word_rest = rest + tail.group(3)
+        after = lines[k + 1][tail.end() :]
+        if after:
+            lines[k] = lines[k][: head.end(1)] + hyphen + word_rest
+            lines[k + 1] = tail.group(1) + after
+        else:
+            token = lines[k].rfind(" ", 0, head.start(1)) + 1  # where the broken word starts ("--keep-")
+            if lines[k][:token].strip():
+                moved = lines[k][token : head.end(1)]
+                lines[k] = lines[k][:token].rstrip()
+                lines[k + 1] = tail.group(1) + moved + hyphen + word_rest
 
 
 class ManWalker(LineWalker):

@@ -14,7 +14,7 @@ from typing import Any
 from knowledge.parsing.common import ParsedDocument, ParseError, assemble_blocks, dedupe, parse_date
 from knowledge.parsing.decoding import decode_text
 from knowledge.parsing.lines import LineWalker
-from knowledge.parsing.man import ManWalker, man_header_strip, man_title
+from knowledge.parsing.man import ManWalker, man_header_strip, man_rejoin_words, man_title
 from knowledge.parsing.registry import ParseLimits, parser_register
 
 _HEADER_FIELD = re.compile(
@@ -59,6 +59,7 @@ def text_document(text: str, path: Path) -> ParsedDocument:
     if man is not None:
         meta["man_page"] = man.ref
         meta["man_section"] = man.section
+        man_rejoin_words(lines)
         walker = ManWalker(lines)
     else:
         walker = LineWalker(lines, config=bool(_CONFIG_NAME.search(path.name.lower())))

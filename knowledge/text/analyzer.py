@@ -32,8 +32,11 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # comment block stays in one chunk with the setting below it. 4: chunking splits and overlaps at the sentences
 # of knowledge.text.locate_sentences (the answering splitter), not at those of a splitter of its own. 5: stems
 # from PyStemmer's Snowball "porter" (Porter's 1980 algorithm, without the bli->ble and logi->log revisions of
-# the former hand-written stemmer: "possibly" -> "possibli", "topology" -> "topologi").
-ANALYZER_VERSION = 5
+# the former hand-written stemmer: "possibly" -> "possibli", "topology" -> "topologi"). 6: words a man page
+# (also one inside an HTML <pre>) or a wrapped text broke across lines are whole again ("con- tact",
+# "--keep- in-foreground"); neighbouring "a | b" table rows and lines in capitals ("SYNOPSIS") are sentences of
+# their own (they ran into each other and into the text below).
+ANALYZER_VERSION = 6
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.

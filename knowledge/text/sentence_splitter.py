@@ -102,6 +102,23 @@ def _words(text: str, begin: int, end: int) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in _WORD_RE.finditer(text, begin, end)]
 
 
+_CELL_SEPARATOR = " | "
+# a section heading in capitals ("SYNOPSIS", "EXIT STATUS"): the text below it does not go on with it
+_CAPS_HEADING_RE = re.compile(r"[A-Z][A-Z0-9]{3,}(?: [A-Z][A-Z0-9]+){0,4}")
+
+
+def _table_rows(lines: list[str]) -> set[int]:
+    """The lines that are rows of a table written as "cell | cell" (how parsed tables reach a chunk's text):
+    two or more neighbouring lines that separate cells alike. One line with a " | " among prose is not a row
+    ("ls /proc/<pid>/fd | wc -l")."""
+    cells = [line.count(_CELL_SEPARATOR) if line else -1 for line in lines]
+    rows: set[int] = set()
+    for k in range(len(lines) - 1):
+        if cells[k] > 0 and cells[k] == cells[k + 1]:
+            rows.update((k, k + 1))
+    return rows
+
+
 def _segments(text: str) -> list[_Segment]:
     """The text's segments, in order (see :func:`locate_sentences` for the rules)."""
     segments: list[_Segment] = []
@@ -114,7 +131,9 @@ def _segments(text: str) -> list[_Segment]:
         paragraph_start = 0
         previous = ""  # the line before, as written
         offset = block_start
-        for raw_line in text[block_start:block_end].splitlines(keepends=True):
+        raw_lines = text[block_start:block_end].splitlines(keepends=True)
+        rows = _table_rows([raw.strip() for raw in raw_lines])
+        for at, raw_line in enumerate(raw_lines):
             line_start, offset = offset, offset + len(raw_line)
             line = raw_line.splitlines()[0]
             stripped = line.strip()
@@ -131,9 +150,11 @@ def _segments(text: str) -> list[_Segment]:
             previous = line
             item = _LIST_ITEM_RE.match(line)
             is_rule = _RULE_RE.fullmatch(line) is not None
-            starts_segment = (
-                is_rule or heading or stripped.startswith("|") or (item and item.end() < len(line))
-            )
+            row = stripped.startswith("|") or at in rows
+            # a man page's "SYNOPSIS" stands alone, as a row does (a chunk holds a paragraph per line, so a
+            # line of nothing but capitals is a heading or a term, not a wrapped piece of a sentence)
+            row = row or _CAPS_HEADING_RE.fullmatch(stripped) is not None
+            starts_segment = is_rule or heading or row or (item and item.end() < len(line))
             if starts_segment and paragraph:
                 segments.append(_Segment(paragraph_start, paragraph_words))
                 paragraph, paragraph_words = [], []
@@ -143,7 +164,7 @@ def _segments(text: str) -> list[_Segment]:
                 segments.append(
                     _Segment(first, _words(text, line_start + heading.end(), line_start + len(line)))
                 )
-            elif stripped.startswith("|"):
+            elif row:
                 segments.append(_Segment(first, _words(text, line_start, line_start + len(line))))
             elif item and item.end() < len(line):
                 paragraph, paragraph_start = [line[item.end() :].strip()], first
@@ -214,9 +235,11 @@ def _segment_sentences(text: str, segment: _Segment) -> list[SentenceSpan]:
 def locate_sentences(text: str) -> list[SentenceSpan]:
     """Split technical text into sentences, each with its span in the text.
 
-    Blank lines, list items (``-``, ``*``, ``1.``, ``a)``), Markdown headings and table rows always start a
-    new sentence; wrapped lines inside a paragraph are joined, except a short line starting in lower case
-    right after a line that ended a sentence (the next term of a manual's option list: "listen-port port").
+    Blank lines, list items (``-``, ``*``, ``1.``, ``a)``), Markdown headings, table rows (``| a | b |``, or
+    neighbouring ``a | b`` lines with as many cells) and a line of one to five words in capitals (a man page's
+    ``SYNOPSIS``) always start a new sentence, and the last two end theirs; wrapped lines inside a
+    paragraph are joined, except a short line starting in lower case right after a line that ended a sentence
+    (the next term of a manual's option list: "listen-port port").
     A '#' comment line in lower case that goes on with the unfinished sentence of the '#' line above belongs to
     that sentence. Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word
     that does not start in lower case, except after abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an

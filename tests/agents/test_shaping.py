@@ -102,3 +102,19 @@ def test_a_sources_own_footnote_markers_are_not_shown_as_citations(template):  #
     # a bracketed index inside a word is no footnote
     kept = shape(Draft("concept_explanation", [("Set ifindex[0] to the uplink.", 0)]), EVIDENCE).text
     assert kept == "Set ifindex[0] to the uplink. [1]"
+
+
+@pytest.mark.parametrize("template", ["parameter_lookup", "comparison_decision"])
+def test_a_labelled_table_row_reads_as_label_and_value(template):  # type: ignore[no-untyped-def]
+    # a two-column "name | value" table row, as parsed, would show its cell separator to the reader
+    draft = Draft(
+        template,
+        [("Default: | KeepAliveTimeout 5", 0), ("Context: | server config, virtual host", 1)],
+    )
+    text = shape(draft, EVIDENCE).text
+    assert "Default: KeepAliveTimeout 5 [1]" in text and "Context: server config, virtual host [2]" in text
+    # a row of a table whose cells carry no label keeps its separators; so does a pipe inside a command
+    row = shape(Draft("parameter_lookup", [("retries | 3 | attempts before giving up", 0)]), EVIDENCE).text
+    assert row == "retries | 3 | attempts before giving up [1]"
+    piped = shape(Draft("parameter_lookup", [("Count them: ls /proc/1/fd | wc -l", 0)]), EVIDENCE).text
+    assert piped == "Count them: ls /proc/1/fd | wc -l [1]"

@@ -471,6 +471,54 @@ def test_sentences_headings_tables_and_rules() -> None:
     assert sentences(text) == ["Title", "Intro text.", "| a | b |", "| 1 | 2 |", "After."]
 
 
+def test_sentences_rows_of_a_parsed_table_are_sentences_of_their_own() -> None:
+    """A parsed table reaches a chunk's text as "cell | cell" lines: each row is a sentence, and the heading
+    above does not run into the first row; one " | " inside prose (a shell pipe) is not a row."""
+    text = (
+        "KeepAliveTimeout Directive\n"
+        "Description: | Seconds the server waits for a request\n"
+        "Syntax: | KeepAliveTimeout num\n"
+        "Default: | KeepAliveTimeout 5\n"
+        "The count of open files is shown by ls /proc/1/fd | wc -l on the host.\n"
+        "option | default | meaning\n"
+        "retries | 3 | attempts before giving up\n"
+        "After the table."
+    )
+    assert sentences(text) == [
+        "KeepAliveTimeout Directive",
+        "Description: | Seconds the server waits for a request",
+        "Syntax: | KeepAliveTimeout num",
+        "Default: | KeepAliveTimeout 5",
+        "The count of open files is shown by ls /proc/1/fd | wc -l on the host.",
+        "option | default | meaning",
+        "retries | 3 | attempts before giving up",
+        "After the table.",
+    ]
+
+
+def test_sentences_a_line_in_capitals_is_a_heading_of_its_own() -> None:
+    """A man page's section headings reach a chunk's text as lines of their own, unpunctuated, as does the
+    NAME line: "NAME ip - show routing SYNOPSIS ip [ OPTIONS ]" read as one sentence. A short acronym on a
+    wrapped line still belongs to its sentence."""
+    text = (
+        "NAME\n"
+        "ipdemo - show and change demo routes\n"
+        "SYNOPSIS\n"
+        "ipdemo [ OPTIONS ] route { add | del } PREFIX\n"
+        "EXIT STATUS\n"
+        "Zero on success. Packets go over\nUDP\nor TCP."
+    )
+    assert sentences(text) == [
+        "NAME",
+        "ipdemo - show and change demo routes",
+        "SYNOPSIS",
+        "ipdemo [ OPTIONS ] route { add | del } PREFIX",
+        "EXIT STATUS",
+        "Zero on success.",
+        "Packets go over UDP or TCP.",
+    ]
+
+
 def test_sentences_a_term_dash_description_line_is_a_new_entry() -> None:
     text = (
         "The RPDB may contain rules of the following types:\n"

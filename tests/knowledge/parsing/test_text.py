@@ -64,3 +64,22 @@ def test_config_comment_block_stays_with_the_setting_below_it(tmp_path):
         "# A second comment.\n# Still the second one.\n! rtcsync",
         "server ntp.example.org iburst",
     ]
+
+
+def test_a_line_wrapped_at_a_hyphen_keeps_the_compound_whole(tmp_path):
+    """fmt and editors wrap at the hyphens of compounds and option names; joined with a space they would read
+    "--keep- in-foreground", which neither a search for the option nor a reader recognises."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text(
+        "Debugging\n=========\n\n"
+        "To stop the daemon forking use --keep-\n"
+        "in-foreground. A single option takes a comma-\n"
+        "separated list. The mode is set -\n"
+        "once - at start. It ends with a hyphen-\n"
+        "Then a capital.\n"
+    )
+    text = by_text(parse_file(notes).blocks, "forking").text
+    assert text == (
+        "To stop the daemon forking use --keep-in-foreground. A single option takes a comma-separated list. "
+        "The mode is set - once - at start. It ends with a hyphen- Then a capital."
+    )
