@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from knowledge.text import ATTACHED_VALUE, analyze, identifiers, query_terms, sentences
+from knowledge.text import ATTACHED_VALUE, analyze, identifiers, is_caps_heading, query_terms, sentences
 from knowledge.text import passage_sentences as sentences_below_title
 
 if TYPE_CHECKING:
@@ -797,7 +797,13 @@ def compose_ranked(
                 shared = set(parts)
                 rest = [s for s in _passage(evidence[successor]) if s not in shared]
                 following = (rest[0], successor) if rest else None
-        if following and len(following[0].split()) <= 40 and WORD.search(following[0]):
+        # the sentence after the pick, unless it is the heading of the next section ("DESCRIPTION")
+        if (
+            following
+            and len(following[0].split()) <= 40
+            and WORD.search(following[0])
+            and not is_caps_heading(following[0])
+        ):
             add(*following, FOLLOWING_CLAIM + number)
         if number == protect:
             lead = len(chosen)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from agents.evidence import Draft, Evidence
 from athena.choices import Choice
+from knowledge.text import is_caps_heading
 
 # a short answer, about four sentences of a manual (ATHENA_ANSWER_MAX_WORDS). Validation EM by limit: 80 words
 # .398, 100 words .435, 120 words .454 (tests/benchmarks/README.md): containment rewards length, readers do not
@@ -62,6 +63,20 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
     if 0 <= index < len(evidence):
         sentence = _set_off_heading(sentence, evidence[index])
     return LABEL_CELL.sub(r"\1 ", _without_footnotes(sentence))
+
+
+def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) -> list[tuple[str, int]]:
+    """The kept sentences as shown, with their evidence index; a heading in capitals opens the sentence of its
+    passage that follows it ("SYNOPSIS: keepalived [-f FILE]") instead of standing as a sentence."""
+    shown: list[tuple[str, int]] = []
+    heading = ""
+    for at, (sentence, index) in enumerate(kept):
+        if is_caps_heading(sentence) and at + 1 < len(kept) and kept[at + 1][1] == index:
+            heading = f"{sentence.strip()}: "  # of two headings in a row, the one right above the text
+            continue
+        shown.append((heading + _shown(sentence, index, evidence), index))
+        heading = ""
+    return shown
 
 
 def _set_off_heading(sentence: str, item: Evidence) -> str:
@@ -123,8 +138,15 @@ def _capped(
 
 
 def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[str, int]]:
-    """The draft's sentences that fit the word budget (its first `lead` always), grouped by document."""
-    return _grouped(_capped(draft.sentences, set(draft.sentences[:lead]), draft.priority), evidence)
+    """The draft's sentences that fit the word budget (its first `lead` always), grouped by document; a
+    heading in capitals ("DESCRIPTION") that no sentence of its passage follows introduces nothing there and
+    is left out (unless the answer opens with it)."""
+    kept = _grouped(_capped(draft.sentences, set(draft.sentences[:lead]), draft.priority), evidence)
+    return [
+        pair
+        for at, pair in enumerate(kept)
+        if at == 0 or not is_caps_heading(pair[0]) or (at + 1 < len(kept) and kept[at + 1][1] == pair[1])
+    ]
 
 
 def shape(draft: Draft, evidence: Sequence[Evidence]) -> Shaped:
@@ -146,13 +168,13 @@ def _prose(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
     refs: dict[int, int] = {}
     parts = []
     named = {_source(kept[0][1], evidence)} if kept else set()
-    for sentence, index in kept:
+    for shown, index in _displayed(kept, evidence):
         ref = refs.setdefault(index, len(refs) + 1)
         label = ""
         if 0 <= index < len(evidence) and _source(index, evidence) not in named:
             named.add(_source(index, evidence))
             label = f"From {_title(index, evidence)}: "
-        parts.append(f"{label}{_shown(sentence, index, evidence)} [{ref}]")
+        parts.append(f"{label}{shown} [{ref}]")
     return Shaped(" ".join(parts), refs, tuple(kept))
 
 
@@ -174,10 +196,9 @@ def _bullets(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
     lines: list[str] = []
     current = None
     kept = _kept(draft, evidence, lead)
-    for sentence, index in kept:
+    for shown, index in _displayed(kept, evidence):
         ref = refs.setdefault(index, len(refs) + 1)
         source = _source(index, evidence)
-        shown = _shown(sentence, index, evidence)
         if source != current:
             name = _title(index, evidence) if 0 <= index < len(evidence) else ""
             lines.append(f"- {name}: {shown} [{ref}]")

@@ -19,7 +19,7 @@ from knowledge.text.analyzer import ANALYZER_VERSION, analyze, identifiers, quer
 from knowledge.text.distance import edit_distance
 from knowledge.text.identifier_lane import ATTACHED_VALUE, IDENTIFIER_PREFIX
 from knowledge.text.passages import passage_sentences, sentence_spans
-from knowledge.text.sentence_splitter import SentenceSpan, locate_sentences, sentences
+from knowledge.text.sentence_splitter import SentenceSpan, is_caps_heading, locate_sentences, sentences
 from knowledge.text.spelling import american
 from knowledge.text.stemmer import stem
 from knowledge.text.stopwords import STOPWORDS
@@ -34,6 +34,7 @@ __all__ = [
     "analyze",
     "edit_distance",
     "identifiers",
+    "is_caps_heading",
     "locate_sentences",
     "passage_sentences",
     "query_terms",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from knowledge.text.stopwords import word_set
 
-__all__ = ["SentenceSpan", "locate_sentences", "sentences"]
+__all__ = ["SentenceSpan", "is_caps_heading", "locate_sentences", "sentences"]
 
 _BLOCK_SPLIT_RE = re.compile(r"\n[ \t\r\f\v]*\n")
 # Bullets, "1." / "1)", and "(a)" / "a)" / "(iv)" items. A parenthesised word such as "(via)" is not an item.
@@ -107,6 +107,12 @@ _CELL_SEPARATOR = " | "
 _CAPS_HEADING_RE = re.compile(r"[A-Z][A-Z0-9]{3,}(?: [A-Z][A-Z0-9]+){0,4}")
 
 
+def is_caps_heading(line: str) -> bool:
+    """Is this line one to five words in capitals, as a man page's section headings are ("SYNOPSIS", "EXIT
+    STATUS")? Such a line is a sentence of its own."""
+    return _CAPS_HEADING_RE.fullmatch(line.strip()) is not None
+
+
 def _table_rows(lines: list[str]) -> set[int]:
     """The lines that are rows of a table written as "cell | cell" (how parsed tables reach a chunk's text):
     two or more neighbouring lines that separate cells alike. One line with a " | " among prose is not a row
@@ -153,7 +159,7 @@ def _segments(text: str) -> list[_Segment]:
             row = stripped.startswith("|") or at in rows
             # a man page's "SYNOPSIS" stands alone, as a row does (a chunk holds a paragraph per line, so a
             # line of nothing but capitals is a heading or a term, not a wrapped piece of a sentence)
-            row = row or _CAPS_HEADING_RE.fullmatch(stripped) is not None
+            row = row or is_caps_heading(stripped)
             starts_segment = is_rule or heading or row or (item and item.end() < len(line))
             if starts_segment and paragraph:
                 segments.append(_Segment(paragraph_start, paragraph_words))

@@ -118,3 +118,40 @@ def test_a_labelled_table_row_reads_as_label_and_value(template):  # type: ignor
     assert row == "retries | 3 | attempts before giving up [1]"
     piped = shape(Draft("parameter_lookup", [("Count them: ls /proc/1/fd | wc -l", 0)]), EVIDENCE).text
     assert piped == "Count them: ls /proc/1/fd | wc -l [1]"
+
+
+def test_a_heading_in_capitals_that_introduces_nothing_is_left_out():
+    # "DESCRIPTION" at the end of a document's part of the answer is a man page's heading and nothing more;
+    # "SIGHUP" before its definition is a term that the next sentence explains, and stays
+    draft = Draft(
+        "concept_explanation",
+        [
+            ("The daemon rereads its files on a signal.", 0),
+            ("SIGHUP", 0),
+            ("Reload the configuration.", 0),
+            ("postqueue [-v] -p", 1),
+            ("DESCRIPTION", 1),
+            ("OPTIONS", 0),  # followed by a sentence of another passage
+            ("The queue is scanned every 300s.", 2),
+        ],
+    )
+    text = shape(draft, EVIDENCE).text
+    assert "SIGHUP: Reload the configuration. [1]" in text
+    assert "DESCRIPTION" not in text and "OPTIONS" not in text and text.endswith("postqueue [-v] -p [3]")
+
+
+@pytest.mark.parametrize("template", ["concept_explanation", "comparison_decision"])
+def test_a_heading_in_capitals_opens_the_sentence_below_it(template):  # type: ignore[no-untyped-def]
+    draft = Draft(
+        template,
+        [
+            ("NAME", 0),
+            ("SYNOPSIS", 0),
+            ("demo [-f FILE] [-d]", 0),
+            ("SIGHUP", 1),
+            ("Reload the configuration.", 1),
+        ],
+    )
+    text = shape(draft, EVIDENCE).text
+    assert "SYNOPSIS: demo [-f FILE] [-d] [1]" in text and "NAME" not in text
+    assert "SIGHUP: Reload the configuration. [2]" in text
