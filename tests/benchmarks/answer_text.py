@@ -1,0 +1,75 @@
+#!/usr/bin/env python
+"""How answers read: counts of the text defects a reader trips over, over a predictions file of `devset.py eval`
+(or `manage.py evaluate`).
+
+    python tests/benchmarks/answer_text.py PRED.jsonl [--split train|validation|all] [--save F.json]
+                                          [--compare OLD.json]
+
+Counts, over the answered runs of the split: words broken across lines ("con- tact"; "pre- and post-" is
+written so and not counted), table cell separators shown (" | "), man page headings run into the text
+("SYNOPSIS keepalived"), headings standing alone as a sentence ("DESCRIPTION [3]"), and the answers' length
+in words (median, p95). Only figures are printed, never a question or an answer, so it may be run on the
+validation split too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+from pathlib import Path
+
+from common import DEVSET, percentile, results_save
+
+BROKEN_WORD = re.compile(r"[a-z]{2}- (?!(?:and|or|to|as well)\b)[a-z]{2,}")
+CELL_SEPARATOR = " | "
+RUN_IN_HEADING = re.compile(r"\b(?:NAME|SYNOPSIS|DESCRIPTION|OPTIONS|EXAMPLES|FILES|SEE ALSO) [a-z]")
+BARE_HEADING = re.compile(r"(?:^|\] )[A-Z][A-Z0-9]{3,}(?: [A-Z][A-Z0-9]+){0,4} \[\d+\]")
+
+
+def profile(predictions: Path, split: str) -> dict[str, float]:
+    questions = {}
+    for line in (DEVSET / "questions.jsonl").read_text().splitlines():
+        if line.strip():
+            question = json.loads(line)
+            questions[question["id"]] = question
+    answers = []
+    for line in predictions.read_text().splitlines():
+        if not line.strip():
+            continue
+        run = json.loads(line)
+        question = questions.get(run.get("id"))
+        if question is None or run.get("abstained") or not run.get("answer"):
+            continue
+        if split == "all" or question.get("split") == split:
+            answers.append(run["answer"])
+    words = [len(answer.split()) for answer in answers]
+    return {
+        "answered": len(answers),
+        "broken_words": sum(len(BROKEN_WORD.findall(a)) for a in answers),
+        "cell_separators": sum(a.count(CELL_SEPARATOR) for a in answers),
+        "run_in_headings": sum(len(RUN_IN_HEADING.findall(a)) for a in answers),
+        "bare_headings": sum(len(BARE_HEADING.findall(a)) for a in answers),
+        "median_words": statistics.median(words) if words else 0.0,
+        "p95_words": percentile([float(w) for w in words], 0.95) if words else 0.0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("predictions", type=Path)
+    parser.add_argument("--split", choices=("train", "validation", "all"), default="train")
+    parser.add_argument("--save", type=Path)
+    parser.add_argument("--compare", type=Path)
+    args = parser.parse_args()
+    figures = profile(args.predictions, args.split)
+    for name, value in figures.items():
+        print(f"{name:18s} {value:>8g}")
+    results_save(figures, args.save, args.compare)
+
+
+if __name__ == "__main__":
+    main()
