@@ -49,6 +49,9 @@ class Shaped:
 FOOTNOTE_MARKER = re.compile(r"\s+\[\d{1,3}\](?=[\s.,;:!?)]|$)|^\[\d{1,3}\]\s*")
 
 
+# tables reach a passage as "cell | cell" lines (knowledge.parsing)
+CELL_SEPARATOR = " | "
+SEPARATOR_CELL = re.compile(r"[-=:+ ]*")  # a rule row's cell ("---", ":--:") or an empty one
 # the row of a two-column "name: | value" table as parsed ("Default: | KeepAliveTimeout 5")
 LABEL_CELL = re.compile(r"^([^|]{1,60}:) \| (?=\S)")
 
@@ -59,10 +62,46 @@ def _without_footnotes(sentence: str) -> str:
 
 def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
     """A sentence as the answer shows it: its heading set off, the source's footnote markers left out, a
-    labelled table row read as "Default: KeepAliveTimeout 5"."""
+    labelled table row read as "Default: KeepAliveTimeout 5", a row of a table with a header row read with
+    its column names ("signal: 1; name: SIGHUP")."""
     if 0 <= index < len(evidence):
         sentence = _set_off_heading(sentence, evidence[index])
+        if CELL_SEPARATOR in sentence and not LABEL_CELL.match(sentence):
+            sentence = _with_column_names(sentence, evidence[index].text)
     return LABEL_CELL.sub(r"\1 ", _without_footnotes(sentence))
+
+
+def _cells(line: str) -> list[str]:
+    """A table line's cells, split as the parser joined them (" | ", also around an empty cell)."""
+    return [
+        " ".join(cell.split())
+        for cell in line.strip().removeprefix("| ").removesuffix(" |").split(CELL_SEPARATOR)
+    ]
+
+
+def _with_column_names(row: str, passage: str) -> str:
+    """The row with each cell named by its column, when the passage holds it in a table (neighbouring lines
+    with as many cells) whose first line names the columns; the row as it is otherwise."""
+    lines = passage.splitlines()
+    target = " ".join(row.split())
+    at = next((k for k, line in enumerate(lines) if " ".join(line.split()) == target), None)
+    if at is None:
+        return row
+    width = lines[at].count(CELL_SEPARATOR)
+    first = at
+    while first > 0 and lines[first - 1].count(CELL_SEPARATOR) == width:
+        first -= 1
+    header, cells = _cells(lines[first]), _cells(lines[at])
+    if first == at or len(header) != len(cells) or not all(0 < len(name) <= 40 for name in header):
+        return row
+    if any(SEPARATOR_CELL.fullmatch(name) or name.replace(".", "").isdigit() for name in header):
+        return row  # the table's first line is data or a rule, not column names
+    named = [
+        f"{name}: {cell}"
+        for name, cell in zip(header, cells, strict=True)
+        if cell and not SEPARATOR_CELL.fullmatch(cell)
+    ]
+    return "; ".join(named) or row
 
 
 def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) -> list[tuple[str, int]]:

@@ -155,3 +155,28 @@ def test_a_heading_in_capitals_opens_the_sentence_below_it(template):  # type: i
     text = shape(draft, EVIDENCE).text
     assert "SYNOPSIS: demo [-f FILE] [-d] [1]" in text and "NAME" not in text
     assert "SIGHUP: Reload the configuration. [2]" in text
+
+
+def test_a_table_row_reads_with_its_column_names():
+    # a parsed table reaches the passage as "cell | cell" lines; its first line names the columns
+    passage = (
+        "Signals\n"
+        "number | name | action\n"
+        "0 | --- | no signal is sent\n"
+        "1 | SIGHUP | reload the configuration\n"
+        "Then ls | wc -l counts them."
+    )
+    evidence = [Evidence(1, "ref/signals.md", "Signals", "Signals", passage, 1.0)]
+
+    def shown(sentence: str) -> str:
+        return shape(Draft("parameter_lookup", [(sentence, 0)]), evidence).text
+
+    assert shown("1 | SIGHUP | reload the configuration") == (
+        "number: 1; name: SIGHUP; action: reload the configuration [1]"
+    )
+    assert shown("0 | --- | no signal is sent") == "number: 0; action: no signal is sent [1]"  # no rule cell
+    assert shown("number | name | action") == "number | name | action [1]"  # the header row itself
+    assert shown("Then ls | wc -l counts them.") == "Then ls | wc -l counts them. [1]"  # no table
+    # a table whose first line is data names nothing
+    data = [Evidence(1, "ref/ports.md", "Ports", "Ports", "22 | ssh\n53 | dns", 1.0)]
+    assert shape(Draft("parameter_lookup", [("53 | dns", 0)]), data).text == "53 | dns [1]"
