@@ -79,40 +79,60 @@ def _cells(line: str) -> list[str]:
     ]
 
 
-def _with_column_names(row: str, passage: str) -> str:
-    """The row with each cell named by its column, when the passage holds it in a table (neighbouring lines
-    with as many cells) whose first line names the columns; the row as it is otherwise."""
+def _named_cells(row: str, passage: str) -> tuple[list[str], list[str]]:
+    """The row's column names and cells: the names from the first line of the table that holds the row in the
+    passage (neighbouring lines with as many cells), when that line names columns; no names otherwise (no
+    table, the row is that first line, or the first line is data or a rule)."""
     lines = passage.splitlines()
     target = " ".join(row.split())
     at = next((k for k, line in enumerate(lines) if " ".join(line.split()) == target), None)
     if at is None:
-        return row
+        return [], []
     width = lines[at].count(CELL_SEPARATOR)
     first = at
     while first > 0 and lines[first - 1].count(CELL_SEPARATOR) == width:
         first -= 1
     header, cells = _cells(lines[first]), _cells(lines[at])
     if first == at or len(header) != len(cells) or not all(0 < len(name) <= 40 for name in header):
-        return row
+        return [], cells
     if any(SEPARATOR_CELL.fullmatch(name) or name.replace(".", "").isdigit() for name in header):
-        return row  # the table's first line is data or a rule, not column names
+        return [], cells
+    return header, cells
+
+
+def _with_column_names(row: str, passage: str) -> str:
+    """The row with each cell named by its column (see `_named_cells`); the row as it is otherwise."""
+    header, cells = _named_cells(row, passage)
     named = [
         f"{name}: {cell}"
-        for name, cell in zip(header, cells, strict=True)
+        for name, cell in zip(header, cells, strict=False)
         if cell and not SEPARATOR_CELL.fullmatch(cell)
     ]
     return "; ".join(named) or row
 
 
+def _names_columns_of(sentence: str, row: str, passage: str) -> bool:
+    """Is `sentence` the header line whose column names `row` is shown with?"""
+    return CELL_SEPARATOR in row and _cells(sentence) == _named_cells(row, passage)[0]
+
+
 def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) -> list[tuple[str, int]]:
     """The kept sentences as shown, with their evidence index; a heading in capitals opens the sentence of its
-    passage that follows it ("SYNOPSIS: keepalived [-f FILE]") instead of standing as a sentence."""
+    passage that follows it ("SYNOPSIS: keepalived [-f FILE]") instead of standing as a sentence, and a table's
+    header line above one of its rows is left to name that row's cells."""
     shown: list[tuple[str, int]] = []
     heading = ""
     for at, (sentence, index) in enumerate(kept):
-        if is_caps_heading(sentence) and at + 1 < len(kept) and kept[at + 1][1] == index:
+        below = kept[at + 1][0] if at + 1 < len(kept) and kept[at + 1][1] == index else None
+        if below is not None and is_caps_heading(sentence):
             heading = f"{sentence.strip()}: "  # of two headings in a row, the one right above the text
             continue
+        if (
+            below is not None
+            and 0 <= index < len(evidence)
+            and _names_columns_of(sentence, below, evidence[index].text)
+        ):
+            continue  # a table's header line right above a row that is shown with its column names
         shown.append((heading + _shown(sentence, index, evidence), index))
         heading = ""
     return shown

@@ -180,3 +180,15 @@ def test_a_table_row_reads_with_its_column_names():
     # a table whose first line is data names nothing
     data = [Evidence(1, "ref/ports.md", "Ports", "Ports", "22 | ssh\n53 | dns", 1.0)]
     assert shape(Draft("parameter_lookup", [("53 | dns", 0)]), data).text == "53 | dns [1]"
+
+
+def test_a_header_line_above_its_row_is_left_to_name_the_cells():
+    passage = "Signals\nnumber | name | action\n1 | SIGHUP | reload the configuration\nAfter."
+    evidence = [Evidence(1, "ref/signals.md", "Signals", "Signals", passage, 1.0)]
+    draft = Draft(
+        "parameter_lookup", [("number | name | action", 0), ("1 | SIGHUP | reload the configuration", 0)]
+    )
+    assert shape(draft, evidence).text == "number: 1; name: SIGHUP; action: reload the configuration [1]"
+    # alone, the header line is shown as it is
+    alone = Draft("parameter_lookup", [("number | name | action", 0), ("After.", 0)])
+    assert shape(alone, evidence).text == "number | name | action [1] After. [1]"
