@@ -1,13 +1,16 @@
 """Answer shapers: how a verified draft reads, one shaper per answer template.
 
-A draft is a list of (verbatim evidence sentence, evidence index). Every shaper keeps each sentence verbatim
-with its [n] citation; what they decide is order, grouping and length:
+A draft is a list of (verbatim evidence sentence, evidence index). Every shaper keeps each sentence's words
+with its [n] citation (only how they are set off changes: a source's footnote markers left out, a table row's
+label, a heading before its sentence); what they decide is order, grouping and length:
 
 - the lead (the selected answer sentence and what it needs around it) comes first;
 - further sentences are grouped by document, and a document other than the lead's is named once, where its
   first sentence starts ("From <title>: ...");
 - a section heading that the sentence splitter left at the start of a sentence is set off with a colon
-  ("Rollback after commit: If a problem appears ...") instead of running into it;
+  ("Rollback after commit: If a problem appears ...") instead of running into it; a heading in capitals
+  that the splitter made a sentence opens the sentence under it ("SYNOPSIS: ...") or, introducing nothing
+  shown, is left out;
 - prose and comparisons stop at about MAX_WORDS words (whole sentences; the lead is always kept), spent on
   the selector's most probable sentences before the sentences that follow them (`Draft.priority`); a
   procedure is numbered steps; a comparison is one bullet per document.
@@ -19,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from agents.evidence import Draft, Evidence
+from agents.evidence import Draft, Evidence, passage_sentences
 from athena.choices import Choice
 from knowledge.text import is_caps_heading
 
@@ -41,7 +44,8 @@ class Template(str, Choice):
 class Shaped:
     text: str
     refs: dict[int, int]  # evidence index -> its [n] number, in order of first use
-    sentences: tuple[tuple[str, int], ...]  # the sentences kept, in the order shown
+    sentences: tuple[tuple[str, int], ...]  # the draft's sentences kept, in the order shown (a heading that
+    # opens the sentence under it counts as kept)
 
 
 # a source's own footnote marker ("... when breached [4]"): on the page "[n]" is a citation, so left in it would
@@ -49,9 +53,6 @@ class Shaped:
 FOOTNOTE_MARKER = re.compile(r"\s+\[\d{1,3}\](?=[\s.,;:!?)]|$)|^\[\d{1,3}\]\s*")
 
 
-# tables reach a passage as "cell | cell" lines (knowledge.parsing)
-CELL_SEPARATOR = " | "
-SEPARATOR_CELL = re.compile(r"[-=:+ ]*")  # a rule row's cell ("---", ":--:") or an empty one
 # the row of a two-column "name: | value" table as parsed ("Default: | KeepAliveTimeout 5")
 LABEL_CELL = re.compile(r"^([^|]{1,60}:) \| (?=\S)")
 
@@ -62,77 +63,25 @@ def _without_footnotes(sentence: str) -> str:
 
 def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
     """A sentence as the answer shows it: its heading set off, the source's footnote markers left out, a
-    labelled table row read as "Default: KeepAliveTimeout 5", a row of a table with a header row read with
-    its column names ("signal: 1; name: SIGHUP")."""
+    labelled table row read as "Default: KeepAliveTimeout 5"."""
     if 0 <= index < len(evidence):
         sentence = _set_off_heading(sentence, evidence[index])
-        if CELL_SEPARATOR in sentence and not LABEL_CELL.match(sentence):
-            sentence = _with_column_names(sentence, evidence[index].text)
     return LABEL_CELL.sub(r"\1 ", _without_footnotes(sentence))
 
 
-def _cells(line: str) -> list[str]:
-    """A table line's cells, split as the parser joined them (" | ", also around an empty cell)."""
-    return [
-        " ".join(cell.split())
-        for cell in line.strip().removeprefix("| ").removesuffix(" |").split(CELL_SEPARATOR)
-    ]
-
-
-def _named_cells(row: str, passage: str) -> tuple[list[str], list[str]]:
-    """The row's column names and cells: the names from the first line of the table that holds the row in the
-    passage (neighbouring lines with as many cells), when that line names columns; no names otherwise (no
-    table, the row is that first line, or the first line is data or a rule)."""
-    lines = passage.splitlines()
-    target = " ".join(row.split())
-    at = next((k for k, line in enumerate(lines) if " ".join(line.split()) == target), None)
-    if at is None:
-        return [], []
-    width = lines[at].count(CELL_SEPARATOR)
-    first = at
-    while first > 0 and lines[first - 1].count(CELL_SEPARATOR) == width:
-        first -= 1
-    header, cells = _cells(lines[first]), _cells(lines[at])
-    if first == at or len(header) != len(cells) or not all(0 < len(name) <= 40 for name in header):
-        return [], cells
-    if any(SEPARATOR_CELL.fullmatch(name) or name.replace(".", "").isdigit() for name in header):
-        return [], cells
-    return header, cells
-
-
-def _with_column_names(row: str, passage: str) -> str:
-    """The row with each cell named by its column (see `_named_cells`); the row as it is otherwise."""
-    header, cells = _named_cells(row, passage)
-    named = [
-        f"{name}: {cell}"
-        for name, cell in zip(header, cells, strict=False)
-        if cell and not SEPARATOR_CELL.fullmatch(cell)
-    ]
-    return "; ".join(named) or row
-
-
-def _names_columns_of(sentence: str, row: str, passage: str) -> bool:
-    """Is `sentence` the header line whose column names `row` is shown with?"""
-    return CELL_SEPARATOR in row and _cells(sentence) == _named_cells(row, passage)[0]
-
-
 def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) -> list[tuple[str, int]]:
-    """The kept sentences as shown, with their evidence index; a heading in capitals opens the sentence of its
-    passage that follows it ("SYNOPSIS: keepalived [-f FILE]") instead of standing as a sentence, and a table's
-    header line above one of its rows is left to name that row's cells."""
+    """The kept sentences as shown, with their evidence index; a heading in capitals opens the sentence right
+    under it in its passage ("SYNOPSIS: keepalived [-f FILE]") instead of standing as a sentence."""
     shown: list[tuple[str, int]] = []
     heading = ""
     for at, (sentence, index) in enumerate(kept):
-        below = kept[at + 1][0] if at + 1 < len(kept) and kept[at + 1][1] == index else None
-        if below is not None and is_caps_heading(sentence):
-            heading = f"{sentence.strip()}: "  # of two headings in a row, the one right above the text
-            continue
-        if (
-            below is not None
-            and 0 <= index < len(evidence)
-            and _names_columns_of(sentence, below, evidence[index].text)
-        ):
-            continue  # a table's header line right above a row that is shown with its column names
+        below = kept[at + 1] if at + 1 < len(kept) else None
+        if is_caps_heading(sentence) and below is not None and below[1] == index:
+            if _heads(sentence, below[0], evidence[index]):
+                heading = f"{sentence.strip()}: "
+                continue
+            if is_caps_heading(below[0]):
+                continue  # of two headings in a row, the one right above the text
         shown.append((heading + _shown(sentence, index, evidence), index))
         heading = ""
     return shown
@@ -198,14 +147,26 @@ def _capped(
 
 def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[str, int]]:
     """The draft's sentences that fit the word budget (its first `lead` always), grouped by document; a
-    heading in capitals ("DESCRIPTION") that no sentence of its passage follows introduces nothing there and
-    is left out (unless the answer opens with it)."""
+    heading in capitals ("DESCRIPTION") is kept only right above the sentence its passage has under it (it then
+    opens that sentence, see `_displayed`), or when the answer opens with it: elsewhere it introduces nothing."""
     kept = _grouped(_capped(draft.sentences, set(draft.sentences[:lead]), draft.priority), evidence)
-    return [
-        pair
-        for at, pair in enumerate(kept)
-        if at == 0 or not is_caps_heading(pair[0]) or (at + 1 < len(kept) and kept[at + 1][1] == pair[1])
-    ]
+    retained: list[tuple[str, int]] = []
+    for at in range(len(kept) - 1, -1, -1):
+        sentence, index = kept[at]
+        below = retained[-1] if retained else None
+        if (
+            at == 0
+            or not is_caps_heading(sentence)
+            or (below is not None and below[1] == index and _heads(sentence, below[0], evidence[index]))
+        ):
+            retained.append(kept[at])
+    return retained[::-1]
+
+
+def _heads(heading: str, sentence: str, item: Evidence) -> bool:
+    """Is `sentence` the one right under `heading` in the passage?"""
+    parts = passage_sentences(item)
+    return any(part == heading and after == sentence for part, after in zip(parts, parts[1:], strict=False))
 
 
 def shape(draft: Draft, evidence: Sequence[Evidence]) -> Shaped:

@@ -12,6 +12,7 @@ from agents.evidence import SentenceCheck
 from agents.shaping import shape
 from agents.steps.state import AnswerState
 from athena.principals import Principal
+from knowledge.text import is_caps_heading
 from retrieval.types import Hit
 
 FLAGGED_NOTE = "A cited passage contains text flagged as instructions to an AI; it was treated as data."
@@ -25,7 +26,9 @@ class Compose:
         assert state.draft is not None and state.attribution is not None
         shaped = shape(state.draft, state.evidence)
         checks_by_index: dict[int, SentenceCheck] = {}
-        for check in state.attribution.checks:
+        # a citation quotes the first sentence it backs; a heading in capitals ("SYNOPSIS") is no quote when
+        # a sentence follows
+        for check in sorted(state.attribution.checks, key=lambda check: is_caps_heading(check.sentence)):
             checks_by_index.setdefault(check.evidence_index, check)
         hit_by_chunk = {h.chunk_id: h for h in state.hits}
         citations: list[dict[str, Any]] = []

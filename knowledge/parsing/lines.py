@@ -25,6 +25,17 @@ _PROMPT = re.compile(r"^(?:\$ |# |\w[\w.-]*@[\w.-]+:\S*[$#] |[A-Za-z]:\\.*> |>>>
 _CODE_LINE = re.compile(r"(?:[{};\\]\s*$|^\s*(?:#|!|//|;)|^\s*[\w.-]+\s*=\s*\S*$|^\s*\}|^\s*<[^>]+>\s*$)")
 _DECORATION = re.compile(r"([#=*~_-])\1{9,}")
 _WRAPPED_AT_HYPHEN = re.compile(r"[^\W_]-$")
+# "pre- and post-processing": a hyphen left hanging for a word later in the sentence, not a wrapped compound
+_SUSPENDED_BEFORE = re.compile(r"(?:and|or|nor|to)\b")
+
+
+def wrapped_at_hyphen(line: str, following: str) -> bool:
+    """Did `line` wrap after a word's hyphen, the compound going on in `following`?"""
+    return (
+        _WRAPPED_AT_HYPHEN.search(line[-2:]) is not None
+        and following[:1].islower()
+        and _SUSPENDED_BEFORE.match(following) is None
+    )
 
 
 @dataclass(slots=True)
@@ -241,7 +252,7 @@ def _reflow(group: list[Line]) -> str:
     out = group[0].text
     for prev, line in zip(group, group[1:], strict=False):
         if line.indent == prev.indent or prev is not group[0]:
-            out += "" if _WRAPPED_AT_HYPHEN.search(out) and line.text[:1].islower() else " "
+            out += "" if wrapped_at_hyphen(prev.text, line.text) else " "
         else:
             out += "\n"
         out += line.text

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from knowledge.parsing.common import WHITESPACE, Block
-from knowledge.parsing.lines import Line, LineWalker
+from knowledge.parsing.lines import Line, LineWalker, wrapped_at_hyphen
 
 # "IP-ROUTE(8)   Linux   IP-ROUTE(8)"; the name may contain spaces ("Simple action in tc(8)")
 _MAN_HEADER = re.compile(r"^(?P<ref>\S[^()]*?\((?P<sec>[0-9][A-Za-z0-9]*)\))\s{2,}.*\s(?P=ref)\s*$")
@@ -56,7 +56,8 @@ def man_rejoin_words(lines: list[str]) -> None:
     page uses that word elsewhere more often than the hyphenated form, else the hyphenated form
     ("receive-only"): in both cases the word is whole again, for readers and for the index. The rest of the
     word moves up to the broken line; a continuation line that held nothing else keeps its place and takes the
-    whole word instead, so that no line becomes blank (blank lines end paragraphs).
+    whole word instead, so that no line becomes blank (blank lines end paragraphs). A word alone on both lines
+    is left to the paragraph's reflow, which keeps the hyphen; "pre- / and post-" is no break.
     """
     plain: Counter[str] = Counter()
     hyphenated: Counter[str] = Counter()
@@ -68,7 +69,7 @@ def man_rejoin_words(lines: list[str]) -> None:
                 hyphenated[word.lower()] += 1
     for k in range(len(lines) - 1):
         head, tail = _BROKEN_HEAD.search(lines[k]), _BROKEN_TAIL.match(lines[k + 1])
-        if head is None or tail is None or not tail.group(2)[:1].islower():
+        if head is None or tail is None or not wrapped_at_hyphen(lines[k], lines[k + 1].lstrip()):
             continue
         start, rest = head.group(1), tail.group(2)
         joined = start + rest

@@ -102,22 +102,24 @@ def _words(text: str, begin: int, end: int) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in _WORD_RE.finditer(text, begin, end)]
 
 
-_CELL_SEPARATOR = " | "
 # a section heading in capitals ("SYNOPSIS", "EXIT STATUS"): the text below it does not go on with it
-_CAPS_HEADING_RE = re.compile(r"[A-Z][A-Z0-9]{3,}(?: [A-Z][A-Z0-9]+){0,4}")
+_CAPS_HEADING_RE = re.compile(r"(?=(?:\S *){4})[A-Z][A-Z0-9]*(?: +[A-Z][A-Z0-9]*){0,4}")  # 4+ characters
+# a table cell separator: a bar between spaces, or at a line's edge ("foo | 1 | " keeps its empty last cell)
+_BAR_RE = re.compile(r"(?:^|(?<=\s))\|(?=\s|$)")
 
 
 def is_caps_heading(line: str) -> bool:
-    """Is this line one to five words in capitals, as a man page's section headings are ("SYNOPSIS", "EXIT
-    STATUS")? Such a line is a sentence of its own."""
+    """Is this line one to five words in capitals, four characters or more, as a man page's section headings
+    are ("SYNOPSIS", "SEE ALSO")? Such a line is a sentence of its own."""
     return _CAPS_HEADING_RE.fullmatch(line.strip()) is not None
 
 
 def _table_rows(lines: list[str]) -> set[int]:
     """The lines that are rows of a table written as "cell | cell" (how parsed tables reach a chunk's text):
-    two or more neighbouring lines that separate cells alike. One line with a " | " among prose is not a row
+    two or more neighbouring lines with as many cell separators (a bar between spaces or at the line's edge,
+    so that an empty first or last cell counts). One line with a " | " among prose is not a row
     ("ls /proc/<pid>/fd | wc -l")."""
-    cells = [line.count(_CELL_SEPARATOR) if line else -1 for line in lines]
+    cells = [len(_BAR_RE.findall(line)) if line else -1 for line in lines]
     rows: set[int] = set()
     for k in range(len(lines) - 1):
         if cells[k] > 0 and cells[k] == cells[k + 1]:

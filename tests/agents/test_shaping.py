@@ -120,9 +120,25 @@ def test_a_labelled_table_row_reads_as_label_and_value(template):  # type: ignor
     assert piped == "Count them: ls /proc/1/fd | wc -l [1]"
 
 
+MAN = [
+    Evidence(
+        1,
+        "man/demo.8.txt",
+        "demo - demonstration daemon",
+        "SIGNALS",
+        "The daemon rereads its files on a signal.\nSIGHUP\nReload the configuration.\nOPTIONS\n"
+        "-v is verbose.\nNAME\nSYNOPSIS\ndemo [-f FILE] [-d]",
+        1.0,
+    ),
+    Evidence(2, "man/postqueue.1.txt", "postqueue", "SYNOPSIS", "postqueue [-v] -p\nDESCRIPTION\nNAME", 0.9),
+    Evidence(3, "man/qmgr.8.txt", "qmgr", "", "The queue is scanned every 300s.", 0.8),
+]
+
+
 def test_a_heading_in_capitals_that_introduces_nothing_is_left_out():
-    # "DESCRIPTION" at the end of a document's part of the answer is a man page's heading and nothing more;
-    # "SIGHUP" before its definition is a term that the next sentence explains, and stays
+    # "DESCRIPTION" at the end of a document's part of the answer is a heading and nothing more; "OPTIONS" is
+    # followed by a sentence of its passage that is not the one under it; "SIGHUP" before its definition is a
+    # term that the next sentence explains, and opens it
     draft = Draft(
         "concept_explanation",
         [
@@ -131,64 +147,28 @@ def test_a_heading_in_capitals_that_introduces_nothing_is_left_out():
             ("Reload the configuration.", 0),
             ("postqueue [-v] -p", 1),
             ("DESCRIPTION", 1),
-            ("OPTIONS", 0),  # followed by a sentence of another passage
+            ("NAME", 1),  # two trailing headings: neither introduces anything
+            ("OPTIONS", 0),
+            ("demo [-f FILE] [-d]", 0),
             ("The queue is scanned every 300s.", 2),
         ],
     )
-    text = shape(draft, EVIDENCE).text
-    assert "SIGHUP: Reload the configuration. [1]" in text
-    assert "DESCRIPTION" not in text and "OPTIONS" not in text and text.endswith("postqueue [-v] -p [3]")
+    shaped = shape(draft, MAN)
+    assert "SIGHUP: Reload the configuration. [1]" in shaped.text
+    for heading in ("DESCRIPTION", "NAME", "OPTIONS"):
+        assert heading not in shaped.text, shaped.text
+    assert "[1] demo [-f FILE] [-d] [1] From postqueue: postqueue [-v] -p [2] From qmgr:" in shaped.text
+    assert ("SIGHUP", 0) in shaped.sentences and ("OPTIONS", 0) not in shaped.sentences
 
 
 @pytest.mark.parametrize("template", ["concept_explanation", "comparison_decision"])
 def test_a_heading_in_capitals_opens_the_sentence_below_it(template):  # type: ignore[no-untyped-def]
-    draft = Draft(
-        template,
-        [
-            ("NAME", 0),
-            ("SYNOPSIS", 0),
-            ("demo [-f FILE] [-d]", 0),
-            ("SIGHUP", 1),
-            ("Reload the configuration.", 1),
-        ],
+    draft = Draft(template, [("NAME", 0), ("SYNOPSIS", 0), ("demo [-f FILE] [-d]", 0), ("qmgr", 2)])
+    text = shape(draft, MAN).text
+    assert text.startswith(
+        ("SYNOPSIS: demo [-f FILE] [-d] [1]", "- demo - demonstration daemon: SYNOPSIS: demo")
     )
-    text = shape(draft, EVIDENCE).text
-    assert "SYNOPSIS: demo [-f FILE] [-d] [1]" in text and "NAME" not in text
-    assert "SIGHUP: Reload the configuration. [2]" in text
-
-
-def test_a_table_row_reads_with_its_column_names():
-    # a parsed table reaches the passage as "cell | cell" lines; its first line names the columns
-    passage = (
-        "Signals\n"
-        "number | name | action\n"
-        "0 | --- | no signal is sent\n"
-        "1 | SIGHUP | reload the configuration\n"
-        "Then ls | wc -l counts them."
-    )
-    evidence = [Evidence(1, "ref/signals.md", "Signals", "Signals", passage, 1.0)]
-
-    def shown(sentence: str) -> str:
-        return shape(Draft("parameter_lookup", [(sentence, 0)]), evidence).text
-
-    assert shown("1 | SIGHUP | reload the configuration") == (
-        "number: 1; name: SIGHUP; action: reload the configuration [1]"
-    )
-    assert shown("0 | --- | no signal is sent") == "number: 0; action: no signal is sent [1]"  # no rule cell
-    assert shown("number | name | action") == "number | name | action [1]"  # the header row itself
-    assert shown("Then ls | wc -l counts them.") == "Then ls | wc -l counts them. [1]"  # no table
-    # a table whose first line is data names nothing
-    data = [Evidence(1, "ref/ports.md", "Ports", "Ports", "22 | ssh\n53 | dns", 1.0)]
-    assert shape(Draft("parameter_lookup", [("53 | dns", 0)]), data).text == "53 | dns [1]"
-
-
-def test_a_header_line_above_its_row_is_left_to_name_the_cells():
-    passage = "Signals\nnumber | name | action\n1 | SIGHUP | reload the configuration\nAfter."
-    evidence = [Evidence(1, "ref/signals.md", "Signals", "Signals", passage, 1.0)]
-    draft = Draft(
-        "parameter_lookup", [("number | name | action", 0), ("1 | SIGHUP | reload the configuration", 0)]
-    )
-    assert shape(draft, evidence).text == "number: 1; name: SIGHUP; action: reload the configuration [1]"
-    # alone, the header line is shown as it is
-    alone = Draft("parameter_lookup", [("number | name | action", 0), ("After.", 0)])
-    assert shape(alone, evidence).text == "number | name | action [1] After. [1]"
+    assert "NAME" not in text
+    # an answer that opens with a heading nothing of its passage follows keeps it: it is all there is
+    alone = shape(Draft(template, [("DESCRIPTION", 1)]), MAN).text
+    assert "DESCRIPTION [1]" in alone

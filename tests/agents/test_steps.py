@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 from django.contrib.auth.models import User
 
+from agents.evidence import Attribution, SentenceCheck
 from agents.steps import ANSWERING, AnswerState, run_steps
 from agents.steps.clarify import Clarify
 from agents.steps.classify import Classify
@@ -147,3 +148,24 @@ def test_evidence_is_scored_with_the_sentence_vectors_stored_at_ingestion(twin_k
     embedded_run = EvaluateEvidence().run(state)
     assert windows  # the windows were embedded now
     assert embedded_run.candidates[0].text == stored_run.candidates[0].text
+
+
+def test_a_citation_quotes_a_sentence_not_the_heading_above_it(twin_kb):  # noqa: F811
+    state = _state()
+    for step in ANSWERING:
+        if step.name == "compose":
+            break
+        state = step.run(state)
+    assert state.draft is not None and state.attribution is not None
+    first = state.attribution.checks[0]
+    heading = SentenceCheck("SYNOPSIS", first.evidence_index, True, "SYNOPSIS", 1.0, ())
+    state = replace(
+        state,
+        draft=replace(state.draft, sentences=[("SYNOPSIS", first.evidence_index), *state.draft.sentences]),
+        attribution=Attribution(state.attribution.score, (heading, *state.attribution.checks)),
+    )
+    composed = Compose().run(state)
+    cited = next(
+        c for c in composed.citations if c["chunk_id"] == state.evidence[first.evidence_index].chunk_id
+    )
+    assert cited["quote"] == first.span and cited["quote"] != "SYNOPSIS"

@@ -482,6 +482,8 @@ def test_sentences_rows_of_a_parsed_table_are_sentences_of_their_own() -> None:
         "The count of open files is shown by ls /proc/1/fd | wc -l on the host.\n"
         "option | default | meaning\n"
         "retries | 3 | attempts before giving up\n"
+        "timeout | 30 | \n"  # an empty last cell, as the parser writes it
+        " | 5 | an empty first cell\n"
         "After the table."
     )
     assert sentences(text) == [
@@ -492,6 +494,8 @@ def test_sentences_rows_of_a_parsed_table_are_sentences_of_their_own() -> None:
         "The count of open files is shown by ls /proc/1/fd | wc -l on the host.",
         "option | default | meaning",
         "retries | 3 | attempts before giving up",
+        "timeout | 30 |",
+        "| 5 | an empty first cell",
         "After the table.",
     ]
 
@@ -506,7 +510,9 @@ def test_sentences_a_line_in_capitals_is_a_heading_of_its_own() -> None:
         "SYNOPSIS\n"
         "ipdemo [ OPTIONS ] route { add | del } PREFIX\n"
         "EXIT STATUS\n"
-        "Zero on success. Packets go over\nUDP\nor TCP."
+        "Zero on success. Packets go over\nUDP\nor TCP.\n"
+        "SEE ALSO\n"
+        "ip(8)"
     )
     assert sentences(text) == [
         "NAME",
@@ -516,6 +522,8 @@ def test_sentences_a_line_in_capitals_is_a_heading_of_its_own() -> None:
         "EXIT STATUS",
         "Zero on success.",
         "Packets go over UDP or TCP.",
+        "SEE ALSO",
+        "ip(8)",
     ]
 
 

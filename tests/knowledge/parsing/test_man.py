@@ -43,7 +43,8 @@ def test_words_broken_across_lines_are_whole_again():
         "       Then a capital. A lone word goes down to its tail",
         "       line: config-",
         "       uration",
-        "       only if the configuration word exists.",
+        "       only if the configuration word exists; pre-",
+        "       and post-processing stay apart.",
     ]
     man_rejoin_words(lines)
     assert lines == [
@@ -56,7 +57,8 @@ def test_words_broken_across_lines_are_whole_again():
         "       Then a capital. A lone word goes down to its tail",
         "       line:",
         "       configuration",
-        "       only if the configuration word exists.",
+        "       only if the configuration word exists; pre-",
+        "       and post-processing stay apart.",
     ]
 
 

@@ -76,10 +76,12 @@ def test_a_line_wrapped_at_a_hyphen_keeps_the_compound_whole(tmp_path):
         "in-foreground. A single option takes a comma-\n"
         "separated list. The mode is set -\n"
         "once - at start. It ends with a hyphen-\n"
-        "Then a capital.\n"
+        "Then a capital. Client-\n"
+        "and server-side checks differ.\n"
     )
     text = by_text(parse_file(notes).blocks, "forking").text
     assert text == (
         "To stop the daemon forking use --keep-in-foreground. A single option takes a comma-separated list. "
-        "The mode is set - once - at start. It ends with a hyphen- Then a capital."
+        "The mode is set - once - at start. It ends with a hyphen- Then a capital. Client- and server-side "
+        "checks differ."
     )
