@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from agents.evidence import Draft, Evidence, passage_sentences
 from athena.choices import Choice
-from knowledge.text import is_caps_heading
+from knowledge.text import is_caps_heading, is_table_rule, table_cells
 
 # a short answer, about four sentences of a manual (ATHENA_ANSWER_MAX_WORDS). Validation EM by limit: 80 words
 # .398, 100 words .435, 120 words .454 (tests/benchmarks/README.md): containment rewards length, readers do not
@@ -63,10 +63,45 @@ def _without_footnotes(sentence: str) -> str:
 
 def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
     """A sentence as the answer shows it: its heading set off, the source's footnote markers left out, a
-    labelled table row read as "Default: KeepAliveTimeout 5"."""
+    labelled table row read as "Default: KeepAliveTimeout 5", a row of a table with a header read with its
+    column names ("signal: 1; name: SIGHUP")."""
     if 0 <= index < len(evidence):
         sentence = _set_off_heading(sentence, evidence[index])
+        if " | " in sentence and not LABEL_CELL.match(sentence):
+            sentence = _with_column_names(sentence, evidence[index].text)
     return LABEL_CELL.sub(r"\1 ", _without_footnotes(sentence))
+
+
+def _column_names(row: str, passage: str) -> list[str]:
+    """The names of the row's columns: the line right above the rule line ("--- | ---") that the parser puts
+    under a table's header, when the row is a body row of that table in the passage; [] otherwise (a table
+    without a header row, or no table: a headerless table's first line is data, and two shell pipes in a row
+    are no table)."""
+    lines = passage.splitlines()
+    target = " ".join(row.split())
+    width = len(table_cells(row))
+    for at, line in enumerate(lines):
+        if " ".join(line.split()) != target:
+            continue
+        above = at - 1
+        while above > 0 and len(table_cells(lines[above])) == width and not is_table_rule(lines[above]):
+            above -= 1
+        if above > 0 and is_table_rule(lines[above]) and len(table_cells(lines[above - 1])) == width:
+            return table_cells(lines[above - 1])
+    return []
+
+
+def _with_column_names(row: str, passage: str) -> str:
+    """The row with each cell named by its column (see `_column_names`); the row as it is otherwise."""
+    names = _column_names(row, passage)
+    if not names:
+        return row
+    named = [
+        f"{name}: {cell}" if name else cell
+        for name, cell in zip(names, table_cells(row), strict=True)
+        if cell
+    ]
+    return "; ".join(named) or row
 
 
 def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) -> list[tuple[str, int]]:
@@ -82,6 +117,13 @@ def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) ->
                 continue
             if is_caps_heading(below[0]):
                 continue  # of two headings in a row, the one right above the text
+        if (
+            below is not None
+            and below[1] == index
+            and " | " in sentence
+            and table_cells(sentence) == _column_names(below[0], evidence[index].text)
+        ):
+            continue  # a table's header line right above a row shown with its column names
         shown.append((heading + _shown(sentence, index, evidence), index))
         heading = ""
     return shown

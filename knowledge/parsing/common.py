@@ -20,7 +20,8 @@ class Block:
     ``kind`` is one of :data:`BLOCK_KINDS`. ``section_path`` is the heading trail; for a ``title`` block it
     ends with the heading itself. ``level`` means: heading level (1 = top) for titles, nesting depth for
     list items, number of header rows (repeated when the table is split) for tables, None otherwise.
-    Table text is one row per line, cells joined with `` | ``.
+    Table text is one row per line, cells joined with `` | ``; a table's header rows end with a rule line
+    (``--- | ---``), counted in ``level``.
     """
 
     kind: str
@@ -81,6 +82,17 @@ WHITESPACE = re.compile(r"[ \t\f\v\u00a0\u2000-\u200b\u202f\u205f\u3000]+")
 _MAX_TERM_CHAIN = 4
 
 
+TABLE_RULE_CELL = "---"
+
+
+def _rule_under_header(text: str, header_rows: int) -> str:
+    """A table's text with a rule line ("--- | ---") under its header rows: the chunk text then says which
+    line names the columns (answers show a row's cells with those names), as a Markdown table does."""
+    rows = text.split("\n")
+    width = rows[header_rows - 1].count(" | ") + 1
+    return "\n".join([*rows[:header_rows], " | ".join([TABLE_RULE_CELL] * width), *rows[header_rows:]])
+
+
 def assemble_blocks(raws: Iterable[RawBlock]) -> list[Block]:
     """Attach heading trails; glue definition terms onto their definitions."""
     blocks: list[Block] = []
@@ -117,6 +129,10 @@ def assemble_blocks(raws: Iterable[RawBlock]) -> list[Block]:
                 flush_terms()
             terms.append(raw)
             continue
+        level = raw.level
+        if raw.kind == "table" and level and level < text.count("\n") + 1:
+            text = _rule_under_header(text, level)
+            level += 1
         page = raw.page
         if terms:
             if raw.kind in ("text", "list_item"):
@@ -125,7 +141,7 @@ def assemble_blocks(raws: Iterable[RawBlock]) -> list[Block]:
                 terms.clear()
             else:
                 flush_terms()
-        blocks.append(Block(raw.kind, text, path(), page, raw.level))
+        blocks.append(Block(raw.kind, text, path(), page, level))
     flush_terms()
     return blocks
 

@@ -19,7 +19,14 @@ from knowledge.text.analyzer import ANALYZER_VERSION, analyze, identifiers, quer
 from knowledge.text.distance import edit_distance
 from knowledge.text.identifier_lane import ATTACHED_VALUE, IDENTIFIER_PREFIX
 from knowledge.text.passages import passage_sentences, sentence_spans
-from knowledge.text.sentence_splitter import SentenceSpan, is_caps_heading, locate_sentences, sentences
+from knowledge.text.sentence_splitter import (
+    SentenceSpan,
+    is_caps_heading,
+    is_table_rule,
+    locate_sentences,
+    sentences,
+    table_cells,
+)
 from knowledge.text.spelling import american
 from knowledge.text.stemmer import stem
 from knowledge.text.stopwords import STOPWORDS
@@ -35,6 +42,7 @@ __all__ = [
     "edit_distance",
     "identifiers",
     "is_caps_heading",
+    "is_table_rule",
     "locate_sentences",
     "passage_sentences",
     "query_terms",
@@ -42,4 +50,5 @@ __all__ = [
     "sentences",
     "stem",
     "surface_words",
+    "table_cells",
 ]

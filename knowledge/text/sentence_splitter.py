@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from knowledge.text.stopwords import word_set
 
-__all__ = ["SentenceSpan", "is_caps_heading", "locate_sentences", "sentences"]
+__all__ = ["SentenceSpan", "is_caps_heading", "is_table_rule", "locate_sentences", "sentences", "table_cells"]
 
 _BLOCK_SPLIT_RE = re.compile(r"\n[ \t\r\f\v]*\n")
 # Bullets, "1." / "1)", and "(a)" / "a)" / "(iv)" items. A parenthesised word such as "(via)" is not an item.
@@ -106,12 +106,24 @@ def _words(text: str, begin: int, end: int) -> list[tuple[int, int]]:
 _CAPS_HEADING_RE = re.compile(r"(?=(?:\S *){4})[A-Z][A-Z0-9]*(?: +[A-Z][A-Z0-9]*){0,4}")  # 4+ characters
 # a table cell separator: a bar between spaces, or at a line's edge ("foo | 1 | " keeps its empty last cell)
 _BAR_RE = re.compile(r"(?:^|(?<=\s))\|(?=\s|$)")
+# the rule line under a table's header rows ("--- | ---", knowledge.parsing; Markdown's "|:---|---:|")
+_TABLE_RULE_RE = re.compile(r"\|? *:?-{3,}:? *(?:\| *:?-{3,}:? *)*\|?")
 
 
 def is_caps_heading(line: str) -> bool:
     """Is this line one to five words in capitals, four characters or more, as a man page's section headings
     are ("SYNOPSIS", "SEE ALSO")? Such a line is a sentence of its own."""
     return _CAPS_HEADING_RE.fullmatch(line.strip()) is not None
+
+
+def table_cells(line: str) -> list[str]:
+    """The cells of a table line as parsed tables are written ("a | b", an empty cell kept), stripped."""
+    return [cell.strip() for cell in _BAR_RE.split(line.strip())]
+
+
+def is_table_rule(line: str) -> bool:
+    """Is this the rule line under a table's header rows ("--- | ---")? It belongs to no sentence."""
+    return _TABLE_RULE_RE.fullmatch(line.strip()) is not None
 
 
 def _table_rows(lines: list[str]) -> set[int]:
@@ -157,7 +169,7 @@ def _segments(text: str) -> list[_Segment]:
                 continue
             previous = line
             item = _LIST_ITEM_RE.match(line)
-            is_rule = _RULE_RE.fullmatch(line) is not None
+            is_rule = _RULE_RE.fullmatch(line) is not None or is_table_rule(stripped)
             row = stripped.startswith("|") or at in rows
             # a man page's "SYNOPSIS" stands alone, as a row does (a chunk holds a paragraph per line, so a
             # line of nothing but capitals is a heading or a term, not a wrapped piece of a sentence)
@@ -252,7 +264,8 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     that sentence. Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word
     that does not start in lower case, except after abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an
     initial. Periods inside version numbers, IP addresses and file names (``2.6.14``, ``ip-route.8.txt``) are
-    never followed by whitespace, so they do not split. Rule lines (``---``) belong to no sentence.
+    never followed by whitespace, so they do not split. Rule lines (``---``, a table's ``--- | ---``) belong
+    to no sentence.
 
     Args:
         text: plain text, possibly with Markdown-style lists and headings.

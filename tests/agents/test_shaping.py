@@ -172,3 +172,39 @@ def test_a_heading_in_capitals_opens_the_sentence_below_it(template):  # type: i
     # an answer that opens with a heading nothing of its passage follows keeps it: it is all there is
     alone = shape(Draft(template, [("DESCRIPTION", 1)]), MAN).text
     assert "DESCRIPTION [1]" in alone
+
+
+def test_a_row_of_a_table_with_a_header_reads_with_its_column_names():
+    # the parser puts a rule line under a table's header rows; a row below it is shown with the names
+    passage = (
+        "Signals\n"
+        "signal | name | action\n"
+        "--- | --- | ---\n"
+        "1 | SIGHUP | reload the configuration\n"
+        "15 | SIGTERM | \n"
+        "Headerless:\n"
+        "ssh | secure remote shell\n"
+        "dns | name resolution\n"
+        "dmesg | tail\n"
+        "Description: | Seconds to wait\n"
+        "Syntax: | KeepAliveTimeout num"
+    )
+    evidence = [Evidence(1, "ref/signals.md", "Signals", "Signals", passage, 1.0)]
+
+    def shown(*sentences: str) -> str:
+        return shape(Draft("parameter_lookup", [(s, 0) for s in sentences]), evidence).text
+
+    assert shown("1 | SIGHUP | reload the configuration") == (
+        "signal: 1; name: SIGHUP; action: reload the configuration [1]"
+    )
+    assert shown("15 | SIGTERM |") == "signal: 15; name: SIGTERM [1]"  # an empty cell is left out
+    # the header line right above a row it names is not shown again; alone it is shown as it is
+    assert shown("signal | name | action", "1 | SIGHUP | reload the configuration").startswith("signal: 1;")
+    assert shown("signal | name | action") == "signal | name | action [1]"
+    # no header marked: a table's first line may be data, and two pipes in a row are no table
+    assert shown("dns | name resolution") == "dns | name resolution [1]"
+    assert shown("dmesg | tail") == "dmesg | tail [1]"
+    # a labelled row names itself, and the row above it is no header
+    assert shown("Description: | Seconds to wait", "Syntax: | KeepAliveTimeout num") == (
+        "Description: Seconds to wait [1] Syntax: KeepAliveTimeout num [1]"
+    )

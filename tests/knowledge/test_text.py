@@ -481,6 +481,7 @@ def test_sentences_rows_of_a_parsed_table_are_sentences_of_their_own() -> None:
         "Default: | KeepAliveTimeout 5\n"
         "The count of open files is shown by ls /proc/1/fd | wc -l on the host.\n"
         "option | default | meaning\n"
+        "--- | --- | ---\n"  # the rule line under a table's header: no sentence
         "retries | 3 | attempts before giving up\n"
         "timeout | 30 | \n"  # an empty last cell, as the parser writes it
         " | 5 | an empty first cell\n"

@@ -25,8 +25,8 @@ def test_docx_core_properties_headings_lists_table():
     ]
     assert [b.kind for b in doc.blocks if "ticket" in b.text or "bundle" in b.text] == ["list_item"] * 2
     table = next(b for b in doc.blocks if b.kind == "table")
-    assert table.text == "Port | Use\n1194 | OpenVPN UDP\n443 | TCP fallback"
-    assert table.level == 1 and table.section_path == ("VPN Onboarding Guide", "Ports")
+    assert table.text == "Port | Use\n--- | ---\n1194 | OpenVPN UDP\n443 | TCP fallback"
+    assert table.level == 2 and table.section_path == ("VPN Onboarding Guide", "Ports")
 
 
 @pytest.mark.parametrize(

@@ -43,9 +43,9 @@ def test_html_headings_lists_tables_definitions_code():
     assert (nested.kind, nested.level) == ("list_item", 2)
     assert by_text(doc.blocks, "Enable the service").text == "2. Enable the service."
     options = by_text(doc.blocks, "recursion | yes")
-    assert options.kind == "table" and options.level == 1
+    assert options.kind == "table" and options.level == 2  # the header row and the rule line under it
     assert options.section_path == ("Resolver Manual", "Options")
-    assert options.text == "option | default\nrecursion | yes\nlisten-on | any"
+    assert options.text == "option | default\n--- | ---\nrecursion | yes\nlisten-on | any"
     assert by_text(doc.blocks, "max-cache-size").text == "max-cache-size\nUpper bound of the cache in bytes."
     assert by_text(doc.blocks, "Restart after").text == "Note\nRestart after changes."
     code = by_text(doc.blocks, "recursion yes;")
