@@ -35,7 +35,8 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # the former hand-written stemmer: "possibly" -> "possibli", "topology" -> "topologi"). 6: words a man page
 # (also one inside an HTML <pre>) or a wrapped text broke across lines are whole again ("con- tact",
 # "--keep- in-foreground"); neighbouring "a | b" table rows and lines in capitals ("SYNOPSIS") are sentences of
-# their own (they ran into each other and into the text below).
+# their own (they ran into each other and into the text below); a table's header rows end with a "--- | ---"
+# rule line.
 ANALYZER_VERSION = 6
 
 
