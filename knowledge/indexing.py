@@ -18,7 +18,7 @@ from pgvector import Vector
 
 from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus
 from knowledge.postings import pack_postings
-from knowledge.text import ANALYZER_VERSION, passage_sentences, sentence_spans
+from knowledge.text import ANALYZER_VERSION, is_table_rule, passage_sentences, sentence_spans
 
 # One advisory lock serialises the statistics updates of concurrent ingests (df, N, total length), keeping
 # them exact without hot per-row triggers; it is held only for the final part of each transaction.
@@ -87,8 +87,11 @@ class StagedDocument:
 
 
 def embedding_text(title: str, section_path: str, text: str) -> str:
-    """What the embedder sees: the chunk with its document title and heading trail for context."""
+    """What the embedder sees: the chunk with its document title and heading trail for context. A table's
+    rule line ("--- | ---") says nothing: it is blanked, character for character, so that the chunk's sentence
+    spans still hold."""
     header = title if not section_path else f"{title} > {section_path}" if title else section_path
+    text = "\n".join(" " * len(line) if is_table_rule(line) else line for line in text.split("\n"))
     return f"{header}\n{text}" if header else text
 
 

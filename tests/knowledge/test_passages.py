@@ -64,3 +64,11 @@ def test_packed_sentence_vectors_round_trip_at_half_precision():
     assert span_vectors_unpack(b"", 8).means.shape == (0, 8)
     with pytest.raises(ValueError, match="not whole 8-d"):
         span_vectors_unpack(b"\x00" * 19, 8)
+
+
+def test_the_embedder_does_not_read_a_tables_rule_line() -> None:
+    table = "Intro.\nname | value\n--- | ---\nretries | 3"
+    text, spans = embedding_input("Doc", "", table)
+    assert "---" not in text and text.endswith("name | value\n" + " " * 9 + "\nretries | 3")
+    # the sentences' spans still point at the sentences
+    assert [text[a:b] for a, b in (span for span in spans if span)] == ["Intro.", "name | value", "retries | 3"]
