@@ -129,10 +129,10 @@ def assemble_blocks(raws: Iterable[RawBlock]) -> list[Block]:
                 flush_terms()
             terms.append(raw)
             continue
-        level = raw.level
-        if raw.kind == "table" and level and level < text.count("\n") + 1:
-            text = _rule_under_header(text, level)
-            level += 1
+        block_level = raw.level
+        if raw.kind == "table" and block_level and block_level < text.count("\n") + 1:
+            text = _rule_under_header(text, block_level)
+            block_level += 1
         page = raw.page
         if terms:
             if raw.kind in ("text", "list_item"):
@@ -141,7 +141,7 @@ def assemble_blocks(raws: Iterable[RawBlock]) -> list[Block]:
                 terms.clear()
             else:
                 flush_terms()
-        blocks.append(Block(raw.kind, text, path(), page, level))
+        blocks.append(Block(raw.kind, text, path(), page, block_level))
     flush_terms()
     return blocks
 

@@ -71,4 +71,8 @@ def test_the_embedder_does_not_read_a_tables_rule_line() -> None:
     text, spans = embedding_input("Doc", "", table)
     assert "---" not in text and text.endswith("name | value\n" + " " * 9 + "\nretries | 3")
     # the sentences' spans still point at the sentences
-    assert [text[a:b] for a, b in (span for span in spans if span)] == ["Intro.", "name | value", "retries | 3"]
+    assert [text[a:b] for a, b in (span for span in spans if span)] == [
+        "Intro.",
+        "name | value",
+        "retries | 3",
+    ]
