@@ -190,19 +190,37 @@ def _capped(
 def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[str, int]]:
     """The draft's sentences that fit the word budget (its first `lead` always), grouped by document; a
     heading in capitals ("DESCRIPTION") is kept only right above the sentence its passage has under it (it then
-    opens that sentence, see `_displayed`), or when the answer opens with it: elsewhere it introduces nothing."""
+    opens that sentence, see `_displayed`), and a table's header line only right above a row of its table (it
+    then names the row's cells), or when the answer opens with them: elsewhere they introduce nothing."""
     kept = _grouped(_capped(draft.sentences, set(draft.sentences[:lead]), draft.priority), evidence)
     retained: list[tuple[str, int]] = []
     for at in range(len(kept) - 1, -1, -1):
         sentence, index = kept[at]
-        below = retained[-1] if retained else None
-        if (
-            at == 0
-            or not is_caps_heading(sentence)
-            or (below is not None and below[1] == index and _heads(sentence, below[0], evidence[index]))
-        ):
+        below = retained[-1][0] if retained and retained[-1][1] == index else None
+        if at == 0:
+            retained.append(kept[at])
+        elif is_caps_heading(sentence):
+            if below is not None and _heads(sentence, below, evidence[index]):
+                retained.append(kept[at])
+        elif _is_table_header(sentence, evidence[index].text):
+            # a table's header line names the cells of a row under it (`_displayed`); alone it says nothing
+            if below is not None and table_cells(sentence) == _column_names(below, evidence[index].text):
+                retained.append(kept[at])
+        else:
             retained.append(kept[at])
     return retained[::-1]
+
+
+def _is_table_header(sentence: str, passage: str) -> bool:
+    """Is `sentence` a table's header line in the passage (the parser's rule line right under it)?"""
+    if " | " not in sentence:
+        return False
+    lines = passage.splitlines()
+    target = " ".join(sentence.split())
+    return any(
+        " ".join(line.split()) == target and is_table_rule(after)
+        for line, after in zip(lines, lines[1:], strict=False)
+    )
 
 
 def _heads(heading: str, sentence: str, item: Evidence) -> bool:

@@ -200,7 +200,8 @@ def test_a_row_of_a_table_with_a_header_reads_with_its_column_names():
     assert shown("15 | SIGTERM |") == "signal: 15; name: SIGTERM [1]"  # an empty cell is left out
     # the header line right above a row it names is not shown again; alone it is shown as it is
     assert shown("signal | name | action", "1 | SIGHUP | reload the configuration").startswith("signal: 1;")
-    assert shown("signal | name | action") == "signal | name | action [1]"
+    assert shown("signal | name | action") == "signal | name | action [1]"  # it opens the answer
+    assert shown("Headerless:", "signal | name | action") == "Headerless: [1]"  # it introduces nothing
     # no header marked: a table's first line may be data, and two pipes in a row are no table
     assert shown("dns | name resolution") == "dns | name resolution [1]"
     assert shown("dmesg | tail") == "dmesg | tail [1]"
