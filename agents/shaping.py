@@ -72,23 +72,31 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
     return LABEL_CELL.sub(r"\1 ", _without_footnotes(sentence))
 
 
+def _lines_holding(lines: Sequence[str], sentence: str) -> list[int]:
+    """Where in a passage's lines `sentence` stands as a whole line (whitespace aside)."""
+    target = " ".join(sentence.split())
+    return [at for at, line in enumerate(lines) if " ".join(line.split()) == target]
+
+
 def _column_names(row: str, passage: str) -> list[str]:
     """The names of the row's columns: the line right above the rule line ("--- | ---") that the parser puts
     under a table's header, when the row is a body row of that table in the passage; [] otherwise (a table
     without a header row, or no table: a headerless table's first line is data, and two shell pipes in a row
     are no table)."""
     lines = passage.splitlines()
-    target = " ".join(row.split())
     width = len(table_cells(row))
-    for at, line in enumerate(lines):
-        if " ".join(line.split()) != target:
-            continue
+    for at in _lines_holding(lines, row):
         above = at - 1
         while above > 0 and len(table_cells(lines[above])) == width and not is_table_rule(lines[above]):
             above -= 1
         if above > 0 and is_table_rule(lines[above]) and len(table_cells(lines[above - 1])) == width:
             return table_cells(lines[above - 1])
     return []
+
+
+def _names_cells_of(header: str, row: str, passage: str) -> bool:
+    """Is `header` the line whose column names `row` is shown with?"""
+    return " | " in header and table_cells(header) == _column_names(row, passage)
 
 
 def _with_column_names(row: str, passage: str) -> str:
@@ -120,8 +128,7 @@ def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) ->
         if (
             below is not None
             and below[1] == index
-            and " | " in sentence
-            and table_cells(sentence) == _column_names(below[0], evidence[index].text)
+            and _names_cells_of(sentence, below[0], evidence[index].text)
         ):
             continue  # a table's header line right above a row shown with its column names
         shown.append((heading + _shown(sentence, index, evidence), index))
@@ -204,7 +211,7 @@ def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[s
                 retained.append(kept[at])
         elif _is_table_header(sentence, evidence[index].text):
             # a table's header line names the cells of a row under it (`_displayed`); alone it says nothing
-            if below is not None and table_cells(sentence) == _column_names(below, evidence[index].text):
+            if below is not None and _names_cells_of(sentence, below, evidence[index].text):
                 retained.append(kept[at])
         else:
             retained.append(kept[at])
@@ -216,11 +223,7 @@ def _is_table_header(sentence: str, passage: str) -> bool:
     if " | " not in sentence:
         return False
     lines = passage.splitlines()
-    target = " ".join(sentence.split())
-    return any(
-        " ".join(line.split()) == target and is_table_rule(after)
-        for line, after in zip(lines, lines[1:], strict=False)
-    )
+    return any(at + 1 < len(lines) and is_table_rule(lines[at + 1]) for at in _lines_holding(lines, sentence))
 
 
 def _heads(heading: str, sentence: str, item: Evidence) -> bool:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
+from knowledge.text import table_cells
+
 BLOCK_KINDS = ("title", "text", "list_item", "table", "code")
 
 
@@ -89,7 +91,7 @@ def _rule_under_header(text: str, header_rows: int) -> str:
     """A table's text with a rule line ("--- | ---") under its header rows: the chunk text then says which
     line names the columns (answers show a row's cells with those names), as a Markdown table does."""
     rows = text.split("\n")
-    width = rows[header_rows - 1].count(" | ") + 1
+    width = len(table_cells(rows[header_rows - 1]))
     return "\n".join([*rows[:header_rows], " | ".join([TABLE_RULE_CELL] * width), *rows[header_rows:]])
 
 

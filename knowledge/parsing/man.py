@@ -41,9 +41,8 @@ def man_title(blocks: list[Block], header: ManHeader) -> str:
     return WHITESPACE.sub(" ", name_block.text.replace("\n", " ")) if name_block else header.ref
 
 
-_BROKEN_HEAD = re.compile(
-    r"(?<![^\W\d_])([^\W\d_]+)-$"
-)  # "rotat-", "--keep-": a line that ends inside a word
+# "rotat-", "--keep-": a line that ends inside a word
+_BROKEN_HEAD = re.compile(r"(?<![^\W\d_])([^\W\d_]+)-$")
 _BROKEN_TAIL = re.compile(r"^(\s*)([^\W\d_]+)(\S*)\s*")  # the next line's first word, in lower case
 _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 

@@ -21,6 +21,7 @@ import statistics
 from pathlib import Path
 
 from common import DEVSET, percentile, results_save
+from devset import load_questions
 
 BROKEN_WORD = re.compile(r"[a-z]{2}- (?!(?:and|or|to|as well)\b)[a-z]{2,}")
 CELL_SEPARATOR = " | "
@@ -29,20 +30,13 @@ BARE_HEADING = re.compile(r"(?:^|\] )[A-Z][A-Z0-9]{3,}(?: [A-Z][A-Z0-9]+){0,4} \
 
 
 def profile(predictions: Path, split: str) -> dict[str, float]:
-    questions = {}
-    for line in (DEVSET / "questions.jsonl").read_text().splitlines():
-        if line.strip():
-            question = json.loads(line)
-            questions[question["id"]] = question
+    asked = {question["id"] for question in load_questions(DEVSET / "questions.jsonl", split)}
     answers = []
     for line in predictions.read_text().splitlines():
         if not line.strip():
             continue
         run = json.loads(line)
-        question = questions.get(run.get("id"))
-        if question is None or run.get("abstained") or not run.get("answer"):
-            continue
-        if split == "all" or question.get("split") == split:
+        if run.get("id") in asked and not run.get("abstained") and run.get("answer"):
             answers.append(run["answer"])
     words = [len(answer.split()) for answer in answers]
     return {
