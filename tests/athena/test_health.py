@@ -33,6 +33,10 @@ def test_health_reports_every_component_healthy(celery_worker_process):
     assert body["status"] == "ok"
     assert set(body["components"]) == {"database", "pgvector", "redis", "worker"}
     assert body["components"]["pgvector"]["detail"].startswith("pgvector 0.")
+    worker = body["components"]["worker"]
+    assert worker["detail"].startswith("answered first: ")
+    # the check returns at the first reply; a broadcast that waits out its 1 s timeout cannot be under it
+    assert worker["ms"] < 1000, worker
 
 
 def test_health_names_redis_when_it_is_down():
