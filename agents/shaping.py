@@ -138,12 +138,15 @@ def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) ->
 
 def _set_off_heading(sentence: str, item: Evidence) -> str:
     """ "Rollback after commit If a problem appears" -> "Rollback after commit: If a problem appears" when the
-    passage's own section heading opens the sentence without punctuation."""
+    passage's own section heading opens the sentence without punctuation: before a capital, or before anything
+    (a command: "Creating the monitor: tmsh create ...") where the heading is a line of its own in the passage."""
     heading = item.section.rpartition(" > ")[2].strip()
     if not heading or len(heading.split()) > MAX_HEADING_WORDS or heading[-1:] in ".:;?!":
         return sentence
     rest = sentence[len(heading) :]
-    if sentence.startswith(heading) and rest.startswith(" ") and rest.strip()[:1].isupper():
+    if not (sentence.startswith(heading) and rest.startswith(" ") and rest.strip()):
+        return sentence
+    if rest.strip()[:1].isupper() or heading in (line.strip() for line in item.text.splitlines()):
         return f"{heading}:{rest}"
     return sentence
 

@@ -45,6 +45,32 @@ def test_a_heading_left_at_the_start_of_a_sentence_is_set_off_with_a_colon():
     )
 
 
+def test_a_heading_on_its_own_line_is_set_off_before_a_command_too():
+    passage = "Creating the monitor\ntmsh create ltm monitor http web interval 5 timeout 16\nThen attach it."
+    evidence = [Evidence(1, "configs/lb.md", "Load balancer monitors", "Creating the monitor", passage, 1.0)]
+    draft = Draft(
+        "procedure_sop", [("Creating the monitor tmsh create ltm monitor http web interval 5 timeout 16", 0)]
+    )
+    assert (
+        shape(draft, evidence).text
+        == "Creating the monitor: tmsh create ltm monitor http web interval 5 timeout 16 [1]"
+    )
+    # a heading that runs on in its own line's text is not a heading line: left as written
+    inline = [
+        Evidence(
+            1,
+            "configs/lb.md",
+            "Load balancer monitors",
+            "Creating",
+            "Creating the monitor takes one line.",
+            1.0,
+        )
+    ]
+    assert shape(Draft("procedure_sop", [("Creating the monitor takes one line.", 0)]), inline).text == (
+        "Creating the monitor takes one line. [1]"
+    )
+
+
 def test_prose_stops_at_the_word_budget_but_keeps_the_whole_lead(settings):  # type: ignore[no-untyped-def]
     settings.ATHENA_ANSWER_MAX_WORDS = 80
     long = " ".join(["word"] * 30) + "."
