@@ -447,6 +447,21 @@ def _list_goes_on(text: str, following: str) -> list[str]:
 CLOSE_TO_BEST = 0.8
 
 
+def _steps_in_bulk(ranked: Sequence[ScoredSentence], evidence: Sequence[Evidence]) -> list[ScoredSentence]:
+    """The most probable step of the list (in the best sentence's document) whose steps are together at least
+    as probable as the best sentence: the answer is probably somewhere in that procedure, although each of its
+    steps alone ranks below a sentence of the introduction ("Only one router is upgraded per window")."""
+    best = ranked[0]
+    source = evidence[best.evidence_index].source
+    bulk: dict[int, list[ScoredSentence]] = {}
+    for candidate in ranked:
+        item = evidence[candidate.evidence_index]
+        if item.source == source and any(candidate.text in step for step in _steps(item.text)):
+            bulk.setdefault(candidate.evidence_index, []).append(candidate)
+    lists = sorted(bulk.values(), key=lambda steps: -sum(s.score for s in steps))
+    return lists[0][:1] if lists and sum(s.score for s in lists[0]) >= best.score else []
+
+
 def compose_extractive(
     template: str,
     question: str,
@@ -465,7 +480,8 @@ def compose_extractive(
     next chunk, when retrieval brought it too): reading on after a sentence goes on across the chunk boundary.
     `close_to_best`: for a procedure, the share of the best sentence's score one of the next two must reach for
     its list of steps to make the answer (0 when `ranked` is the trained selector's order: its probabilities
-    are not on the hand-made score's scale, and its top three are all plausible answers).
+    are not on the hand-made score's scale, and its top three are all plausible answers; its probabilities
+    then also add up over a list's steps, see `_steps_in_bulk`).
     """
     if not ranked:
         return Draft(template, [])
@@ -477,7 +493,8 @@ def compose_extractive(
         # answered by the procedure even when a line above it ("The approved target release is ...") matches
         # the question a little better. Only the best sentence's document: another document's list (a policy
         # whose step mentions the same device) must not replace the answer the best sentence gives
-        for pick in ranked[:3]:
+        bulk = _steps_in_bulk(ranked, evidence) if close_to_best == 0.0 else []
+        for pick in [*bulk, *ranked[:3]]:
             if pick.score < best.score * close_to_best:
                 break
             if evidence[pick.evidence_index].source != evidence[best.evidence_index].source:

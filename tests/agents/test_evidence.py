@@ -161,6 +161,54 @@ def test_procedure_takes_a_list_from_the_best_sentences_document_only():
     assert draft.preface == "Steps:" and step.text in _answer(draft)
 
 
+def test_procedure_whose_steps_together_outweigh_the_best_sentence_is_the_answer():
+    """Each step of a procedure can rank below sentences of the introduction while the steps together are the
+    likelier answer: with the selector's probabilities, a list whose steps add up to the best sentence's
+    probability makes the answer its steps; a list that adds up to less does not."""
+    intro = "Only one router is upgraded per window. The approved release is 17.9."
+    procedure = (
+        "Procedure\n1. Drain the router.\n2. Add the package with install add.\n"
+        "3. Activate it with a rollback timer.\n4. Commit it, or it rolls back by itself."
+    )
+    evidence = [
+        Evidence(1, "sop.md", "SOP", "SOP", intro, 1.0),
+        Evidence(2, "sop.md", "SOP", "SOP > Procedure", procedure, 0.8),
+        Evidence(3, "other.md", "Other", "Other", procedure.replace("router", "switch"), 0.7),
+    ]
+
+    def ranked(*step_scores: float, index: int = 1) -> list[ScoredSentence]:
+        picks = [
+            ScoredSentence("Only one router is upgraded per window.", 0, 0.3, 1.0, 0.0, 0),
+            ScoredSentence("The approved release is 17.9.", 0, 0.25, 1.0, 0.0, 1),
+            ScoredSentence("Procedure", 1, 0.2, 1.0, 0.0, 0),
+        ]
+        steps = [
+            "Commit it, or it rolls back by itself.",
+            "Drain the router.",
+            "Add the package with install add.",
+        ]
+        texts = [t.replace("router", "switch") if index == 2 else t for t in steps]
+        picks += [ScoredSentence(t, index, p, 1.0, 0.0, 1) for t, p in zip(texts, step_scores, strict=False)]
+        return picks
+
+    question = "how do I upgrade the router so that it rolls back by itself"
+    draft = compose_extractive(
+        "procedure_sop", question, ranked(0.15, 0.1, 0.08), evidence, close_to_best=0.0
+    )
+    assert draft.preface == "Steps:" and _answer(draft)[0] == "Drain the router."
+    assert len(_answer(draft)) == 4
+    fewer = compose_extractive("procedure_sop", question, ranked(0.15, 0.1), evidence, close_to_best=0.0)
+    assert fewer.preface != "Steps:" and _answer(fewer)[0] == "Only one router is upgraded per window."
+    # another document's list never outweighs the best sentence's own document
+    other = compose_extractive(
+        "procedure_sop", question, ranked(0.15, 0.1, 0.08, index=2), evidence, close_to_best=0.0
+    )
+    assert other.preface != "Steps:"
+    # hand-made scores (close_to_best > 0) are not probabilities: they are not added up
+    hand = compose_extractive("procedure_sop", question, ranked(0.15, 0.1, 0.08), evidence)
+    assert hand.preface != "Steps:"
+
+
 def test_a_sentence_with_a_changed_number_is_not_supported():
     source = "The default keepalive interval is 60 seconds and the hold time is 180 seconds."
     assert verify_sentence("The default keepalive interval is 60 seconds.", source).supported
