@@ -400,3 +400,36 @@ def test_a_waiting_question_shows_its_place_in_the_queue(
     finally:
         stop.set()
         beating.join(5)
+
+
+def test_a_table_in_a_cited_passage_reads_as_a_table(
+    browser, web_server, sample_site, celery_worker_process, shot
+) -> None:  # type: ignore[no-untyped-def]
+    """A parsed table reaches its passage as "cell | cell" lines under a "--- | ---" header rule: the passage
+    tab shows it as a table with its header, the quoted row marked, and no rule line."""
+    from agents.models import Answer
+
+    driver, base = browser, web_server
+    _clear_throttle("alice")
+    login(driver, base, "alice")
+    wait(driver, _present("#question"))
+    turn = _ask(driver, "What timeout does the nw_http_healthz monitor use?", answers_before=0)
+    citations = Answer.objects.filter(user__username="alice").latest("id").response["citations"]
+    shown_tables = 0
+    for citation in citations:
+        turn.find_element("css selector", f"a.cite[data-ref='{citation['ref']}']").click()
+        wait(driver, lambda d, c=citation: f"[{c['ref']}] " in _one(d, "#panel-passage").text)
+        panel = _one(driver, "#panel-passage")
+        assert "--- |" not in panel.text, panel.text
+        tables = panel.find_elements("css selector", ".passage-table")
+        if not tables:
+            continue
+        shown_tables += 1
+        header = [th.text for th in tables[0].find_elements("css selector", "thead th")]
+        assert header == ["Setting", "Value", "Reason"], header
+        assert "16 seconds" in [td.text for td in tables[0].find_elements("css selector", "tbody td")]
+        if " | " in citation["quote"]:  # the quoted sentence is a row: that row is marked
+            marked = tables[0].find_elements("css selector", "tbody tr.quote")
+            assert len(marked) == 1 and marked[0].text.split()[0] in citation["quote"], citation["quote"]
+        shot(f"table-passage-{citation['ref']}")
+    assert shown_tables, [c["document"] for c in citations]

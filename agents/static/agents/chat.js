@@ -442,6 +442,61 @@
     });
   });
 
+  // A parsed table reaches a passage as lines of "cell | cell" (a bar between spaces or at a line's edge
+  // separates cells), its header rows closed by a rule line "--- | ---". Neighbouring lines with as many cells
+  // are shown as a table when a rule line marks their header, or when every row starts with a label
+  // ("Default: | 5"); other lines with bars (a shell pipeline) stay text.
+  var BAR = /(?:^|\s)\|(?=\s|$)/g;
+  var RULE = /^\|? *:?-{3,}:? *(?:\| *:?-{3,}:? *)*\|?$/;
+
+  function cellsOf(line) {
+    return line.trim().split(/(?:^|\s)\|(?=\s|$)/).map(function (c) { return c.trim(); });
+  }
+
+  // the passage as blocks: {table: false, start, end} or {table: true, rows: [{start, end, cells, header}]}
+  function passageBlocks(text) {
+    var lines = [];
+    var at = 0;
+    text.split("\n").forEach(function (line) {
+      lines.push({ start: at, end: at + line.length, text: line, bars: (line.match(BAR) || []).length });
+      at += line.length + 1;
+    });
+    var blocks = [];
+    var k = 0;
+    while (k < lines.length) {
+      var j = k;
+      while (lines[k].bars > 0 && j + 1 < lines.length && lines[j + 1].bars === lines[k].bars) { j += 1; }
+      var group = lines.slice(k, j + 1);
+      var ruled = group.some(function (l) { return RULE.test(l.text.trim()); });
+      var labelled = group.every(function (l) { return /:$/.test(cellsOf(l.text)[0]); });
+      if (group.length > 1 && (ruled || labelled)) {
+        var rule = group.findIndex(function (l) { return RULE.test(l.text.trim()); });
+        var rows = [];
+        group.forEach(function (l, n) {
+          if (n !== rule) { rows.push({ start: l.start, end: l.end, cells: cellsOf(l.text), header: n < rule }); }
+        });
+        blocks.push({ table: true, rows: rows });
+      } else {
+        group.forEach(function (l) {
+          var last = blocks[blocks.length - 1];
+          if (last && !last.table) { last.end = l.end; } else { blocks.push({ table: false, start: l.start, end: l.end }); }
+        });
+      }
+      k = j + 1;
+    }
+    return blocks;
+  }
+
+  // text[start, end) with the part inside [from, to) marked
+  function appendMarked(node, text, start, end, from, to) {
+    var a = Math.max(start, from);
+    var b = Math.min(end, to);
+    if (a >= b) { node.appendChild(document.createTextNode(text.slice(start, end))); return; }
+    node.appendChild(document.createTextNode(text.slice(start, a)));
+    node.appendChild(el("mark", { className: "quote", text: text.slice(a, b) }));
+    node.appendChild(document.createTextNode(text.slice(b, end)));
+  }
+
   function highlighted(text, quote) {
     var box = el("div", { className: "passage-text" });
     var index = quote ? text.indexOf(quote) : -1;
@@ -454,14 +509,31 @@
       var found = words.length ? new RegExp(words.join("[\\s`*_]+"), "i").exec(text) : null;
       if (found) { index = found.index; length = found[0].length; }
     }
-    if (index < 0) {
-      box.appendChild(document.createTextNode(text));
-      if (quote) { box.appendChild(el("p", {}, [el("strong", { text: "Quoted: " }), el("mark", { text: quote })])); }
-      return box;
-    }
-    box.appendChild(document.createTextNode(text.slice(0, index)));
-    box.appendChild(el("mark", { className: "quote", text: text.slice(index, index + length) }));
-    box.appendChild(document.createTextNode(text.slice(index + length)));
+    var from = index < 0 ? -1 : index;
+    var to = index < 0 ? -1 : index + length;
+    passageBlocks(text).forEach(function (block, n, blocks) {
+      if (!block.table) {
+        // the line break after a text block that a table follows is the table's own edge
+        var end = n + 1 < blocks.length && text.charAt(block.end) === "\n" ? block.end : block.end + 1;
+        appendMarked(box, text, block.start, Math.min(end, text.length), from, to);
+        return;
+      }
+      var table = el("table", { className: "passage-table" });
+      var body = el("tbody");
+      block.rows.forEach(function (row) {
+        var quoted = from < row.end && to > row.start;
+        var tr = el("tr", quoted ? { className: "quote" } : {});
+        row.cells.forEach(function (cell) {
+          var td = row.header ? el("th", { scope: "col" }) : el("td");
+          if (quoted) { td.appendChild(el("mark", { className: "quote", text: cell })); } else { td.textContent = cell; }
+          tr.appendChild(td);
+        });
+        (row.header ? (table.tHead || table.createTHead()) : body).appendChild(tr);
+      });
+      table.appendChild(body);
+      box.appendChild(table);
+    });
+    if (index < 0 && quote) { box.appendChild(el("p", {}, [el("strong", { text: "Quoted: " }), el("mark", { text: quote })])); }
     return box;
   }
 
