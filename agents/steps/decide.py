@@ -21,7 +21,7 @@ from agents.answerer import (
 from agents.evidence import EXPECTS_NUMBER, HAS_NUMBER, NUMBER, Evidence, ScoredSentence
 from agents.steps.evaluate import evaluate_pool
 from agents.steps.retrieve import merge_results
-from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, ablated
+from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, QuestionTerms, ablated
 from knowledge.text import analyze, identifiers, surface_words
 from retrieval.metrics import contains
 from retrieval.types import SearchConfig
@@ -30,6 +30,18 @@ from retrieval.types import SearchConfig
 # the question's idf-weighted terms and be close in meaning
 MIN_COVERAGE = 0.20
 MIN_SENTENCE_SCORE = 0.35
+
+
+# an abstention names at most this many of the words it searched for
+SEARCHED_SHOWN = 8
+
+
+def searched_terms(terms: QuestionTerms) -> list[str]:
+    """The question's most distinctive search terms (highest idf; a term no chunk holds first), at most
+    SEARCHED_SHOWN, in the question's order: what an abstention says it searched for, without "after", "up"
+    or "long" taking the places of the words that mattered."""
+    rarest = set(sorted(terms.search, key=lambda term: -terms.idf.get(term, math.inf))[:SEARCHED_SHOWN])
+    return [term for term in terms.search if term in rarest]
 
 
 @dataclass(frozen=True)
@@ -50,7 +62,7 @@ class Decide:
                 ok, selection = True, state.selection
         if not ok:
             # the question's own words, not the analyser's stems ("configure", not "configur")
-            searched = ", ".join(surface_words(state.rewritten, terms.search)[:8])
+            searched = ", ".join(surface_words(state.rewritten, searched_terms(terms)))
             return state.abstained(
                 f"{ABSTAIN_MESSAGE} I searched the documents you can access for: {searched}."
             )

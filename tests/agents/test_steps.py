@@ -82,6 +82,21 @@ def test_the_decision_abstains_and_says_what_it_searched_when_the_documents_do_n
     assert "minutes" in decided.answer and "server" in decided.answer and "minut," not in decided.answer
 
 
+def test_an_abstention_names_the_most_distinctive_words_it_searched_for():
+    from agents.steps.decide import SEARCHED_SHOWN, searched_terms
+    from agents.steps.state import QuestionTerms
+
+    search = ("after", "long", "backup", "on", "call", "paged", "sev", "nobody", "up", "person", "page")
+    idf = {t: 1.0 for t in search} | {"backup": 4.0, "paged": 5.0, "sev": 6.0, "call": 3.0, "person": 2.5}
+    idf |= {"page": 3.5, "nobody": 2.0, "long": 1.5}
+    shown = searched_terms(QuestionTerms(search, ("zzfrob",), idf | {"zzfrob": 9.0}, {}))
+    assert len(shown) == SEARCHED_SHOWN == 8
+    # the eight rarest, in the question's order; "after", "on" and "up" (every chunk has them) are left out
+    assert shown == ["long", "backup", "call", "paged", "sev", "nobody", "person", "page"]
+    # a term no chunk holds has no idf of its own: it is the most distinctive
+    assert "zzfrob" in searched_terms(QuestionTerms((*search, "zzfrob"), ("zzfrob",), idf, {}))
+
+
 def test_an_ablated_step_is_skipped_and_an_unknown_part_is_refused(twin_kb, settings):  # noqa: F811
     settings.ATHENA_ABLATE = ["decompose", "neighbours"]
     final = run_steps(ANSWERING, _state())
