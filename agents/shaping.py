@@ -57,6 +57,19 @@ FOOTNOTE_MARKER = re.compile(r"\s+\[\d{1,3}\](?=[\s.,;:!?)]|$)|^\[\d{1,3}\]\s*")
 LABEL_CELL = re.compile(r"^([^|]{1,60}:) \| (?=\S)")
 
 
+# a line ending in a shell's line continuation
+LINE_CONTINUED = re.compile(r"\s\\\n")
+
+
+def _continued_lines_joined(sentence: str, item: Evidence) -> str:
+    """A command continued over lines ("... timeout 16 \\" then "send ...") without its backslashes: the
+    sentence splitter joined the lines, and a backslash before a space would now escape that space and break
+    the command a reader copies."""
+    if " \\ " in sentence and LINE_CONTINUED.search(item.text):
+        return sentence.replace(" \\ ", " ")
+    return sentence
+
+
 def _without_footnotes(sentence: str) -> str:
     return FOOTNOTE_MARKER.sub("", sentence).strip() or sentence
 
@@ -67,6 +80,7 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
     column names ("signal: 1; name: SIGHUP")."""
     if 0 <= index < len(evidence):
         sentence = _set_off_heading(sentence, evidence[index])
+        sentence = _continued_lines_joined(sentence, evidence[index])
         if " | " in sentence and not LABEL_CELL.match(sentence):
             sentence = _with_column_names(sentence, evidence[index].text)
     return LABEL_CELL.sub(r"\1 ", _without_footnotes(sentence))
@@ -271,7 +285,8 @@ def _steps(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
     lines = []
     for number, (sentence, index) in enumerate(draft.sentences, start=1):
         ref = refs.setdefault(index, len(refs) + 1)
-        lines.append(f"{number}. {_without_footnotes(sentence)} [{ref}]")
+        shown = _continued_lines_joined(sentence, evidence[index]) if 0 <= index < len(evidence) else sentence
+        lines.append(f"{number}. {_without_footnotes(shown)} [{ref}]")
     return Shaped("\n".join(lines), refs, tuple(draft.sentences))
 
 

@@ -235,3 +235,19 @@ def test_a_row_of_a_table_with_a_header_reads_with_its_column_names():
     assert shown("Description: | Seconds to wait", "Syntax: | KeepAliveTimeout num") == (
         "Description: Seconds to wait [1] Syntax: KeepAliveTimeout num [1]"
     )
+
+
+def test_a_command_continued_over_lines_is_shown_without_its_backslashes():
+    passage = "Creating it\ntmsh create monitor web interval 5 timeout 16 \\\n  send GET /healthz\nDone."
+    evidence = [Evidence(1, "configs/lb.md", "Load balancer", "Creating it", passage, 1.0)]
+    joined = "tmsh create monitor web interval 5 timeout 16 \\ send GET /healthz"
+    assert shape(Draft("concept_explanation", [(joined, 0)]), evidence).text == (
+        "tmsh create monitor web interval 5 timeout 16 send GET /healthz [1]"
+    )
+    steps = Draft("procedure_sop", [(joined, 0), ("Done.", 0)], preface="Steps:")
+    assert shape(steps, evidence).text.startswith("1. tmsh create monitor web interval 5 timeout 16 send GET")
+    # a backslash between spaces that no line continuation made stays (a Windows path, an escaped character)
+    literal = [Evidence(1, "notes.md", "Notes", "", "Type C: \\ then the folder name.", 1.0)]
+    assert shape(Draft("concept_explanation", [("Type C: \\ then the folder name.", 0)]), literal).text == (
+        "Type C: \\ then the folder name. [1]"
+    )
