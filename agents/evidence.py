@@ -447,19 +447,26 @@ def _list_goes_on(text: str, following: str) -> list[str]:
 CLOSE_TO_BEST = 0.8
 
 
+# how many of a list's most probable steps add up against the best sentence (all of them would favour a
+# long list: a dozen bullets at .035 each outweigh a right answer at .40)
+BULK_STEPS = 3
+
+
 def _steps_in_bulk(ranked: Sequence[ScoredSentence], evidence: Sequence[Evidence]) -> list[ScoredSentence]:
-    """The most probable step of the list (in the best sentence's document) whose steps are together at least
-    as probable as the best sentence: the answer is probably somewhere in that procedure, although each of its
-    steps alone ranks below a sentence of the introduction ("Only one router is upgraded per window")."""
+    """The most probable step of the passage (in the best sentence's document) whose BULK_STEPS most probable
+    list steps are together at least as probable as the best sentence: the answer is probably somewhere in
+    that procedure, although each of its steps alone ranks below a sentence of the introduction ("Only one
+    router is upgraded per window"). A passage's steps are its numbered and bulleted lines (`_steps`)."""
     best = ranked[0]
     source = evidence[best.evidence_index].source
     bulk: dict[int, list[ScoredSentence]] = {}
-    for candidate in ranked:
+    for candidate in ranked:  # most probable first, so each passage's list keeps that order
         item = evidence[candidate.evidence_index]
         if item.source == source and any(candidate.text in step for step in _steps(item.text)):
             bulk.setdefault(candidate.evidence_index, []).append(candidate)
-    lists = sorted(bulk.values(), key=lambda steps: -sum(s.score for s in steps))
-    return lists[0][:1] if lists and sum(s.score for s in lists[0]) >= best.score else []
+    weights = {index: sum(step.score for step in steps[:BULK_STEPS]) for index, steps in bulk.items()}
+    heaviest = max(weights, key=lambda index: weights[index], default=None)
+    return bulk[heaviest][:1] if heaviest is not None and weights[heaviest] >= best.score else []
 
 
 def compose_extractive(

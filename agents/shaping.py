@@ -59,15 +59,24 @@ LABEL_CELL = re.compile(r"^([^|]{1,60}:) \| (?=\S)")
 
 # a line ending in a shell's line continuation
 LINE_CONTINUED = re.compile(r"\s\\\n")
+# a backslash between spaces in a sentence, with the words on either side
+BACKSLASH_BETWEEN = re.compile(r"(\S+) \\ (?=(\S+))")
 
 
 def _continued_lines_joined(sentence: str, item: Evidence) -> str:
     """A command continued over lines ("... timeout 16 \\" then "send ...") without its backslashes: the
     sentence splitter joined the lines, and a backslash before a space would now escape that space and break
-    the command a reader copies."""
-    if " \\ " in sentence and LINE_CONTINUED.search(item.text):
-        return sentence.replace(" \\ ", " ")
-    return sentence
+    the command a reader copies. Only a backslash that ends a line of the passage between those two words goes
+    ("C: \\ then" written on one line stays)."""
+    if " \\ " not in sentence or not LINE_CONTINUED.search(item.text):
+        return sentence
+
+    def joined(match: re.Match[str]) -> str:
+        before, after = match.group(1), match.group(2)
+        continued = rf"{re.escape(before)}[ \t]+\\\n\s*{re.escape(after)}"
+        return f"{before} " if re.search(continued, item.text) else match.group(0)
+
+    return BACKSLASH_BETWEEN.sub(joined, sentence)
 
 
 def _without_footnotes(sentence: str) -> str:
@@ -153,14 +162,17 @@ def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) ->
 def _set_off_heading(sentence: str, item: Evidence) -> str:
     """ "Rollback after commit If a problem appears" -> "Rollback after commit: If a problem appears" when the
     passage's own section heading opens the sentence without punctuation: before a capital, or before anything
-    (a command: "Creating the monitor: tmsh create ...") where the heading is a line of its own in the passage."""
+    (a command: "Creating the monitor: tmsh create ...") where the passage has the heading on a line of its own
+    and the sentence's next word at the start of the line below it. A later sentence that merely starts with
+    the heading's word ("Rollback takes ten minutes") is left as it is."""
     heading = item.section.rpartition(" > ")[2].strip()
     if not heading or len(heading.split()) > MAX_HEADING_WORDS or heading[-1:] in ".:;?!":
         return sentence
     rest = sentence[len(heading) :]
     if not (sentence.startswith(heading) and rest.startswith(" ") and rest.strip()):
         return sentence
-    if rest.strip()[:1].isupper() or heading in (line.strip() for line in item.text.splitlines()):
+    on_its_line = rf"(?m)^[ \t]*{re.escape(heading)}[ \t]*\n[ \t]*{re.escape(rest.split()[0])}"
+    if rest.strip()[:1].isupper() or re.search(on_its_line, item.text):
         return f"{heading}:{rest}"
     return sentence
 

@@ -36,12 +36,18 @@ MIN_SENTENCE_SCORE = 0.35
 SEARCHED_SHOWN = 8
 
 
-def searched_terms(terms: QuestionTerms) -> list[str]:
-    """The question's most distinctive search terms (highest idf; a term no chunk holds first), at most
-    SEARCHED_SHOWN, in the question's order: what an abstention says it searched for, without "after", "up"
-    or "long" taking the places of the words that mattered."""
-    rarest = set(sorted(terms.search, key=lambda term: -terms.idf.get(term, math.inf))[:SEARCHED_SHOWN])
-    return [term for term in terms.search if term in rarest]
+def searched_words(question: str, terms: QuestionTerms) -> list[str]:
+    """The question's words as written that were searched for, the SEARCHED_SHOWN most distinctive ones (a
+    word as rare as its rarest term; a term no chunk holds, with no idf, rarest of all), in the question's
+    order: what an abstention says it searched for, without "after", "up" or "long" taking the places of the
+    words that mattered. Ranked by word, not term: an identifier yields several terms ("nw_http_healthz" ->
+    nw, http, healthz, =nw_http_healthz) and would otherwise fill every place."""
+    rarity: dict[str, float] = {}
+    for term in terms.search:
+        for word in surface_words(question, [term]):
+            rarity[word] = max(rarity.get(word, -math.inf), terms.idf.get(term, math.inf))
+    rarest = set(sorted(rarity, key=lambda word: -rarity[word])[:SEARCHED_SHOWN])
+    return [word for word in rarity if word in rarest]
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,7 @@ class Decide:
                 ok, selection = True, state.selection
         if not ok:
             # the question's own words, not the analyser's stems ("configure", not "configur")
-            searched = ", ".join(surface_words(state.rewritten, searched_terms(terms)))
+            searched = ", ".join(searched_words(state.rewritten, terms))
             return state.abstained(
                 f"{ABSTAIN_MESSAGE} I searched the documents you can access for: {searched}."
             )

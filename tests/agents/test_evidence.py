@@ -168,7 +168,8 @@ def test_procedure_whose_steps_together_outweigh_the_best_sentence_is_the_answer
     intro = "Only one router is upgraded per window. The approved release is 17.9."
     procedure = (
         "Procedure\n1. Drain the router.\n2. Add the package with install add.\n"
-        "3. Activate it with a rollback timer.\n4. Commit it, or it rolls back by itself."
+        "3. Activate it with a rollback timer.\n4. Commit it, or it rolls back by itself.\n"
+        "5. Remove the drain.\n6. Clean up old packages."
     )
     evidence = [
         Evidence(1, "sop.md", "SOP", "SOP", intro, 1.0),
@@ -186,6 +187,8 @@ def test_procedure_whose_steps_together_outweigh_the_best_sentence_is_the_answer
             "Commit it, or it rolls back by itself.",
             "Drain the router.",
             "Add the package with install add.",
+            "Activate it with a rollback timer.",
+            "Remove the drain.",
         ]
         texts = [t.replace("router", "switch") if index == 2 else t for t in steps]
         picks += [ScoredSentence(t, index, p, 1.0, 0.0, 1) for t, p in zip(texts, step_scores, strict=False)]
@@ -196,9 +199,14 @@ def test_procedure_whose_steps_together_outweigh_the_best_sentence_is_the_answer
         "procedure_sop", question, ranked(0.15, 0.1, 0.08), evidence, close_to_best=0.0
     )
     assert draft.preface == "Steps:" and _answer(draft)[0] == "Drain the router."
-    assert len(_answer(draft)) == 4
+    assert len(_answer(draft)) == 6
     fewer = compose_extractive("procedure_sop", question, ranked(0.15, 0.1), evidence, close_to_best=0.0)
     assert fewer.preface != "Steps:" and _answer(fewer)[0] == "Only one router is upgraded per window."
+    # only a list's three most probable steps count: many unlikely steps do not add up to an answer
+    many = compose_extractive(
+        "procedure_sop", question, ranked(0.09, 0.09, 0.09, 0.09, 0.09), evidence, close_to_best=0.0
+    )
+    assert many.preface != "Steps:"
     # another document's list never outweighs the best sentence's own document
     other = compose_extractive(
         "procedure_sop", question, ranked(0.15, 0.1, 0.08, index=2), evidence, close_to_best=0.0

@@ -69,6 +69,19 @@ def test_a_heading_on_its_own_line_is_set_off_before_a_command_too():
     assert shape(Draft("procedure_sop", [("Creating the monitor takes one line.", 0)]), inline).text == (
         "Creating the monitor takes one line. [1]"
     )
+    # a later sentence that starts with the heading's word is not the one under the heading line
+    rollback = [
+        Evidence(
+            1,
+            "sop.md",
+            "SOP",
+            "SOP > Rollback",
+            "Rollback\nIf it fails, roll back.\nRollback takes ten minutes per router.",
+            1.0,
+        )
+    ]
+    draft = Draft("concept_explanation", [("Rollback takes ten minutes per router.", 0)])
+    assert shape(draft, rollback).text == "Rollback takes ten minutes per router. [1]"
 
 
 def test_prose_stops_at_the_word_budget_but_keeps_the_whole_lead(settings):  # type: ignore[no-untyped-def]
@@ -246,6 +259,10 @@ def test_a_command_continued_over_lines_is_shown_without_its_backslashes():
     )
     steps = Draft("procedure_sop", [(joined, 0), ("Done.", 0)], preface="Steps:")
     assert shape(steps, evidence).text.startswith("1. tmsh create monitor web interval 5 timeout 16 send GET")
+    # in a passage with a continuation elsewhere, a backslash written between spaces on one line stays
+    mixed = [Evidence(1, "run.md", "Run", "", "Run it\ntmsh create a \\\n  b\nUse C: \\ path here.", 1.0)]
+    both = Draft("concept_explanation", [("tmsh create a \\ b", 0), ("Use C: \\ path here.", 0)])
+    assert shape(both, mixed).text == "tmsh create a b [1] Use C: \\ path here. [1]"
     # a backslash between spaces that no line continuation made stays (a Windows path, an escaped character)
     literal = [Evidence(1, "notes.md", "Notes", "", "Type C: \\ then the folder name.", 1.0)]
     assert shape(Draft("concept_explanation", [("Type C: \\ then the folder name.", 0)]), literal).text == (

@@ -83,18 +83,39 @@ def test_the_decision_abstains_and_says_what_it_searched_when_the_documents_do_n
 
 
 def test_an_abstention_names_the_most_distinctive_words_it_searched_for():
-    from agents.steps.decide import SEARCHED_SHOWN, searched_terms
+    from agents.steps.decide import SEARCHED_SHOWN, searched_words
     from agents.steps.state import QuestionTerms
+    from knowledge.text import analyze
 
-    search = ("after", "long", "backup", "on", "call", "paged", "sev", "nobody", "up", "person", "page")
-    idf = {t: 1.0 for t in search} | {"backup": 4.0, "paged": 5.0, "sev": 6.0, "call": 3.0, "person": 2.5}
-    idf |= {"page": 3.5, "nobody": 2.0, "long": 1.5}
-    shown = searched_terms(QuestionTerms(search, ("zzfrob",), idf | {"zzfrob": 9.0}, {}))
+    question = (
+        "Why does the nw_http_healthz monitor on lb-f5-01 mark pool_webapp_443 members down after a failover "
+        "when nobody changed the backup quorum?"
+    )
+    search = tuple(dict.fromkeys(analyze(question)))
+    common = {"on", "after", "down", "mark", "when", "nobodi", "chang"}
+    # identifiers and their parts are the rarest terms; everyday words the most common
+    idf = {
+        term: (1.0 if term in common else 6.0 if term.startswith("=") or "_" in term else 3.0)
+        for term in search
+    }
+    idf |= {"nw": 5.0, "http": 2.0, "healthz": 5.5, "lb": 4.0, "pool": 2.5, "webapp": 5.0, "failov": 4.5}
+    shown = searched_words(question, QuestionTerms(search, (), idf, {}))
     assert len(shown) == SEARCHED_SHOWN == 8
-    # the eight rarest, in the question's order; "after", "on" and "up" (every chunk has them) are left out
-    assert shown == ["long", "backup", "call", "paged", "sev", "nobody", "person", "page"]
+    # an identifier's several terms count once, as the word the asker wrote; the commonest words are left out;
+    # the words keep the question's order
+    assert shown == [
+        "nw_http_healthz",
+        "monitor",
+        "lb-f5-01",
+        "pool_webapp_443",
+        "members",
+        "failover",
+        "backup",
+        "quorum",
+    ], shown
     # a term no chunk holds has no idf of its own: it is the most distinctive
-    assert "zzfrob" in searched_terms(QuestionTerms((*search, "zzfrob"), ("zzfrob",), idf, {}))
+    unknown = QuestionTerms((*search, "zzfrob"), ("zzfrob",), idf, {})
+    assert "zzfrob" in searched_words(f"{question} zzfrob", unknown)
 
 
 def test_an_ablated_step_is_skipped_and_an_unknown_part_is_refused(twin_kb, settings):  # noqa: F811

@@ -453,7 +453,22 @@
     return line.trim().split(/(?:^|\s)\|(?=\s|$)/).map(function (c) { return c.trim(); });
   }
 
-  // the passage as blocks: {table: false, start, end} or {table: true, rows: [{start, end, cells, header}]}
+  // a table's rows, without a first or last column that is empty in every row ("| a | b |" lines)
+  function tableOf(group, rule) {
+    var rows = [];
+    group.forEach(function (l, n) {
+      if (n !== rule) { rows.push({ start: l.start, end: l.end, cells: cellsOf(l.text), header: n < rule }); }
+    });
+    [0, -1].forEach(function (edge) {
+      var empty = rows.every(function (r) { return r.cells.length > 1 && r.cells[edge < 0 ? r.cells.length - 1 : 0] === ""; });
+      if (empty) { rows.forEach(function (r) { if (edge < 0) { r.cells.pop(); } else { r.cells.shift(); } }); }
+    });
+    return { table: true, rows: rows };
+  }
+
+  // the passage as blocks: {table: false, start, end} or {table: true, rows: [{start, end, cells, header}]}.
+  // Only the line right above a rule line is its table's header; a second rule line starts another table
+  // (with the line above it as header); lines before the first header are text.
   function passageBlocks(text) {
     var lines = [];
     var at = 0;
@@ -462,25 +477,31 @@
       at += line.length + 1;
     });
     var blocks = [];
+    function addText(group) {
+      group.forEach(function (l) {
+        var last = blocks[blocks.length - 1];
+        if (last && !last.table) { last.end = l.end; } else { blocks.push({ table: false, start: l.start, end: l.end }); }
+      });
+    }
     var k = 0;
     while (k < lines.length) {
       var j = k;
       while (lines[k].bars > 0 && j + 1 < lines.length && lines[j + 1].bars === lines[k].bars) { j += 1; }
       var group = lines.slice(k, j + 1);
-      var ruled = group.some(function (l) { return RULE.test(l.text.trim()); });
+      var rules = [];
+      group.forEach(function (l, n) { if (RULE.test(l.text.trim())) { rules.push(n); } });
       var labelled = group.every(function (l) { return /:$/.test(cellsOf(l.text)[0]); });
-      if (group.length > 1 && (ruled || labelled)) {
-        var rule = group.findIndex(function (l) { return RULE.test(l.text.trim()); });
-        var rows = [];
-        group.forEach(function (l, n) {
-          if (n !== rule) { rows.push({ start: l.start, end: l.end, cells: cellsOf(l.text), header: n < rule }); }
+      if (group.length > 1 && rules.length) {
+        var starts = rules.map(function (r) { return Math.max(r - 1, 0); });
+        addText(group.slice(0, starts[0]));
+        starts.forEach(function (start, t) {
+          var end = t + 1 < starts.length ? starts[t + 1] : group.length;
+          blocks.push(tableOf(group.slice(start, end), rules[t] - start));
         });
-        blocks.push({ table: true, rows: rows });
+      } else if (group.length > 1 && labelled) {
+        blocks.push(tableOf(group, -1));
       } else {
-        group.forEach(function (l) {
-          var last = blocks[blocks.length - 1];
-          if (last && !last.table) { last.end = l.end; } else { blocks.push({ table: false, start: l.start, end: l.end }); }
-        });
+        addText(group);
       }
       k = j + 1;
     }
