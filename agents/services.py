@@ -282,6 +282,13 @@ def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: A
     )
 
 
+def _set_aside(conversation: Conversation) -> None:
+    """A conversation that its first question created and that holds nothing (the question was refused, or its
+    pipeline failed) leaves the asker's list: it would show as an empty "(untitled)" entry. The row stays, as
+    a deleted conversation does, so the question's audit event still names an existing conversation."""
+    Conversation.objects.filter(pk=conversation.pk).update(deleted=True)
+
+
 def ask(
     *,
     user: Any,
@@ -331,6 +338,8 @@ def ask(
     except Unavailable:
         raise  # audited where it was detected
     except Exception as exc:
+        if not conversation_id and conversation is not None:
+            _set_aside(conversation)
         # every question is audited, also one whose pipeline failed
         _withheld_question_record(
             user,
@@ -426,6 +435,8 @@ def ask(
     if answer_row is not None:
         Answer.objects.filter(pk=answer_row.pk).update(response=body)
     if blocked:
+        if not conversation_id:
+            _set_aside(conversation)
         audit_record(
             kind="guardrail",
             actor=user,

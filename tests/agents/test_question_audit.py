@@ -9,6 +9,7 @@ from django.conf import settings
 from django.test import override_settings
 
 from agents.models import Conversation
+from agents.selectors import conversation_list
 from agents.services import Blocked, ask
 from audit.models import AuditEvent
 from tests.api import make_user
@@ -25,6 +26,9 @@ def test_a_question_whose_pipeline_fails_is_audited() -> None:
     assert event.verdict == "error" and event.actor == "eng"
     assert "rotate" not in str(event.payload)  # not screened: the text is withheld
     assert event.payload["error"]
+    # the conversation the question opened holds nothing: it leaves the asker's list, and its row stays
+    assert not conversation_list(user=user)
+    assert Conversation.objects.get(user=user).deleted
 
 
 @pytest.mark.slow
@@ -34,3 +38,16 @@ def test_a_refused_questions_personal_data_is_not_the_conversation_title() -> No
         ask(user=user, question="My SSN is 536-22-1234, can you update my HR record?")
     titles = list(Conversation.objects.filter(user=user).values_list("title", flat=True))
     assert titles and not any("536-22-1234" in title for title in titles)
+    # no empty "(untitled)" entry in the asker's list; the audit event still names an existing conversation
+    assert not conversation_list(user=user)
+    event = AuditEvent.objects.get(kind="question")
+    assert Conversation.objects.get(pk=event.payload["conversation"]).deleted
+
+
+@pytest.mark.slow
+def test_a_refused_question_in_a_conversation_leaves_the_conversation_as_it_was() -> None:
+    user = make_user("eng", "employees")
+    conversation = Conversation.objects.create(user=user, title="VPN keys")
+    with pytest.raises(Blocked):
+        ask(user=user, question="My SSN is 536-22-1234, ok?", conversation_id=str(conversation.pk))
+    assert [c.pk for c in conversation_list(user=user)] == [conversation.pk]
