@@ -283,8 +283,8 @@ def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: A
 
 
 def _set_aside(conversation: Conversation) -> None:
-    """A conversation that its first question created and that holds nothing (the question was refused, or its
-    pipeline failed) leaves the asker's list: it would show as an empty "(untitled)" entry. The row stays, as
+    """A conversation that its first question created and that holds nothing (the question was refused, no
+    worker answered it, or its pipeline failed) leaves the asker's list: it would show as an empty "(untitled)" entry. The row stays, as
     a deleted conversation does, so the question's audit event still names an existing conversation."""
     Conversation.objects.filter(pk=conversation.pk).update(deleted=True)
 
@@ -335,11 +335,11 @@ def ask(
             result = answer_compute(
                 user_id=user.pk, question=question, conversation_id=str(conversation.pk), filters=filters
             )
-    except Unavailable:
-        raise  # audited where it was detected
     except Exception as exc:
         if not conversation_id and conversation is not None:
             _set_aside(conversation)
+        if isinstance(exc, Unavailable):
+            raise  # audited where it was detected
         # every question is audited, also one whose pipeline failed
         _withheld_question_record(
             user,

@@ -12,6 +12,7 @@ from django.test import override_settings
 
 from agents import realtime
 from agents.models import Conversation
+from agents.selectors import conversation_list
 from audit.models import AuditEvent
 from tests.api import client_for, make_user
 
@@ -95,6 +96,9 @@ def test_no_live_worker_gives_503_with_retry_after_after_the_grace_not_the_answe
     assert clean_realtime_keys.zcard(realtime.pending_key()) == 0  # it no longer counts as waiting
     assert clean_realtime_keys.zcard(realtime.user_pending_key(user.pk)) == 0  # nor as one of the user's
     assert clean_realtime_keys.exists(realtime.abandoned_key(event.payload["question_id"]))
+    # the conversation the question opened holds nothing: not an empty entry in the asker's list
+    assert not conversation_list(user=user)
+    assert Conversation.objects.get(pk=event.payload["conversation"]).deleted
 
 
 # --- per-user fairness and the asker's place in the queue -----------------------------------------------------
