@@ -459,10 +459,13 @@ def _steps_in_bulk(ranked: Sequence[ScoredSentence], evidence: Sequence[Evidence
     router is upgraded per window"). A passage's steps are its numbered and bulleted lines (`_steps`)."""
     best = ranked[0]
     source = evidence[best.evidence_index].source
+    steps_of = {
+        index: _steps(item.text) for index, item in enumerate(evidence) if item.source == source
+    }  # each passage's lines read once, not once per candidate
     bulk: dict[int, list[ScoredSentence]] = {}
     for candidate in ranked:  # most probable first, so each passage's list keeps that order
-        item = evidence[candidate.evidence_index]
-        if item.source == source and any(candidate.text in step for step in _steps(item.text)):
+        steps = steps_of.get(candidate.evidence_index, [])
+        if any(candidate.text in step for step in steps):
             bulk.setdefault(candidate.evidence_index, []).append(candidate)
     weights = {index: sum(step.score for step in steps[:BULK_STEPS]) for index, steps in bulk.items()}
     heaviest = max(weights, key=lambda index: weights[index], default=None)

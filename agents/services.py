@@ -284,8 +284,9 @@ def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: A
 
 def _set_aside(conversation: Conversation) -> None:
     """A conversation that its first question created and that holds nothing (the question was refused, no
-    worker answered it, or its pipeline failed) leaves the asker's list: it would show as an empty "(untitled)" entry. The row stays, as
-    a deleted conversation does, so the question's audit event still names an existing conversation."""
+    worker answered it, or its pipeline failed) leaves the asker's list, where it would show as an empty
+    "(untitled)" entry. The row stays, as a deleted conversation's does, so the question's audit event still
+    names an existing conversation."""
     Conversation.objects.filter(pk=conversation.pk).update(deleted=True)
 
 

@@ -22,7 +22,7 @@ from agents.evidence import EXPECTS_NUMBER, HAS_NUMBER, NUMBER, Evidence, Scored
 from agents.steps.evaluate import evaluate_pool
 from agents.steps.retrieve import merge_results
 from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, QuestionTerms, ablated
-from knowledge.text import analyze, identifiers, surface_words
+from knowledge.text import analyze, identifiers, surface_word_of, surface_words
 from retrieval.metrics import contains
 from retrieval.types import SearchConfig
 
@@ -43,9 +43,8 @@ def searched_words(question: str, terms: QuestionTerms) -> list[str]:
     words that mattered. Ranked by word, not term: an identifier yields several terms ("nw_http_healthz" ->
     nw, http, healthz, =nw_http_healthz) and would otherwise fill every place."""
     rarity: dict[str, float] = {}
-    for term in terms.search:
-        for word in surface_words(question, [term]):
-            rarity[word] = max(rarity.get(word, -math.inf), terms.idf.get(term, math.inf))
+    for term, word in surface_word_of(question, terms.search).items():
+        rarity[word] = max(rarity.get(word, -math.inf), terms.idf.get(term, math.inf))
     rarest = set(sorted(rarity, key=lambda word: -rarity[word])[:SEARCHED_SHOWN])
     return [word for word in rarity if word in rarest]
 

@@ -15,7 +15,14 @@
 Chunking, indexing (knowledge), search (retrieval) and answering (agents) import from here.
 """
 
-from knowledge.text.analyzer import ANALYZER_VERSION, analyze, identifiers, query_terms, surface_words
+from knowledge.text.analyzer import (
+    ANALYZER_VERSION,
+    analyze,
+    identifiers,
+    query_terms,
+    surface_word_of,
+    surface_words,
+)
 from knowledge.text.distance import edit_distance
 from knowledge.text.identifier_lane import ATTACHED_VALUE, IDENTIFIER_PREFIX
 from knowledge.text.passages import passage_sentences, sentence_spans
@@ -49,6 +56,7 @@ __all__ = [
     "sentence_spans",
     "sentences",
     "stem",
+    "surface_word_of",
     "surface_words",
     "table_cells",
 ]

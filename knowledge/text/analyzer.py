@@ -144,16 +144,24 @@ def query_terms(text: str) -> list[str]:
     return [t for t in _dedupe(analyze(text)) if t not in QUESTION_WORDS]
 
 
-def surface_words(text: str, terms: Iterable[str]) -> list[str]:
-    """The words of ``text`` as written that ``terms`` came from, distinct, in the order of ``terms`` (for
-    telling a person what was searched: ``"ServerName"``, not ``servernam, server, name, =servername``). A
-    term the text does not yield (a spelling correction) is given as it is, without its lane prefix."""
+def surface_word_of(text: str, terms: Iterable[str]) -> dict[str, str]:
+    """Each of ``terms`` -> the word of ``text`` as written that it came from (``=servername`` and ``servernam``
+    -> ``"ServerName"``). A term the text does not yield (a spelling correction) maps to itself, without its
+    lane prefix."""
     source: dict[str, str] = {}
     for raw in raw_tokens(text):
         for term in _analyze_token(raw):
             source.setdefault(term, strip_token(raw))
-    words = (source.get(term, term.removeprefix(IDENTIFIER_PREFIX)) for term in terms)
-    return _dedupe(words)
+    return {term: source.get(term, term.removeprefix(IDENTIFIER_PREFIX)) for term in terms}
+
+
+def surface_words(text: str, terms: Iterable[str]) -> list[str]:
+    """The words of ``text`` as written that ``terms`` came from, distinct, in the order of ``terms`` (for
+    telling a person what was searched: ``"ServerName"``, not ``servernam, server, name, =servername``); see
+    :func:`surface_word_of`."""
+    terms = list(terms)
+    word_of = surface_word_of(text, terms)
+    return _dedupe(word_of[term] for term in terms)
 
 
 def identifiers(text: str) -> list[str]:

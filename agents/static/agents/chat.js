@@ -450,7 +450,7 @@
   var RULE = /^\|? *:?-{3,}:? *(?:\| *:?-{3,}:? *)*\|?$/;
 
   function cellsOf(line) {
-    return line.trim().split(/(?:^|\s)\|(?=\s|$)/).map(function (c) { return c.trim(); });
+    return line.trim().split(BAR).map(function (c) { return c.trim(); });
   }
 
   // a table's rows, without a first or last column that is empty in every row ("| a | b |" lines)
