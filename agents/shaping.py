@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agents.evidence import Draft, Evidence, passage_sentences
+from agents.layout import CODE_INDENT, laid_out, manual_command, term_set_off
 from athena.choices import Choice
 from knowledge.text import is_caps_heading, is_table_rule, table_cells
 
@@ -57,6 +58,8 @@ FOOTNOTE_MARKER = re.compile(r"\s+\[\d{1,3}\](?=[\s.,;:!?)]|$)|^\[\d{1,3}\]\s*")
 LABEL_CELL = re.compile(r"^([^|]{1,60}:) \| (?=\S)")
 
 
+# spaces before a line break ("From <title>: " above a code block)
+TRAILING_SPACE = re.compile(r"[ \t]+\n")
 # a line ending in a shell's line continuation
 LINE_CONTINUED = re.compile(r"\s\\\n")
 # a backslash between spaces in a sentence, with the words on either side
@@ -84,12 +87,18 @@ def _without_footnotes(sentence: str) -> str:
 
 
 def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
-    """A sentence as the answer shows it: its heading set off, the source's footnote markers left out, a
-    labelled table row read as "Default: KeepAliveTimeout 5", a row of a table with a header read with its
-    column names ("signal: 1; name: SIGHUP")."""
+    """A sentence as the answer shows it: its code lines on lines of their own (`agents.layout.laid_out`),
+    its heading or definition term set off, the source's footnote markers left out, a labelled table row read
+    as "Default: KeepAliveTimeout 5", a row of a table with a header read with its column names ("signal: 1;
+    name: SIGHUP")."""
     if 0 <= index < len(evidence):
-        sentence = _set_off_heading(sentence, evidence[index])
-        sentence = _continued_lines_joined(sentence, evidence[index])
+        item = evidence[index]
+        code = laid_out(sentence, item.text, manual_command(item.title))
+        if code is not None:
+            return "\n".join(FOOTNOTE_MARKER.sub("", line) for line in code.split("\n"))
+        sentence = term_set_off(sentence, item.text) or sentence
+        sentence = _set_off_heading(sentence, item)
+        sentence = _continued_lines_joined(sentence, item)
         if " | " in sentence and not LABEL_CELL.match(sentence):
             sentence = _with_column_names(sentence, evidence[index].text)
     return LABEL_CELL.sub(r"\1 ", _without_footnotes(sentence))
@@ -137,7 +146,7 @@ def _with_column_names(row: str, passage: str) -> str:
 
 def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) -> list[tuple[str, int]]:
     """The kept sentences as shown, with their evidence index; a heading in capitals opens the sentence right
-    under it in its passage ("SYNOPSIS: keepalived [-f FILE]") instead of standing as a sentence."""
+    under it in its passage ("SYNOPSIS: relayd [-f FILE]") instead of standing as a sentence."""
     shown: list[tuple[str, int]] = []
     heading = ""
     for at, (sentence, index) in enumerate(kept):
@@ -175,6 +184,20 @@ def _set_off_heading(sentence: str, item: Evidence) -> str:
     if rest.strip()[:1].isupper() or re.search(on_its_line, item.text):
         return f"{heading}:{rest}"
     return sentence
+
+
+def _joined(parts: Sequence[str]) -> str:
+    """An answer's parts in one text: a space between two, a line break where a code block (lines indented
+    by CODE_INDENT, see `agents.layout`) begins or ends."""
+    text = ""
+    for part in parts:
+        if not text:
+            text = part.lstrip("\n")
+        elif part.startswith("\n") or text.rpartition("\n")[2].startswith(CODE_INDENT):
+            text = text.rstrip(" ") + "\n" + part.lstrip("\n")
+        else:
+            text += " " + part
+    return TRAILING_SPACE.sub("\n", text)
 
 
 def _grouped(sentences: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) -> list[tuple[str, int]]:
@@ -287,7 +310,7 @@ def _prose(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
             named.add(_source(index, evidence))
             label = f"From {_title(index, evidence)}: "
         parts.append(f"{label}{shown} [{ref}]")
-    return Shaped(" ".join(parts), refs, tuple(kept))
+    return Shaped(_joined(parts), refs, tuple(kept))
 
 
 def _steps(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
@@ -314,10 +337,10 @@ def _bullets(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
         source = _source(index, evidence)
         if source != current:
             name = _title(index, evidence) if 0 <= index < len(evidence) else ""
-            lines.append(f"- {name}: {shown} [{ref}]")
+            lines.append(_joined([f"- {name}:", f"{shown} [{ref}]"]))
             current = source
         else:
-            lines[-1] += f" {shown} [{ref}]"
+            lines[-1] = _joined([lines[-1], f"{shown} [{ref}]"])
     return Shaped("\n".join(lines), refs, tuple(kept))
 
 

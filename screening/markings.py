@@ -39,6 +39,8 @@ _INLINE_MARKING_RE = re2.compile(
 _MULTI_SPACE_RE = re2.compile(r"[ \t]{2,}")
 _SPACE_BEFORE_PUNCT_RE = re2.compile(r"[ \t]+([.,;:!?])")
 _MANY_NEWLINES_RE = re2.compile(r"\n{3,}")
+# how an answer sets off a code line (agents.layout.CODE_INDENT; screening does not import agents)
+CODE_INDENT = "    "
 
 
 def strip_confidential_markings(text: str) -> tuple[str, bool]:
@@ -62,11 +64,17 @@ def strip_confidential_markings(text: str) -> tuple[str, bool]:
     cleaned = _INLINE_MARKING_RE.sub(_inline_marking_cut, cleaned)
     if cleaned == text:
         return text, False
-    cleaned = _MULTI_SPACE_RE.sub(" ", cleaned)
-    cleaned = _SPACE_BEFORE_PUNCT_RE.sub(r"\1", cleaned)
     cleaned = _MANY_NEWLINES_RE.sub("\n\n", cleaned)
-    cleaned = "\n".join(line.strip() for line in cleaned.split("\n")).strip()
-    return cleaned, True
+    cleaned = "\n".join(_tidied(line) for line in cleaned.split("\n")).strip("\n")
+    return cleaned.strip() if not cleaned.startswith(CODE_INDENT) else cleaned.rstrip(), True
+
+
+def _tidied(line: str) -> str:
+    """A line after a marker was cut from it: runs of spaces made one, no space before punctuation; a code
+    line of an answer (indented by four spaces, agents/layout.py) keeps its indentation."""
+    body = line.lstrip(" \t")
+    indent = line[: len(line) - len(body)] if line.startswith(CODE_INDENT) else ""
+    return indent + _SPACE_BEFORE_PUNCT_RE.sub(r"\1", _MULTI_SPACE_RE.sub(" ", body)).rstrip()
 
 
 def guard_quoted_text(text: str) -> tuple[str, list[str], bool]:

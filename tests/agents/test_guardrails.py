@@ -111,6 +111,18 @@ def test_strip_confidential_markings_keeps_prose(text: str) -> None:
     assert strip_confidential_markings(text) == (text, False)
 
 
+def test_strip_confidential_markings_keeps_an_answers_code_block_indented() -> None:
+    answer = (
+        "\n    pool web_pool {  # CONFIDENTIAL\n        priority 150\n    } [1]\n"
+        "The backup has priority 120 [Confidential]. [2]"
+    )
+    cleaned, changed = strip_confidential_markings(answer.lstrip("\n"))
+    assert changed
+    assert (
+        cleaned == "    pool web_pool { #\n        priority 150\n    } [1]\nThe backup has priority 120. [2]"
+    )
+
+
 def test_leaks_system_prompt() -> None:
     prompt = (
         "You are Athena, an assistant for network engineers. Answer only from the provided evidence and cite "

@@ -250,19 +250,21 @@ def test_a_row_of_a_table_with_a_header_reads_with_its_column_names():
     )
 
 
-def test_a_command_continued_over_lines_is_shown_without_its_backslashes():
+def test_a_command_continued_over_lines_keeps_its_lines_in_prose_and_loses_its_backslashes_in_steps():
     passage = "Creating it\ntmsh create monitor web interval 5 timeout 16 \\\n  send GET /healthz\nDone."
     evidence = [Evidence(1, "configs/lb.md", "Load balancer", "Creating it", passage, 1.0)]
     joined = "tmsh create monitor web interval 5 timeout 16 \\ send GET /healthz"
+    # in prose the command is a code block of its lines, continuation included: it can be copied as it is
     assert shape(Draft("concept_explanation", [(joined, 0)]), evidence).text == (
-        "tmsh create monitor web interval 5 timeout 16 send GET /healthz [1]"
+        "    tmsh create monitor web interval 5 timeout 16 \\\n      send GET /healthz [1]"
     )
+    # a numbered step is one line: there the backslash that joining left inside the command goes
     steps = Draft("procedure_sop", [(joined, 0), ("Done.", 0)], preface="Steps:")
     assert shape(steps, evidence).text.startswith("1. tmsh create monitor web interval 5 timeout 16 send GET")
-    # in a passage with a continuation elsewhere, a backslash written between spaces on one line stays
     mixed = [Evidence(1, "run.md", "Run", "", "Run it\ntmsh create a \\\n  b\nUse C: \\ path here.", 1.0)]
-    both = Draft("concept_explanation", [("tmsh create a \\ b", 0), ("Use C: \\ path here.", 0)])
-    assert shape(both, mixed).text == "tmsh create a b [1] Use C: \\ path here. [1]"
+    both = Draft("procedure_sop", [("tmsh create a \\ b", 0), ("Use C: \\ path here.", 0)], preface="Steps:")
+    # in a passage with a continuation elsewhere, a backslash written between spaces on one line stays
+    assert shape(both, mixed).text == "1. tmsh create a b [1]\n2. Use C: \\ path here. [1]"
     # a backslash between spaces that no line continuation made stays (a Windows path, an escaped character)
     literal = [Evidence(1, "notes.md", "Notes", "", "Type C: \\ then the folder name.", 1.0)]
     assert shape(Draft("concept_explanation", [("Type C: \\ then the folder name.", 0)]), literal).text == (

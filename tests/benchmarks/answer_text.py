@@ -7,8 +7,8 @@
 
 Counts, over the answered runs of the split: words broken across lines ("con- tact"; "pre- and post-" is
 written so and not counted), table cell separators shown (" | "), man page headings run into the text
-("SYNOPSIS keepalived"), headings standing alone as a sentence ("DESCRIPTION [3]"), and the answers' length
-in words (median, p95). Only figures are printed, never a question or an answer, so it may be run on the
+("SYNOPSIS keepalived"), headings standing alone as a sentence ("DESCRIPTION [3]"), code blocks shown with
+their lines, and the answers' length in words (median, p95). Only figures are printed, never a question or an answer, so it may be run on the
 validation split too.
 """
 
@@ -26,7 +26,18 @@ from devset import load_questions
 BROKEN_WORD = re.compile(r"[a-z]{2}- (?!(?:and|or|to|as well)\b)[a-z]{2,}")
 CELL_SEPARATOR = " | "
 RUN_IN_HEADING = re.compile(r"\b(?:NAME|SYNOPSIS|DESCRIPTION|OPTIONS|EXAMPLES|FILES|SEE ALSO) [a-z]")
+CODE_INDENT = "    "  # a code line that keeps its line (agents/layout.py)
 BARE_HEADING = re.compile(r"(?:^|\] )[A-Z][A-Z0-9]{3,}(?: [A-Z][A-Z0-9]+){0,4} \[\d+\]")
+
+
+def code_blocks(answer: str) -> int:
+    """How many runs of code lines the answer shows."""
+    lines = answer.split("\n")
+    return sum(
+        1
+        for at, line in enumerate(lines)
+        if line.startswith(CODE_INDENT) and (at == 0 or not lines[at - 1].startswith(CODE_INDENT))
+    )
 
 
 def profile(predictions: Path, split: str) -> dict[str, float]:
@@ -45,6 +56,7 @@ def profile(predictions: Path, split: str) -> dict[str, float]:
         "cell_separators": sum(a.count(CELL_SEPARATOR) for a in answers),
         "run_in_headings": sum(len(RUN_IN_HEADING.findall(a)) for a in answers),
         "bare_headings": sum(len(BARE_HEADING.findall(a)) for a in answers),
+        "code_blocks": sum(code_blocks(a) for a in answers),
         "median_words": statistics.median(words) if words else 0.0,
         "p95_words": percentile([float(w) for w in words], 0.95) if words else 0.0,
     }

@@ -433,3 +433,33 @@ def test_a_table_in_a_cited_passage_reads_as_a_table(
             assert len(marked) == 1 and marked[0].text.split()[0] in citation["quote"], citation["quote"]
         shot(f"table-passage-{citation['ref']}")
     assert shown_tables, [c["document"] for c in citations]
+
+
+def test_a_configuration_snippet_in_an_answer_reads_as_code(
+    browser, web_server, sample_site, celery_worker_process, shot
+) -> None:  # type: ignore[no-untyped-def]
+    """A configuration block quoted in an answer keeps its lines (agents/layout.py): the page shows it as a
+    code block, one setting per line, with its citation link after the block and not inside the code."""
+    from agents.models import Answer
+
+    driver, base = browser, web_server
+    _clear_throttle("alice")
+    login(driver, base, "alice")
+    wait(driver, _present("#question"))
+    turn = _ask(
+        driver,
+        "What virtual_router_id does the keepalived instance VI_WEB use on lb-01/lb-02?",
+        answers_before=0,
+    )
+    answer = Answer.objects.filter(user__username="alice").latest("id").response["answer"]
+    assert re.search(r"\n {4,}virtual_router_id 51\n", answer), answer  # a line of its own, indented
+    blocks = turn.find_elements("css selector", ".answer-text pre.answer-code")
+    assert blocks, turn.text
+    code = blocks[0].text.splitlines()
+    assert "virtual_router_id 51" in [line.strip() for line in code], code
+    assert not any("[1]" in line for line in code), code  # the citation is a link after the block
+    cites = turn.find_elements("css selector", ".answer-text .code-cites a.cite")
+    assert cites, turn.text
+    cites[0].click()
+    wait(driver, lambda d: "virtual_router_id 51" in _one(d, "#panel-passage").text)
+    shot("answer-code-block")

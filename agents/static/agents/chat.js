@@ -252,10 +252,25 @@
     headings.sort(function (a, b) { return b.length - a.length; });
     headings.forEach(function (heading) {
       var pattern = new RegExp("(^|\\n|\\]\\s+|^\\s*\\d+[.)]\\s+|\\n\\s*\\d+[.)]\\s+|[-\u2022]\\s+)" +
-                               escapeRegExp(heading) + "\\s+(?=[A-Z0-9`])", "g");
+                               escapeRegExp(heading) + "[ \\t]+(?=[A-Z0-9`])", "g");
       text = text.replace(pattern, "$1");
     });
     return text;
+  }
+
+  // an answer keeps a snippet's lines as lines indented by four spaces (agents/layout.py)
+  var CODE_LINE = /^ {4}/;
+  var CLOSING_CITATIONS = /(?:\s*\[\d+\])+\s*$/;
+
+  // the code as a block to read and copy; the citations that end its last line stay out of it
+  function codeBlock(lines, byRef, turn) {
+    var last = lines[lines.length - 1];
+    var cites = CLOSING_CITATIONS.exec(last);
+    var body = lines.slice(0, -1).concat([cites ? last.slice(0, cites.index) : last])
+      .map(function (line) { return line.slice(4); });
+    var nodes = [el("pre", { className: "answer-code" }, [el("code", { text: body.join("\n") })])];
+    if (cites) { nodes.push(appendWithCitations(el("p", { className: "code-cites" }), cites[0].trim(), byRef, turn)); }
+    return nodes;
   }
 
   function answerBlocks(text, citations, turn) {
@@ -266,7 +281,19 @@
       .filter(function (line) { return line.trim(); });
     var list = null;
     var hasLead = false;
-    lines.forEach(function (line) {
+    var code = [];
+    lines.forEach(function (line, at) {
+      if (CODE_LINE.test(line)) {
+        // a code block goes inside the list item it follows, and counts as the lead when it opens the answer
+        code.push(line);
+        if (at + 1 >= lines.length || !CODE_LINE.test(lines[at + 1])) {
+          var host = list ? list.lastChild : container;
+          codeBlock(code, byRef, turn).forEach(function (node) { host.appendChild(node); });
+          code = [];
+          hasLead = true;
+        }
+        return;
+      }
       var step = /^\s*\d+[.)]\s+([\s\S]*)$/.exec(line);
       var point = /^\s*[-\u2022]\s+([\s\S]*)$/.exec(line);
       if (step || point) {

@@ -1,0 +1,150 @@
+"""Where an answer sentence keeps its passage's line breaks.
+
+The sentence splitter joins a passage's lines into sentences, so a configuration snippet or a command comes out
+as one line ("$SpoolDir /var/spool/relay # queued files $RetryCount -1 # retry forever"): hard to read,
+and wrong to copy (the first "#" comments out the rest). `laid_out` finds the sentence in its passage and
+gives back its code lines as lines of their own, each indented by CODE_INDENT (Markdown's code block; the chat
+page shows them as one), and the prose around them as it was. Only whitespace changes: the words, and so any
+answer matched against them, stay the same.
+
+A line counts as code by the marks prose lacks (`code_line`): a shell prompt, a "$Directive" or "key = value"
+setting, an opening or closing brace, a statement's semicolon, a comment after the code, a backslash
+continuing the line, a call "name(...)", a file named before its lines ("/etc/relay/main.conf:"), or, in a
+manual page, the page's own command at the start of an example line ("probe -c 3 gw1"). The short lines
+between such lines ("timeout 16", "mode active", "}") and comment lines go with them.
+
+`term_set_off` reads a definition list's term line ("-q, --quiet" above "Print nothing but errors.")
+as "-q, --quiet: Print nothing ...", as a heading on its own line is set off.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+CODE_INDENT = "    "
+# a line that only code has
+STRONG_CODE = re.compile(
+    r"""^(?:
+        [$%>]\s+\S                          # a shell prompt
+      | [\w.-]+@[\w.-]+:\S*[$\#]\s          # user@host:~$ prompt
+      | \$[A-Za-z]\w*\b                     # a "$Directive" setting
+      | (?!-)[\w./:-]+\s*=\s*\S               # key = value (not an option's "--name=VALUE")
+      | /[\w./-]+:$                         # a file named before its lines
+      | [\w.-]+\(.*\)\s*;?$                 # a call
+      | [}\])]+\s*;?$                       # a closing brace
+    )
+    | [{;\\]$                               # a brace opened, a statement ended, a line continued
+    | \S\s+\#\s                             # a comment after the code
+    """,
+    re.VERBOSE,
+)
+# a short line that may sit between code lines: no sentence's end, and not a capitalised word first ("Examples")
+SHORT_CODE = re.compile(r"^(?![A-Z][a-z])\S+(?:\s+\S+){0,5}$")
+# a comment line of code or configuration ("# every 5 seconds", "/* ... */", "! pool"): code
+# between code lines, not code on its own
+COMMENT = re.compile(r"^(?:#|//|/\*|\*/|;|!\s)")
+TERM_WORDS = 8
+# a capitalised word that opens a sentence ("Print nothing ..."), not a label ("Note: ...") or a name in capitals
+STARTS_SENTENCE = re.compile(r"[A-Z][a-z]+(?:[\s,]|$)")
+SENTENCE_END = (".", ":", ";", ",", "?", "!")
+
+
+def code_line(line: str, command: str = "") -> bool:
+    """Does `line` (stripped) read as code or configuration? `command` is a manual page's own command."""
+    if STRONG_CODE.search(line):
+        return True
+    return bool(command) and line.startswith(f"{command} ") and not line.endswith(".")
+
+
+def _span(sentence: str, passage: str) -> re.Match[str] | None:
+    words = sentence.split()
+    if len(words) < 2:
+        return None
+    return re.search(r"\s+".join(re.escape(word) for word in words), passage)
+
+
+def _fragments(sentence: str, passage: str) -> tuple[list[tuple[str, str]], bool] | None:
+    """The sentence's lines in the passage as (indentation, text), and whether it starts its first line; None
+    when it stands on one line or is not found as written. The first line's indentation is the passage line's
+    where the sentence starts it ("" otherwise)."""
+    match = _span(sentence, passage)
+    if match is None or "\n" not in match.group(0):
+        return None
+    head = passage[passage.rfind("\n", 0, match.start()) + 1 : match.start()]
+    starts_line = not head.strip()
+    lines = match.group(0).split("\n")
+    out = [(head if starts_line else "", lines[0].strip())]
+    out += [(line[: len(line) - len(line.lstrip())], line.strip()) for line in lines[1:]]
+    return [(indent.replace("\t", CODE_INDENT), text) for indent, text in out if text], starts_line
+
+
+def _code_runs(texts: Sequence[str], command: str) -> list[tuple[int, int]]:
+    """[start, end) of each run of lines that is code: short lines and comments next to a code line go with
+    it."""
+    runs: list[tuple[int, int]] = []
+    start: int | None = None
+    for at in range(len(texts) + 1):
+        text = texts[at] if at < len(texts) else None
+        part = text is not None and (
+            code_line(text, command)
+            or COMMENT.match(text) is not None
+            or (SHORT_CODE.match(text) is not None and not text.endswith(SENTENCE_END))
+        )
+        if part and start is None:
+            start = at
+        elif not part and start is not None:
+            if any(code_line(texts[k], command) for k in range(start, at)):
+                runs.append((start, at))
+            start = None
+    return runs
+
+
+def laid_out(sentence: str, passage: str, command: str = "") -> str | None:
+    """The sentence with its code lines on lines of their own (see the module's docstring), or None when it
+    holds no code that spans lines. A sentence that opens with code starts with a line break; one that ends
+    with code ends on its last code line."""
+    found = _fragments(sentence, passage)
+    if found is None:
+        return None
+    fragments = found[0]
+    texts = [text for _, text in fragments]
+    runs = _code_runs(texts, command)
+    if not runs:
+        return None
+    out, at = "", 0
+    for start, end in runs:
+        out += " ".join(texts[at:start])
+        base = min(len(fragments[k][0]) for k in range(start, end))
+        out += (
+            "\n"
+            + "\n".join(CODE_INDENT + fragments[k][0][base:] + texts[k] for k in range(start, end))
+            + "\n"
+        )
+        at = end
+    return (out + " ".join(texts[at:])).rstrip("\n")
+
+
+def term_set_off(sentence: str, passage: str) -> str | None:
+    """ "-q, --quiet Print nothing ..." -> "-q, --quiet: Print nothing ..." when the sentence's first line is a
+    term line of its own in the passage (at most TERM_WORDS words, no punctuation at its end) and its next
+    line starts a sentence with a capitalised word; None otherwise."""
+    found = _fragments(sentence, passage)
+    if found is None or len(found[0]) < 2 or not found[1]:
+        return None
+    term, following = found[0][0][1], found[0][1][1]
+    if len(term.split()) > TERM_WORDS or term.endswith(SENTENCE_END) or not STARTS_SENTENCE.match(following):
+        return None
+    if not sentence.startswith(term):
+        return None
+    return f"{term}:{sentence[len(term) :]}"
+
+
+def manual_command(title: str) -> str:
+    """A manual page's own command from its title ("probe - check a path ..." -> "probe", "frob-route - route
+    tool" -> "frob": the subcommand's page of a command), "" for other documents."""
+    name, dash, _rest = title.partition(" - ")
+    name = name.strip()
+    if not dash or not re.fullmatch(r"[a-z][\w.+-]*", name):
+        return ""
+    return name.split("-")[0] if "." not in name else ""

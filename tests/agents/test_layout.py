@@ -1,0 +1,142 @@
+"""Code lines of an answer sentence on lines of their own, and definition terms set off (agents/layout.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.evidence import Draft, Evidence
+from agents.layout import code_line, laid_out, manual_command, term_set_off
+from agents.shaping import shape
+
+SPOOL = (
+    "Do this on every relay host.\n"
+    "$LoadInput unixsock # local messages\n"
+    "$SpoolDir /var/spool/relay # where queued files go\n"
+    "*.* @@collector:6514\n"
+    "The port is optional."
+)
+SPOOL_SENTENCE = "$LoadInput unixsock # local messages $SpoolDir /var/spool/relay # where queued files go *.* @@collector:6514"
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "$ relayctl drain node7",
+        "ops@relay1:~$ sudo relayctl status",
+        "$SpoolDir /var/spool/relay",
+        "peer_list = 127.0.0.1",
+        "/etc/relay/main.conf:",
+        'output(kind="forward" target="collector1")',
+        "}",
+        "pool web_pool {",
+        "lease-time 7200;",
+        "relayctl create monitor web \\",
+        "script check.sh   # every 5 seconds",
+    ],
+)
+def test_lines_that_only_code_has(line):
+    assert code_line(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "The port is optional.",
+        "Examples",
+        "--signal=NAME",  # an option's name, not a setting
+        "If the peer is down, the relay waits.",
+        "See also",
+    ],
+)
+def test_prose_and_terms_are_not_code(line):
+    assert not code_line(line)
+
+
+def test_a_manual_pages_own_command_opens_its_example_lines():
+    assert manual_command("probe - check a path to a host") == "probe"
+    assert manual_command("frob-route - route tool") == "frob"
+    assert manual_command("relay.conf - configuration file for relayd") == ""
+    assert manual_command("Forwarding messages reliably") == ""
+    assert code_line("probe -c 3 gw1", command="probe")
+    assert not code_line("probe is used to check a path.", command="probe")
+
+
+def test_a_configuration_snippet_keeps_its_lines_and_only_whitespace_changes():
+    shown = laid_out(SPOOL_SENTENCE, SPOOL)
+    assert shown == (
+        "\n    $LoadInput unixsock # local messages"
+        "\n    $SpoolDir /var/spool/relay # where queued files go"
+        "\n    *.* @@collector:6514"
+    )
+    assert flat(shown) == SPOOL_SENTENCE  # an answer matched against the words finds the same words
+
+
+def test_prose_around_code_stays_prose_and_indentation_inside_the_block_is_kept():
+    passage = "Run these:\n$ relayctl drain node7\n$ relayctl remove node7\nand the queue moves to node8."
+    sentence = "Run these: $ relayctl drain node7 $ relayctl remove node7 and the queue moves to node8."
+    assert laid_out(sentence, passage) == (
+        "Run these:\n    $ relayctl drain node7\n    $ relayctl remove node7\nand the queue moves to node8."
+    )
+    block = "pool web_pool {\n       script check.sh   # every 5 seconds\n       timeout 16\n}"
+    assert laid_out("pool web_pool { script check.sh # every 5 seconds timeout 16 }", block) == (
+        "\n    pool web_pool {\n           script check.sh   # every 5 seconds\n           timeout 16\n    }"
+    )
+
+
+def test_sentences_without_code_over_lines_are_left_as_they_are():
+    wrapped = "The relay waits for the peer\nbefore it answers.\nlevel 3\nset level 9\nin the config."
+    assert laid_out("The relay waits for the peer before it answers.", wrapped) is None  # prose wrapped
+    assert laid_out("level 3 set level 9 in the config.", wrapped) is None  # short lines, no code mark
+    assert laid_out("$ relayctl status", "$ relayctl status") is None  # one line
+    assert laid_out("not in the passage at all", SPOOL) is None
+
+
+def test_a_definition_term_on_its_own_line_is_set_off():
+    passage = "-q, --quiet\nPrint nothing but errors.\nDROP [ with X ]\nX := icmp | tcp"
+    assert (
+        term_set_off("-q, --quiet Print nothing but errors.", passage)
+        == "-q, --quiet: Print nothing but errors."
+    )
+    # the next line is no sentence ("X := ..."), or the term is the end of a line of prose
+    assert term_set_off("DROP [ with X ] X := icmp | tcp", passage) is None
+    assert term_set_off("nothing but errors. DROP", "nothing but errors. DROP") is None
+    assert term_set_off("but errors. DROP [ with X ]", passage) is None
+
+
+def test_an_answer_shows_code_blocks_on_lines_of_their_own_with_their_citation():
+    evidence = [
+        Evidence(1, "guides/forwarding.html", "Reliable forwarding", "Setup", SPOOL, 1.0),
+        Evidence(
+            2,
+            "man/probe.8.txt",
+            "probe - check a path",
+            "OPTIONS",
+            "-q, --quiet\nPrint nothing but errors.",
+            0.9,
+        ),
+    ]
+    draft = Draft(
+        "concept_explanation",
+        [
+            ("Do this on every relay host.", 0),
+            (SPOOL_SENTENCE, 0),
+            ("The port is optional.", 0),
+            ("-q, --quiet Print nothing but errors.", 1),
+        ],
+    )
+    assert shape(draft, evidence).text == (
+        "Do this on every relay host. [1]\n"
+        "    $LoadInput unixsock # local messages\n"
+        "    $SpoolDir /var/spool/relay # where queued files go\n"
+        "    *.* @@collector:6514 [1]\n"
+        "The port is optional. [1] From probe - check a path: -q, --quiet: Print nothing but errors. [2]"
+    )
+    # a comparison's bullet holds its code block too
+    both = Draft("comparison_decision", [(SPOOL_SENTENCE, 0), ("-q, --quiet Print nothing but errors.", 1)])
+    bullets = shape(both, evidence).text
+    assert bullets.startswith("- Reliable forwarding:\n    $LoadInput unixsock")
+    assert "    *.* @@collector:6514 [1]\n- probe - check a path: -q, --quiet: Print" in bullets
