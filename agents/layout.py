@@ -3,15 +3,16 @@
 The sentence splitter joins a passage's lines into sentences, so a configuration snippet or a command comes out
 as one line ("$SpoolDir /var/spool/relay # queued files $RetryCount -1 # retry forever"): hard to read,
 and wrong to copy (the first "#" comments out the rest). `laid_out` finds the sentence in its passage and
-gives back its code lines as lines of their own, each indented by CODE_INDENT (Markdown's code block; the chat
-page shows them as one), and the prose around them as it was. Only whitespace changes: the words, and so any
+gives back its code lines as lines of their own, each indented by CODE_INDENT after a blank line (a Markdown
+code block; the chat page shows them as one), and the prose around them as it was. Only whitespace changes: the words, and so any
 answer matched against them, stay the same.
 
 A line counts as code by the marks prose lacks (`code_line`): a shell prompt, a "$Directive" or "key = value"
-setting, an opening or closing brace, a statement's semicolon, a comment after the code, a backslash
-continuing the line, a call "name(...)", a file named before its lines ("/etc/relay/main.conf:"), or, in a
-manual page, the page's own command at the start of an example line ("probe -c 3 gw1"). The short lines
-between such lines ("timeout 16", "mode active", "}") and comment lines go with them.
+setting, an opening or closing brace, a statement's semicolon or a comment after the code (where the code
+part reads as no prose), a backslash continuing the line, a call "name(...)", a file named before its lines ("/etc/relay/main.conf:"), or, in a
+manual page, the page's own command at the start of an example line ("probe -c 3 gw1"). The lines between
+such lines that read as no prose ("timeout 16", "mode active", "}"), comment lines, and the lines inside a
+brace the block opened go with them.
 
 `term_set_off` reads a definition list's term line ("-q, --quiet" above "Print nothing but errors.")
 as "-q, --quiet: Print nothing ...", as a heading on its own line is set off.
@@ -29,18 +30,21 @@ STRONG_CODE = re.compile(
         [$%>]\s+\S                          # a shell prompt
       | [\w.-]+@[\w.-]+:\S*[$\#]\s          # user@host:~$ prompt
       | \$[A-Za-z]\w*\b                     # a "$Directive" setting
-      | (?!-)[\w./:-]+\s*=\s*\S               # key = value (not an option's "--name=VALUE")
+      | (?!-)[\w./:-]+\s*=\s*\S             # key = value (not an option's "--name=VALUE")
       | /[\w./-]+:$                         # a file named before its lines
       | [\w.-]+\(.*\)\s*;?$                 # a call
       | [}\])]+\s*;?$                       # a closing brace
     )
-    | [{;\\]$                               # a brace opened, a statement ended, a line continued
-    | \S\s+\#\s                             # a comment after the code
+    | [{\\]$                                # a brace opened, a line continued
     """,
     re.VERBOSE,
 )
-# a short line that may sit between code lines: no sentence's end, and not a capitalised word first ("Examples")
-SHORT_CODE = re.compile(r"^(?![A-Z][a-z])\S+(?:\s+\S+){0,5}$")
+# a comment after the code ("script check.sh  # every 5 seconds"); with a statement's ";" at the end, a mark
+# that prose can carry too ("... the ticket;", "lines that begin with # are ignored"), so it counts only where
+# the code part does not read as prose
+AFTER_CODE_COMMENT = re.compile(r"\S\s+#\s")
+# four plain words in a row: prose
+PROSE = re.compile(r"\b[A-Za-z][a-z]*(?:[ ,]+[A-Za-z][a-z]*\b){3}")
 # a comment line of code or configuration ("# every 5 seconds", "/* ... */", "! pool"): code
 # between code lines, not code on its own
 COMMENT = re.compile(r"^(?:#|//|/\*|\*/|;|!\s)")
@@ -51,10 +55,23 @@ SENTENCE_END = (".", ":", ";", ",", "?", "!")
 
 
 def code_line(line: str, command: str = "") -> bool:
-    """Does `line` (stripped) read as code or configuration? `command` is a manual page's own command."""
+    """Does `line` (stripped) read as code or configuration? `command` is a manual page's own command (its
+    example lines start with it; "cmd add - add a link" is its synopsis with prose)."""
     if STRONG_CODE.search(line):
         return True
-    return bool(command) and line.startswith(f"{command} ") and not line.endswith(".")
+    comment = AFTER_CODE_COMMENT.search(line)
+    code = line[: comment.start() + 1] if comment else line.removesuffix(";")
+    if (comment or line.endswith(";")) and not PROSE.search(code):
+        return True
+    return bool(command) and line.startswith(f"{command} ") and not line.endswith(".") and " - " not in line
+
+
+def _between_code(line: str) -> bool:
+    """May `line` sit between code lines: a comment, or no sentence's end, no prose and no capitalised word
+    first ("Examples")?"""
+    if COMMENT.match(line):
+        return True
+    return not line.endswith(SENTENCE_END) and not PROSE.search(line) and not re.match(r"[A-Z][a-z]", line)
 
 
 def _span(sentence: str, passage: str) -> re.Match[str] | None:
@@ -79,22 +96,23 @@ def _fragments(sentence: str, passage: str) -> tuple[list[tuple[str, str]], bool
     return [(indent.replace("\t", CODE_INDENT), text) for indent, text in out if text], starts_line
 
 
-def _code_runs(texts: Sequence[str], command: str) -> list[tuple[int, int]]:
-    """[start, end) of each run of lines that is code: short lines and comments next to a code line go with
-    it."""
+def _code_runs(fragments: Sequence[tuple[str, str]], command: str) -> list[tuple[int, int]]:
+    """[start, end) of each run of lines that holds code: a code line with the lines that may sit between code
+    lines next to it, and every line inside a brace or parenthesis the run opened or indented deeper than the
+    run's first line (an example's long statement)."""
     runs: list[tuple[int, int]] = []
     start: int | None = None
-    for at in range(len(texts) + 1):
-        text = texts[at] if at < len(texts) else None
-        part = text is not None and (
-            code_line(text, command)
-            or COMMENT.match(text) is not None
-            or (SHORT_CODE.match(text) is not None and not text.endswith(SENTENCE_END))
-        )
-        if part and start is None:
-            start = at
-        elif not part and start is not None:
-            if any(code_line(texts[k], command) for k in range(start, at)):
+    depth = base = 0
+    for at in range(len(fragments) + 1):
+        indent, text = fragments[at] if at < len(fragments) else ("", "")
+        inside = start is not None and (depth > 0 or len(indent) > base)
+        part = at < len(fragments) and (inside or code_line(text, command) or _between_code(text))
+        if part:
+            if start is None:
+                start, depth, base = at, 0, len(indent)
+            depth = max(0, depth + text.count("{") + text.count("(") - text.count("}") - text.count(")"))
+        elif start is not None:
+            if any(code_line(fragments[k][1], command) for k in range(start, at)):
                 runs.append((start, at))
             start = None
     return runs
@@ -102,25 +120,22 @@ def _code_runs(texts: Sequence[str], command: str) -> list[tuple[int, int]]:
 
 def laid_out(sentence: str, passage: str, command: str = "") -> str | None:
     """The sentence with its code lines on lines of their own (see the module's docstring), or None when it
-    holds no code that spans lines. A sentence that opens with code starts with a line break; one that ends
-    with code ends on its last code line."""
+    holds no code that spans lines. A blank line goes before each block (as Markdown wants it); a sentence
+    that opens with code starts with it, and one that ends with code ends on its last code line."""
     found = _fragments(sentence, passage)
     if found is None:
         return None
     fragments = found[0]
     texts = [text for _, text in fragments]
-    runs = _code_runs(texts, command)
+    runs = _code_runs(fragments, command)
     if not runs:
         return None
     out, at = "", 0
     for start, end in runs:
         out += " ".join(texts[at:start])
         base = min(len(fragments[k][0]) for k in range(start, end))
-        out += (
-            "\n"
-            + "\n".join(CODE_INDENT + fragments[k][0][base:] + texts[k] for k in range(start, end))
-            + "\n"
-        )
+        block = "\n".join(CODE_INDENT + fragments[k][0][base:] + texts[k] for k in range(start, end))
+        out += "\n\n" + block + "\n"
         at = end
     return (out + " ".join(texts[at:])).rstrip("\n")
 

@@ -95,7 +95,14 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
         item = evidence[index]
         code = laid_out(sentence, item.text, manual_command(item.title))
         if code is not None:
-            return "\n".join(FOOTNOTE_MARKER.sub("", line) for line in code.split("\n"))
+            heading = item.section.rpartition(" > ")[2].strip()
+            if heading and code.startswith(f"{heading}\n") and heading[-1:] not in ".:;?!":
+                code = f"{heading}:{code[len(heading) :]}"
+            # a code line stays as written ("ports = [22]"); the prose around it loses the source's footnotes
+            lines = code.split("\n")
+            return "\n".join(
+                line if line.startswith(CODE_INDENT) else _without_footnotes(line) for line in lines
+            )
         sentence = term_set_off(sentence, item.text) or sentence
         sentence = _set_off_heading(sentence, item)
         sentence = _continued_lines_joined(sentence, item)
@@ -187,14 +194,16 @@ def _set_off_heading(sentence: str, item: Evidence) -> str:
 
 
 def _joined(parts: Sequence[str]) -> str:
-    """An answer's parts in one text: a space between two, a line break where a code block (lines indented
-    by CODE_INDENT, see `agents.layout`) begins or ends."""
+    """An answer's parts in one text: a space between two, a blank line before a code block (lines indented by
+    CODE_INDENT, see `agents.layout`) and a line break after it."""
     text = ""
     for part in parts:
         if not text:
             text = part.lstrip("\n")
-        elif part.startswith("\n") or text.rpartition("\n")[2].startswith(CODE_INDENT):
-            text = text.rstrip(" ") + "\n" + part.lstrip("\n")
+        elif part.startswith("\n"):
+            text = text.rstrip(" ") + "\n\n" + part.lstrip("\n")  # a blank line before a code block
+        elif text.rpartition("\n")[2].startswith(CODE_INDENT):
+            text += "\n" + part
         else:
             text += " " + part
     return TRAILING_SPACE.sub("\n", text)
@@ -250,7 +259,8 @@ def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[s
     """The draft's sentences that fit the word budget (its first `lead` always), grouped by document; a
     heading in capitals ("DESCRIPTION") is kept only right above the sentence its passage has under it (it then
     opens that sentence, see `_displayed`), and a table's header line only right above a row of its table (it
-    then names the row's cells), or when the answer opens with them: elsewhere they introduce nothing."""
+    then names the row's cells), or when the answer opens with them: elsewhere they introduce nothing. A lead-in
+    ending in ':' after the lead is kept only right above the sentence it introduces."""
     kept = _grouped(_capped(draft.sentences, set(draft.sentences[:lead]), draft.priority), evidence)
     retained: list[tuple[str, int]] = []
     for at in range(len(kept) - 1, -1, -1):
@@ -264,6 +274,11 @@ def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[s
         elif _is_table_header(sentence, evidence[index].text):
             # a table's header line names the cells of a row under it (`_displayed`); alone it says nothing
             if below is not None and _names_cells_of(sentence, below, evidence[index].text):
+                retained.append(kept[at])
+        elif sentence.rstrip().endswith(":") and at >= lead:
+            # a lead-in ("... is started like this:") announces the sentence under it; when the word budget
+            # left that one out, or it is in the next passage, the lead-in introduces nothing shown
+            if below is not None and _heads(sentence, below, evidence[index]):
                 retained.append(kept[at])
         else:
             retained.append(kept[at])

@@ -50,6 +50,8 @@ def test_lines_that_only_code_has(line):
         "--signal=NAME",  # an option's name, not a setting
         "If the peer is down, the relay waits.",
         "See also",
+        "Record the number of lost messages in the incident ticket;",  # a semicolon, in prose
+        "Lines that begin with # are ignored by the relay",  # a hash, in prose
     ],
 )
 def test_prose_and_terms_are_not_code(line):
@@ -63,12 +65,13 @@ def test_a_manual_pages_own_command_opens_its_example_lines():
     assert manual_command("Forwarding messages reliably") == ""
     assert code_line("probe -c 3 gw1", command="probe")
     assert not code_line("probe is used to check a path.", command="probe")
+    assert not code_line("probe add NAME - add a probe for the given host to the", command="probe")
 
 
 def test_a_configuration_snippet_keeps_its_lines_and_only_whitespace_changes():
     shown = laid_out(SPOOL_SENTENCE, SPOOL)
     assert shown == (
-        "\n    $LoadInput unixsock # local messages"
+        "\n\n    $LoadInput unixsock # local messages"
         "\n    $SpoolDir /var/spool/relay # where queued files go"
         "\n    *.* @@collector:6514"
     )
@@ -79,11 +82,11 @@ def test_prose_around_code_stays_prose_and_indentation_inside_the_block_is_kept(
     passage = "Run these:\n$ relayctl drain node7\n$ relayctl remove node7\nand the queue moves to node8."
     sentence = "Run these: $ relayctl drain node7 $ relayctl remove node7 and the queue moves to node8."
     assert laid_out(sentence, passage) == (
-        "Run these:\n    $ relayctl drain node7\n    $ relayctl remove node7\nand the queue moves to node8."
+        "Run these:\n\n    $ relayctl drain node7\n    $ relayctl remove node7\nand the queue moves to node8."
     )
     block = "pool web_pool {\n       script check.sh   # every 5 seconds\n       timeout 16\n}"
     assert laid_out("pool web_pool { script check.sh # every 5 seconds timeout 16 }", block) == (
-        "\n    pool web_pool {\n           script check.sh   # every 5 seconds\n           timeout 16\n    }"
+        "\n\n    pool web_pool {\n           script check.sh   # every 5 seconds\n           timeout 16\n    }"
     )
 
 
@@ -129,7 +132,7 @@ def test_an_answer_shows_code_blocks_on_lines_of_their_own_with_their_citation()
         ],
     )
     assert shape(draft, evidence).text == (
-        "Do this on every relay host. [1]\n"
+        "Do this on every relay host. [1]\n\n"
         "    $LoadInput unixsock # local messages\n"
         "    $SpoolDir /var/spool/relay # where queued files go\n"
         "    *.* @@collector:6514 [1]\n"
@@ -138,5 +141,34 @@ def test_an_answer_shows_code_blocks_on_lines_of_their_own_with_their_citation()
     # a comparison's bullet holds its code block too
     both = Draft("comparison_decision", [(SPOOL_SENTENCE, 0), ("-q, --quiet Print nothing but errors.", 1)])
     bullets = shape(both, evidence).text
-    assert bullets.startswith("- Reliable forwarding:\n    $LoadInput unixsock")
+    assert bullets.startswith("- Reliable forwarding:\n\n    $LoadInput unixsock")
     assert "    *.* @@collector:6514 [1]\n- probe - check a path: -q, --quiet: Print" in bullets
+
+
+def test_a_block_holds_the_long_lines_inside_its_braces_and_under_its_first_line():
+    ruleset = (
+        "chain input {\n  type filter hook input priority 0\n  ip saddr 10.20.0.0/16 tcp dport 22 accept\n}"
+    )
+    shown = laid_out(
+        "chain input { type filter hook input priority 0 ip saddr 10.20.0.0/16 tcp dport 22 accept }", ruleset
+    )
+    assert shown == (
+        "\n\n    chain input {\n      type filter hook input priority 0\n      ip saddr 10.20.0.0/16 tcp dport 22 accept\n    }"
+    )
+    query = "Checking the queue\nSELECT queued, round(100.0 * sent / total) AS pct_sent\nFROM relay_stats;\nRun it daily."
+    sentence = "Checking the queue SELECT queued, round(100.0 * sent / total) AS pct_sent FROM relay_stats; Run it daily."
+    assert laid_out(sentence, query) == (
+        "Checking the queue\n\n    SELECT queued, round(100.0 * sent / total) AS pct_sent\n    FROM relay_stats;\nRun it daily."
+    )
+
+
+def test_an_answers_code_keeps_its_brackets_and_its_heading_is_set_off():
+    passage = "Opening ports\nports = [22]\nlisten_on = 0.0.0.0\nThe relay reads the list at start [4]."
+    evidence = [Evidence(1, "guides/relay.md", "Relay guide", "Setup > Opening ports", passage, 1.0)]
+    draft = Draft(
+        "concept_explanation",
+        [("Opening ports ports = [22] listen_on = 0.0.0.0 The relay reads the list at start [4].", 0)],
+    )
+    assert shape(draft, evidence).text == (
+        "Opening ports:\n\n    ports = [22]\n    listen_on = 0.0.0.0\nThe relay reads the list at start. [1]"
+    )

@@ -270,3 +270,27 @@ def test_a_command_continued_over_lines_keeps_its_lines_in_prose_and_loses_its_b
     assert shape(Draft("concept_explanation", [("Type C: \\ then the folder name.", 0)]), literal).text == (
         "Type C: \\ then the folder name. [1]"
     )
+
+
+def test_a_lead_in_is_shown_only_above_what_it_introduces():
+    passage = (
+        "The relay keeps a queue per peer. A peer is started like this:\n\n"
+        "Run relayctl start peer7.\n"
+        "Each peer has a log of its own."
+    )
+    evidence = [Evidence(1, "guides/relay.md", "Relay guide", "Peers", passage, 1.0)]
+    lead_in = "A peer is started like this:"
+
+    def shown(*sentences: str) -> str:
+        return shape(Draft("concept_explanation", [(s, 0) for s in sentences]), evidence).text
+
+    # right above the command it announces it stays; without it (cut by the word budget) it goes
+    assert shown("The relay keeps a queue per peer.", lead_in, "Run relayctl start peer7.") == (
+        "The relay keeps a queue per peer. [1] A peer is started like this: [1] Run relayctl start peer7. [1]"
+    )
+    assert shown("The relay keeps a queue per peer.", lead_in, "Each peer has a log of its own.") == (
+        "The relay keeps a queue per peer. [1] Each peer has a log of its own. [1]"
+    )
+    assert shown("The relay keeps a queue per peer.", lead_in) == "The relay keeps a queue per peer. [1]"
+    # the answer's lead is never left out
+    assert shown(lead_in) == "A peer is started like this: [1]"

@@ -262,14 +262,24 @@
   var CODE_LINE = /^ {4}/;
   var CLOSING_CITATIONS = /(?:\s*\[\d+\])+\s*$/;
 
+  // the [n] markers that end a code line and are the answer's citations ("listen = [8080] [1]": only "[1]")
+  function closingCitations(line, byRef) {
+    var found = CLOSING_CITATIONS.exec(line);
+    if (!found) { return null; }
+    var index = found.index;
+    var markers = found[0].match(/\s*\[\d+\]/g);
+    while (markers.length && !byRef[/\d+/.exec(markers[0])[0]]) { index += markers.shift().length; }
+    return markers.length ? { index: index, text: markers.join("") } : null;
+  }
+
   // the code as a block to read and copy; the citations that end its last line stay out of it
   function codeBlock(lines, byRef, turn) {
     var last = lines[lines.length - 1];
-    var cites = CLOSING_CITATIONS.exec(last);
+    var cites = closingCitations(last, byRef);
     var body = lines.slice(0, -1).concat([cites ? last.slice(0, cites.index) : last])
       .map(function (line) { return line.slice(4); });
     var nodes = [el("pre", { className: "answer-code" }, [el("code", { text: body.join("\n") })])];
-    if (cites) { nodes.push(appendWithCitations(el("p", { className: "code-cites" }), cites[0].trim(), byRef, turn)); }
+    if (cites) { nodes.push(appendWithCitations(el("p", { className: "code-cites" }), cites.text.trim(), byRef, turn)); }
     return nodes;
   }
 
@@ -282,13 +292,15 @@
     var list = null;
     var hasLead = false;
     var code = [];
+    var item = null;  // the list item a code block went into: the text after the block is still that item's
     lines.forEach(function (line, at) {
       if (CODE_LINE.test(line)) {
-        // a code block goes inside the list item it follows, and counts as the lead when it opens the answer
+        // a block ends at its sentence's citation (two sentences of code are two blocks, each cited), goes inside
+        // the list item it follows, and counts as the lead when it opens the answer
         code.push(line);
-        if (at + 1 >= lines.length || !CODE_LINE.test(lines[at + 1])) {
-          var host = list ? list.lastChild : container;
-          codeBlock(code, byRef, turn).forEach(function (node) { host.appendChild(node); });
+        if (at + 1 >= lines.length || !CODE_LINE.test(lines[at + 1]) || closingCitations(line, byRef)) {
+          item = list ? list.lastChild : null;
+          codeBlock(code, byRef, turn).forEach(function (node) { (item || container).appendChild(node); });
           code = [];
           hasLead = true;
         }
@@ -311,6 +323,11 @@
           container.appendChild(list);
         }
         list.appendChild(appendWithCitations(el("li"), (step || point)[1], byRef, turn));
+        item = null;
+        return;
+      }
+      if (item) {
+        item.appendChild(appendWithCitations(el("p"), line, byRef, turn));
         return;
       }
       list = null;
