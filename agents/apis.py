@@ -47,7 +47,12 @@ class TraceStepSerializer(serializers.Serializer):
 class AskOutputSerializer(serializers.Serializer):
     """The answer contract of DESIGN.md section 8 (shared with `manage.py ask --json`)."""
 
-    answer = serializers.CharField(allow_blank=True)
+    answer = serializers.CharField(
+        allow_blank=True,
+        help_text="plain text, each sentence ending in its [n] citation; a procedure is numbered lines "
+        "('1. ...'), a comparison '- ' bullets; a command or configuration snippet keeps its lines, indented by "
+        "four spaces after a blank line (a Markdown code block)",
+    )
     abstained = serializers.BooleanField()
     template = serializers.CharField(allow_blank=True)
     citations = CitationSerializer(many=True)

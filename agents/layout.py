@@ -10,7 +10,8 @@ answer matched against them, stay the same.
 A line counts as code by the marks prose lacks (`code_line`): a shell prompt, a "$Directive" or "key = value"
 setting, an opening or closing brace, a statement's semicolon or a comment after the code (where the code
 part reads as no prose), a backslash continuing the line, a call "name(...)", a file named before its lines ("/etc/relay/main.conf:"), or, in a
-manual page, the page's own command at the start of an example line ("probe -c 3 gw1"). The lines between
+manual page, the page's own command at the start of an example line ("probe -c 3 gw1"), and a command right
+under a lead-in ending in ':' ("... by doing:" above "relayctl stats --all"). The lines between
 such lines that read as no prose ("timeout 16", "mode active", "}"), comment lines, and the lines inside a
 brace the block opened go with them.
 
@@ -48,6 +49,8 @@ PROSE = re.compile(r"\b[A-Za-z][a-z]*(?:[ ,]+[A-Za-z][a-z]*\b){3}")
 # a comment line of code or configuration ("# every 5 seconds", "/* ... */", "! pool"): code
 # between code lines, not code on its own
 COMMENT = re.compile(r"^(?:#|//|/\*|\*/|;|!\s)")
+# a command and its arguments ("relayctl stats --all", "cat /proc/<pid>/limits")
+COMMAND_WITH_ARGUMENTS = re.compile(r"^[a-z][\w.+-]*\s+\S")
 TERM_WORDS = 8
 # a capitalised word that opens a sentence ("Print nothing ..."), not a label ("Note: ...") or a name in capitals
 STARTS_SENTENCE = re.compile(r"[A-Z][a-z]+(?:[\s,]|$)")
@@ -96,6 +99,21 @@ def _fragments(sentence: str, passage: str) -> tuple[list[tuple[str, str]], bool
     return [(indent.replace("\t", CODE_INDENT), text) for indent, text in out if text], starts_line
 
 
+def _code_at(fragments: Sequence[tuple[str, str]], at: int, command: str) -> bool:
+    """Is the line at `at` code: a code line, or a command right under a lead-in ("... by doing:" above
+    "relayctl stats --all"): a word in lower case and its arguments, no prose and no sentence's end?"""
+    text = fragments[at][1]
+    if code_line(text, command):
+        return True
+    return (
+        at > 0
+        and fragments[at - 1][1].endswith(":")
+        and COMMAND_WITH_ARGUMENTS.match(text) is not None
+        and not PROSE.search(text)
+        and not text.endswith(SENTENCE_END)
+    )
+
+
 def _code_runs(fragments: Sequence[tuple[str, str]], command: str) -> list[tuple[int, int]]:
     """[start, end) of each run of lines that holds code: a code line with the lines that may sit between code
     lines next to it, and every line inside a brace or parenthesis the run opened or indented deeper than the
@@ -106,13 +124,13 @@ def _code_runs(fragments: Sequence[tuple[str, str]], command: str) -> list[tuple
     for at in range(len(fragments) + 1):
         indent, text = fragments[at] if at < len(fragments) else ("", "")
         inside = start is not None and (depth > 0 or len(indent) > base)
-        part = at < len(fragments) and (inside or code_line(text, command) or _between_code(text))
+        part = at < len(fragments) and (inside or _code_at(fragments, at, command) or _between_code(text))
         if part:
             if start is None:
                 start, depth, base = at, 0, len(indent)
             depth = max(0, depth + text.count("{") + text.count("(") - text.count("}") - text.count(")"))
         elif start is not None:
-            if any(code_line(fragments[k][1], command) for k in range(start, at)):
+            if any(_code_at(fragments, k, command) for k in range(start, at)):
                 runs.append((start, at))
             start = None
     return runs

@@ -172,3 +172,19 @@ def test_an_answers_code_keeps_its_brackets_and_its_heading_is_set_off():
     assert shape(draft, evidence).text == (
         "Opening ports:\n\n    ports = [22]\n    listen_on = 0.0.0.0\nThe relay reads the list at start. [1]"
     )
+
+
+def test_a_command_right_under_a_lead_in_is_code():
+    passage = "Check the limit by doing:\ncat /proc/<pid>/limits\nand the open files with:\nls /proc/<pid>/fd | wc -l\nDone."
+    sentence = (
+        "Check the limit by doing: cat /proc/<pid>/limits and the open files with: ls /proc/<pid>/fd | wc -l"
+    )
+    assert laid_out(sentence, passage) == (
+        "Check the limit by doing:\n\n    cat /proc/<pid>/limits\nand the open files with:\n\n    ls /proc/<pid>/fd | wc -l"
+    )
+    # prose under a lead-in stays prose
+    listing = "The relay has two modes:\nthe active one and the passive one for the backup site\nDone."
+    assert (
+        laid_out("The relay has two modes: the active one and the passive one for the backup site", listing)
+        is None
+    )
