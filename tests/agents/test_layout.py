@@ -8,6 +8,8 @@ from agents.evidence import Draft, Evidence
 from agents.layout import code_line, laid_out, manual_command, term_set_off
 from agents.shaping import shape
 
+pytestmark = [pytest.mark.unit]
+
 SPOOL = (
     "Do this on every relay host.\n"
     "$LoadInput unixsock # local messages\n"
