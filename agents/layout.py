@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 CODE_INDENT = "    "
 # a line that only code has
@@ -84,10 +85,12 @@ def _span(sentence: str, passage: str) -> re.Match[str] | None:
     return re.search(r"\s+".join(re.escape(word) for word in words), passage)
 
 
-def _fragments(sentence: str, passage: str) -> tuple[list[tuple[str, str]], bool] | None:
+@lru_cache(maxsize=256)
+def _fragments(sentence: str, passage: str) -> tuple[tuple[tuple[str, str], ...], bool] | None:
     """The sentence's lines in the passage as (indentation, text), and whether it starts its first line; None
     when it stands on one line or is not found as written. The first line's indentation is the passage line's
-    where the sentence starts it ("" otherwise)."""
+    where the sentence starts it ("" otherwise). Cached: `laid_out` and `term_set_off` both ask for each
+    sentence an answer shows."""
     match = _span(sentence, passage)
     if match is None or "\n" not in match.group(0):
         return None
@@ -96,7 +99,7 @@ def _fragments(sentence: str, passage: str) -> tuple[list[tuple[str, str]], bool
     lines = match.group(0).split("\n")
     out = [(head if starts_line else "", lines[0].strip())]
     out += [(line[: len(line) - len(line.lstrip())], line.strip()) for line in lines[1:]]
-    return [(indent.replace("\t", CODE_INDENT), text) for indent, text in out if text], starts_line
+    return tuple((indent.replace("\t", CODE_INDENT), text) for indent, text in out if text), starts_line
 
 
 def _code_at(fragments: Sequence[tuple[str, str]], at: int, command: str) -> bool:
@@ -118,19 +121,20 @@ def _code_runs(fragments: Sequence[tuple[str, str]], command: str) -> list[tuple
     """[start, end) of each run of lines that holds code: a code line with the lines that may sit between code
     lines next to it, and every line inside a brace or parenthesis the run opened or indented deeper than the
     run's first line (an example's long statement)."""
+    code = [_code_at(fragments, at, command) for at in range(len(fragments))]
     runs: list[tuple[int, int]] = []
     start: int | None = None
     depth = base = 0
     for at in range(len(fragments) + 1):
         indent, text = fragments[at] if at < len(fragments) else ("", "")
         inside = start is not None and (depth > 0 or len(indent) > base)
-        part = at < len(fragments) and (inside or _code_at(fragments, at, command) or _between_code(text))
+        part = at < len(fragments) and (inside or code[at] or _between_code(text))
         if part:
             if start is None:
                 start, depth, base = at, 0, len(indent)
             depth = max(0, depth + text.count("{") + text.count("(") - text.count("}") - text.count(")"))
         elif start is not None:
-            if any(_code_at(fragments, k, command) for k in range(start, at)):
+            if any(code[start:at]):
                 runs.append((start, at))
             start = None
     return runs

@@ -95,9 +95,7 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
         item = evidence[index]
         code = laid_out(sentence, item.text, manual_command(item.title))
         if code is not None:
-            heading = item.section.rpartition(" > ")[2].strip()
-            if heading and code.startswith(f"{heading}\n") and heading[-1:] not in ".:;?!":
-                code = f"{heading}:{code[len(heading) :]}"
+            code = _set_off_heading(code, item)
             # a code line stays as written ("ports = [22]"); the prose around it loses the source's footnotes
             lines = code.split("\n")
             return "\n".join(
@@ -185,8 +183,8 @@ def _set_off_heading(sentence: str, item: Evidence) -> str:
     if not heading or len(heading.split()) > MAX_HEADING_WORDS or heading[-1:] in ".:;?!":
         return sentence
     rest = sentence[len(heading) :]
-    if not (sentence.startswith(heading) and rest.startswith(" ") and rest.strip()):
-        return sentence
+    if not (sentence.startswith(heading) and rest[:1].isspace() and rest.strip()):
+        return sentence  # (a line break follows a heading above a code block, `agents.layout.laid_out`)
     on_its_line = rf"(?m)^[ \t]*{re.escape(heading)}[ \t]*\n[ \t]*{re.escape(rest.split()[0])}"
     if rest.strip()[:1].isupper() or re.search(on_its_line, item.text):
         return f"{heading}:{rest}"

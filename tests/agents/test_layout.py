@@ -190,3 +190,12 @@ def test_a_command_right_under_a_lead_in_is_code():
         laid_out("The relay has two modes: the active one and the passive one for the backup site", listing)
         is None
     )
+
+
+def test_a_heading_that_opens_prose_before_code_is_set_off_as_in_any_sentence():
+    passage = "Basic commands\nTry these on the relay:\n$ relayctl status\n$ relayctl drain node7"
+    evidence = [Evidence(1, "guides/relay.md", "Relay guide", "Setup > Basic commands", passage, 1.0)]
+    sentence = "Basic commands Try these on the relay: $ relayctl status $ relayctl drain node7"
+    assert shape(Draft("concept_explanation", [(sentence, 0)]), evidence).text == (
+        "Basic commands: Try these on the relay:\n\n    $ relayctl status\n    $ relayctl drain node7 [1]"
+    )
