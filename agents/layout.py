@@ -15,6 +15,13 @@ under a lead-in ending in ':' ("... by doing:" above "relayctl stats --all"). Th
 such lines that read as no prose ("timeout 16", "mode active", "}"), comment lines, and the lines inside a
 brace the block opened go with them.
 
+`command_line` tells a sentence that is a line of code on its own in the passage: a code line, a command
+under a lead-in ending in ':' ("... create one with these commands:" above "# mkdir /run/relay", whose root
+prompt the sentence splitter drops as a heading mark) or under such a command, or a command that carries an
+option or a substitution ("kill -HUP `cat /run/relay.pid`"). The answer shows it as a one-line code
+block, and `next_line` tells when two such blocks are consecutive lines of the passage, so that they show as
+one block.
+
 `term_set_off` reads a definition list's term line ("-q, --quiet" above "Print nothing but errors.")
 as "-q, --quiet: Print nothing ...", as a heading on its own line is set off.
 """
@@ -53,6 +60,8 @@ COMMENT = re.compile(r"^(?:#|//|/\*|\*/|;|!\s)")
 # a command and its arguments ("relayctl stats --all", "cat /proc/<pid>/limits")
 COMMAND_WITH_ARGUMENTS = re.compile(r"^[a-z][\w.+-]*\s+\S")
 TERM_WORDS = 8
+# a root shell's prompt ("# mkdir /run/relay"), or a comment's mark: the sentence splitter drops it
+ROOT_PROMPT = re.compile(r"^#\s+(?=\S)")
 # a capitalised word that opens a sentence ("Print nothing ..."), not a label ("Note: ...") or a name in capitals
 STARTS_SENTENCE = re.compile(r"[A-Z][a-z]+(?:[\s,]|$)")
 SENTENCE_END = (".", ":", ";", ",", "?", "!")
@@ -160,6 +169,69 @@ def laid_out(sentence: str, passage: str, command: str = "") -> str | None:
         out += "\n\n" + block + "\n"
         at = end
     return (out + " ".join(texts[at:])).rstrip("\n")
+
+
+def _lines(passage: str) -> tuple[str, ...]:
+    """The passage's lines that hold text, whitespace collapsed."""
+    return tuple(" ".join(line.split()) for line in passage.splitlines() if line.strip())
+
+
+def _where(sentence: str, lines: Sequence[str]) -> list[tuple[int, bool]]:
+    """Where `sentence` stands as a whole line: (line number, whether a root prompt opens it)."""
+    target = " ".join(sentence.split())
+    found = []
+    for at, line in enumerate(lines):
+        if line == target:
+            found.append((at, False))
+        elif ROOT_PROMPT.match(line) and ROOT_PROMPT.sub("", line) == target:
+            found.append((at, True))
+    return found
+
+
+def _command_like(text: str) -> bool:
+    """A word in lower case and its arguments, with no prose, no sentence's end and no table cells ("relayctl
+    stats --all"; not "dns | name resolution", which a shell pipe cannot be told from)."""
+    return (
+        COMMAND_WITH_ARGUMENTS.match(text) is not None
+        and " | " not in text
+        and not PROSE.search(text)
+        and not text.endswith(SENTENCE_END)
+    )
+
+
+def _under_lead_in(lines: Sequence[str], at: int) -> bool:
+    """Is the line at `at` a command under a lead-in ending in ':', directly or under commands that are?"""
+    while at > 0 and _command_like(ROOT_PROMPT.sub("", lines[at])):
+        if lines[at - 1].endswith(":"):
+            return True
+        at -= 1
+    return False
+
+
+# what a command line carries and prose does not: an option ("-USR1", "--all"), a command substituted (`...`,
+# "$(...)"); not a pipe, which a table row's cells look like ("word | 0 | no")
+SHELL_MARK = re.compile(r"\s--?[A-Za-z]|`|\$\(")
+
+
+@lru_cache(maxsize=256)
+def command_line(sentence: str, passage: str, command: str = "") -> bool:
+    """Is `sentence` a line of code on its own in the passage (see the module's docstring)? A line with a root
+    prompt counts only as a command under a lead-in: a comment's '#' looks the same."""
+    lines = _lines(passage)
+    for at, prompted in _where(sentence, lines):
+        line = lines[at]
+        if _under_lead_in(lines, at) or (
+            not prompted and (code_line(line, command) or (_command_like(line) and SHELL_MARK.search(line)))
+        ):
+            return True
+    return False
+
+
+def next_line(first: str, second: str, passage: str) -> bool:
+    """Is `second` the line right after `first` in the passage (blank lines aside; a root prompt dropped)?"""
+    lines = _lines(passage)
+    after = {at + 1 for at, _ in _where(first, lines)}
+    return any(at in after for at, _ in _where(second, lines))
 
 
 def term_set_off(sentence: str, passage: str) -> str | None:

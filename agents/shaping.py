@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agents.evidence import Draft, Evidence, passage_sentences
-from agents.layout import CODE_INDENT, laid_out, manual_command, term_set_off
+from agents.layout import CODE_INDENT, command_line, laid_out, manual_command, next_line, term_set_off
 from athena.choices import Choice
 from knowledge.text import is_caps_heading, is_table_rule, table_cells
 
@@ -88,6 +88,7 @@ def _without_footnotes(sentence: str) -> str:
 
 def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
     """A sentence as the answer shows it: its code lines on lines of their own (`agents.layout.laid_out`),
+    a command that stands on a line of its own as a one-line code block (`agents.layout.command_line`),
     its heading or definition term set off, the source's footnote markers left out, a labelled table row read
     as "Default: KeepAliveTimeout 5", a row of a table with a header read with its column names ("signal: 1;
     name: SIGHUP")."""
@@ -101,6 +102,8 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
             return "\n".join(
                 line if line.startswith(CODE_INDENT) else _without_footnotes(line) for line in lines
             )
+        if command_line(sentence, item.text, manual_command(item.title)):
+            return f"\n\n{CODE_INDENT}{sentence.strip()}"  # a command on its own line: a one-line block
         sentence = term_set_off(sentence, item.text) or sentence
         sentence = _set_off_heading(sentence, item)
         sentence = _continued_lines_joined(sentence, item)
@@ -205,6 +208,27 @@ def _joined(parts: Sequence[str]) -> str:
         else:
             text += " " + part
     return TRAILING_SPACE.sub("\n", text)
+
+
+def _cited(parts: list[str], label: str, shown: str, ref: int, item: Evidence | None) -> None:
+    """Add a shown sentence and its citation to `parts`; a code block that goes on with the code block that
+    ends the last part, on the next line of the same passage (two commands of one listing, each a sentence),
+    joins it: one block, cited once after its last line."""
+    cite = f" [{ref}]"
+    previous = parts[-1] if parts else ""
+    body = previous[: -len(cite)]
+    last = body.rpartition("\n")[2]
+    if (
+        item is not None
+        and not label
+        and previous.endswith(cite)
+        and last.startswith(CODE_INDENT)
+        and shown.startswith("\n\n" + CODE_INDENT)
+        and next_line(last, shown.lstrip("\n").partition("\n")[0], item.text)
+    ):
+        parts[-1] = f"{body}\n{shown.lstrip(chr(10))}{cite}"
+        return
+    parts.append(f"{label}{shown}{cite}")
 
 
 def _grouped(sentences: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) -> list[tuple[str, int]]:
@@ -314,7 +338,7 @@ def shape(draft: Draft, evidence: Sequence[Evidence]) -> Shaped:
 def _prose(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
     kept = _kept(draft, evidence, lead)
     refs: dict[int, int] = {}
-    parts = []
+    parts: list[str] = []
     named = {_source(kept[0][1], evidence)} if kept else set()
     for shown, index in _displayed(kept, evidence):
         ref = refs.setdefault(index, len(refs) + 1)
@@ -322,7 +346,7 @@ def _prose(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
         if 0 <= index < len(evidence) and _source(index, evidence) not in named:
             named.add(_source(index, evidence))
             label = f"From {_title(index, evidence)}: "
-        parts.append(f"{label}{shown} [{ref}]")
+        _cited(parts, label, shown, ref, evidence[index] if 0 <= index < len(evidence) else None)
     return Shaped(_joined(parts), refs, tuple(kept))
 
 
@@ -353,7 +377,9 @@ def _bullets(draft: Draft, evidence: Sequence[Evidence], lead: int) -> Shaped:
             lines.append(_joined([f"- {name}:", f"{shown} [{ref}]"]))
             current = source
         else:
-            lines[-1] = _joined([lines[-1], f"{shown} [{ref}]"])
+            parts = [lines[-1]]
+            _cited(parts, "", shown, ref, evidence[index] if 0 <= index < len(evidence) else None)
+            lines[-1] = _joined(parts)
     return Shaped("\n".join(lines), refs, tuple(kept))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents.evidence import Draft, Evidence
-from agents.layout import code_line, laid_out, manual_command, term_set_off
+from agents.layout import code_line, command_line, laid_out, manual_command, next_line, term_set_off
 from agents.shaping import shape
 
 pytestmark = [pytest.mark.unit]
@@ -199,3 +199,53 @@ def test_a_heading_that_opens_prose_before_code_is_set_off_as_in_any_sentence():
     assert shape(Draft("concept_explanation", [(sentence, 0)]), evidence).text == (
         "Basic commands: Try these on the relay:\n\n    $ relayctl status\n    $ relayctl drain node7 [1]"
     )
+
+
+TUNNEL = (
+    "Relay for Debian\n"
+    "The relay needs a spool directory. If it is missing, create it with these commands (as root):\n"
+    "# mkdir /run/relay\n"
+    "# chown relay /run/relay\n"
+    "To reopen its log, send it a signal.\n"
+    "kill -HUP `cat /run/relay.pid`\n"
+    "$SpoolDir /var/spool/relay\n"
+    "# every 5 seconds\n"
+    "lines that begin with # are ignored\n"
+    "Peers known to it:\n"
+    "gw1 | the first gateway\n"
+    "relayctl is started at boot"
+)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "mkdir /run/relay",  # a command under a lead-in, its root prompt dropped by the sentence splitter
+        "chown relay /run/relay",  # under a command that is under the lead-in
+        "kill -HUP `cat /run/relay.pid`",  # an option and a command substituted
+        "$SpoolDir /var/spool/relay",  # a code line
+    ],
+)
+def test_a_command_on_a_line_of_its_own_is_told_from_prose(sentence):  # type: ignore[no-untyped-def]
+    assert command_line(sentence, TUNNEL)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The relay needs a spool directory.",  # prose
+        "every 5 seconds",  # a comment's '#' is not a root prompt where no lead-in announces a command
+        "lines that begin with # are ignored",  # prose in lower case
+        "gw1 | the first gateway",  # a table row under a lead-in
+        "relayctl is started at boot",  # no option: a sentence in lower case, not a command
+        "relayctl",  # not in the passage as a line
+    ],
+)
+def test_prose_comments_and_table_rows_are_no_command_line(sentence):  # type: ignore[no-untyped-def]
+    assert not command_line(sentence, TUNNEL)
+
+
+def test_two_commands_are_consecutive_lines_only_in_their_order():
+    assert next_line("mkdir /run/relay", "chown relay /run/relay", TUNNEL)
+    assert not next_line("chown relay /run/relay", "mkdir /run/relay", TUNNEL)
+    assert not next_line("mkdir /run/relay", "kill -HUP `cat /run/relay.pid`", TUNNEL)

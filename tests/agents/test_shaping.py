@@ -196,7 +196,11 @@ def test_a_heading_in_capitals_that_introduces_nothing_is_left_out():
     assert "SIGHUP: Reload the configuration. [1]" in shaped.text
     for heading in ("DESCRIPTION", "NAME", "OPTIONS"):
         assert heading not in shaped.text, shaped.text
-    assert "[1] demo [-f FILE] [-d] [1] From postqueue: postqueue [-v] -p [2] From qmgr:" in shaped.text
+    # (a synopsis line is a command: a one-line code block, see the test of code blocks below)
+    assert (
+        "[1]\n\n    demo [-f FILE] [-d] [1]\nFrom postqueue:\n\n    postqueue [-v] -p [2]\nFrom qmgr:"
+        in shaped.text
+    )
     assert ("SIGHUP", 0) in shaped.sentences and ("OPTIONS", 0) not in shaped.sentences
 
 
@@ -205,7 +209,7 @@ def test_a_heading_in_capitals_opens_the_sentence_below_it(template):  # type: i
     draft = Draft(template, [("NAME", 0), ("SYNOPSIS", 0), ("demo [-f FILE] [-d]", 0), ("qmgr", 2)])
     text = shape(draft, MAN).text
     assert text.startswith(
-        ("SYNOPSIS: demo [-f FILE] [-d] [1]", "- demo - demonstration daemon: SYNOPSIS: demo")
+        ("SYNOPSIS:\n\n    demo [-f FILE] [-d] [1]", "- demo - demonstration daemon: SYNOPSIS:\n\n    demo")
     )
     assert "NAME" not in text
     # an answer that opens with a heading nothing of its passage follows keeps it: it is all there is
@@ -294,3 +298,41 @@ def test_a_lead_in_is_shown_only_above_what_it_introduces():
     assert shown("The relay keeps a queue per peer.", lead_in) == "The relay keeps a queue per peer. [1]"
     # the answer's lead is never left out
     assert shown(lead_in) == "A peer is started like this: [1]"
+
+
+def test_a_command_on_a_line_of_its_own_is_a_code_block_and_a_listing_one_block():
+    passage = (
+        "The relay needs a spool directory. If it is missing, create it with these commands (as root):\n"
+        "# mkdir /run/relay\n"
+        "# chown relay /run/relay\n"
+        "Then start it:\n"
+        "relayctl start --all"
+    )
+    evidence = [
+        Evidence(1, "guides/relay.md", "Relay guide", "Spool", passage, 1.0),
+        Evidence(2, "guides/other.md", "Other guide", "Spool", "Create it:\n# mkdir /run/relay\nDone.", 0.9),
+    ]
+
+    def shown(*pairs: tuple[str, int], template: str = "procedure_sop") -> str:
+        return shape(Draft(template, list(pairs)), evidence).text
+
+    lead_in = "If it is missing, create it with these commands (as root):"
+    # two commands of one listing: one block, cited once after its last line
+    assert shown((lead_in, 0), ("mkdir /run/relay", 0), ("chown relay /run/relay", 0)) == (
+        f"{lead_in} [1]\n\n    mkdir /run/relay\n    chown relay /run/relay [1]"
+    )
+    # a command that opens the answer opens it as a block; lines that do not follow each other stay apart
+    assert shown(("mkdir /run/relay", 0), ("relayctl start --all", 0)) == (
+        "    mkdir /run/relay [1]\n\n    relayctl start --all [1]"
+    )
+    # nor do the same lines of two passages join
+    assert shown(("mkdir /run/relay", 1), ("chown relay /run/relay", 0)) == (
+        "    mkdir /run/relay [1]\nFrom Relay guide:\n\n    chown relay /run/relay [2]"
+    )
+    # in a comparison, inside the document's bullet
+    both = shown(
+        ("mkdir /run/relay", 0), ("chown relay /run/relay", 0), ("Done.", 1), template="comparison_decision"
+    )
+    assert both == (
+        "- Relay guide:\n\n    mkdir /run/relay\n    chown relay /run/relay [1]\n- Other guide: Done. [2]"
+    )
