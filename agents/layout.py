@@ -7,13 +7,13 @@ gives back its code lines as lines of their own, each indented by CODE_INDENT af
 code block; the chat page shows them as one), and the prose around them as it was. Only whitespace changes: the words, and so any
 answer matched against them, stay the same.
 
-A line counts as code by the marks prose lacks (`code_line`): a shell prompt, a "$Directive" or "key = value"
-setting, an opening or closing brace, a statement's semicolon or a comment after the code (where the code
-part reads as no prose), a backslash continuing the line, a call "name(...)", a file named before its lines ("/etc/relay/main.conf:"), or, in a
-manual page, the page's own command at the start of an example line ("probe -c 3 gw1"), and a command right
-under a lead-in ending in ':' ("... by doing:" above "relayctl stats --all"). The lines between
-such lines that read as no prose ("timeout 16", "mode active", "}"), comment lines, and the lines inside a
-brace the block opened go with them.
+A line counts as code by the marks prose lacks (`code_line`, a listing's line numbers aside): a shell
+prompt, a "$Directive" or "key = value" setting, an opening or closing brace, a statement's semicolon or a
+comment after the code (where the code part reads as no prose), a backslash continuing the line, a call
+"name(...)", a file named before its lines ("/etc/relay/main.conf:"), or, in a manual page, the page's own
+command at the start of an example line ("probe -c 3 gw1"), and a command right under a lead-in ending in ':'
+("... by doing:" above "relayctl stats --all"). The lines between such lines that read as no prose ("timeout
+16", "mode active", "}"), comment lines, and the lines inside a brace the block opened go with them.
 
 `command_line` tells a sentence that is a line of code on its own in the passage: a code line, a command
 under a lead-in ending in ':' ("... create one with these commands:" above "# mkdir /run/relay", whose root
@@ -48,6 +48,8 @@ STRONG_CODE = re.compile(
     """,
     re.VERBOSE,
 )
+# the number a listing puts before each of its lines ("4       listen = 8080")
+LINE_NUMBER = re.compile(r"^\d{1,4}\s+(?=\S)")
 # a comment after the code ("script check.sh  # every 5 seconds"); with a statement's ";" at the end, a mark
 # that prose can carry too ("... the ticket;", "lines that begin with # are ignored"), so it counts only where
 # the code part does not read as prose
@@ -69,7 +71,11 @@ SENTENCE_END = (".", ":", ";", ",", "?", "!")
 
 def code_line(line: str, command: str = "") -> bool:
     """Does `line` (stripped) read as code or configuration? `command` is a manual page's own command (its
-    example lines start with it; "cmd add - add a link" is its synopsis with prose)."""
+    example lines start with it; "cmd add - add a link" is its synopsis with prose). A listing's line number
+    ("14    timeout = 16") does not count."""
+    unnumbered = LINE_NUMBER.sub("", line)
+    if unnumbered != line:
+        return code_line(unnumbered, command)
     if STRONG_CODE.search(line):
         return True
     comment = AFTER_CODE_COMMENT.search(line)
@@ -163,12 +169,17 @@ def laid_out(sentence: str, passage: str, command: str = "") -> str | None:
         return None
     out, at = "", 0
     for start, end in runs:
-        out += " ".join(texts[at:start])
+        out += _prose(texts[at:start])
         base = min(len(fragments[k][0]) for k in range(start, end))
         block = "\n".join(CODE_INDENT + fragments[k][0][base:] + texts[k] for k in range(start, end))
         out += "\n\n" + block + "\n"
         at = end
-    return (out + " ".join(texts[at:])).rstrip("\n")
+    return (out + _prose(texts[at:])).rstrip("\n")
+
+
+def _prose(lines: Sequence[str]) -> str:
+    """Lines of prose as the sentence has them: one space between words (a manual's justified text has more)."""
+    return " ".join(" ".join(lines).split())
 
 
 def _lines(passage: str) -> tuple[str, ...]:

@@ -249,3 +249,22 @@ def test_two_commands_are_consecutive_lines_only_in_their_order():
     assert next_line("mkdir /run/relay", "chown relay /run/relay", TUNNEL)
     assert not next_line("chown relay /run/relay", "mkdir /run/relay", TUNNEL)
     assert not next_line("mkdir /run/relay", "kill -HUP `cat /run/relay.pid`", TUNNEL)
+
+
+def test_prose_around_code_has_one_space_between_words_and_code_keeps_its_spacing():
+    # a manual's justified text has runs of spaces; the sentence has one between words, and so does its prose
+    passage = "To  list  only  what  differs,  run:\n  relayctl  -n   show\nReplace  \"-n\"  with  \"-d\"  for  defaults."
+    sentence = 'To list only what differs, run: relayctl -n show Replace "-n" with "-d" for defaults.'
+    assert laid_out(sentence, passage) == (
+        'To list only what differs, run:\n\n    relayctl  -n   show\nReplace "-n" with "-d" for defaults.'
+    )
+
+
+def test_a_numbered_listing_is_code_by_what_follows_its_line_numbers():
+    passage = " 1 relay.conf:\n 2     peer gw1 {\n 3       retries = 3\n 4     }\n 5 \n 6   timeout = 16\nLine 3 sets it."
+    sentence = "2 peer gw1 { 3 retries = 3 4 } 5 6 timeout = 16 Line 3 sets it."
+    assert laid_out(sentence, passage) == (
+        "\n\n    2     peer gw1 {\n    3       retries = 3\n    4     }\n    5\n    6   timeout = 16\nLine 3 sets it."
+    )
+    assert code_line("14    timeout = 16") and code_line("11     }")
+    assert not code_line("10 seconds is the default.")
