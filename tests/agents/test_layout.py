@@ -253,7 +253,7 @@ def test_two_commands_are_consecutive_lines_only_in_their_order():
 
 def test_prose_around_code_has_one_space_between_words_and_code_keeps_its_spacing():
     # a manual's justified text has runs of spaces; the sentence has one between words, and so does its prose
-    passage = "To  list  only  what  differs,  run:\n  relayctl  -n   show\nReplace  \"-n\"  with  \"-d\"  for  defaults."
+    passage = 'To  list  only  what  differs,  run:\n  relayctl  -n   show\nReplace  "-n"  with  "-d"  for  defaults.'
     sentence = 'To list only what differs, run: relayctl -n show Replace "-n" with "-d" for defaults.'
     assert laid_out(sentence, passage) == (
         'To list only what differs, run:\n\n    relayctl  -n   show\nReplace "-n" with "-d" for defaults.'
