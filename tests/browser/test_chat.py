@@ -464,3 +464,38 @@ def test_a_configuration_snippet_in_an_answer_reads_as_code(
     cites[0].click()
     wait(driver, lambda d: "virtual_router_id 51" in _one(d, "#panel-passage").text)
     shot("answer-code-block")
+
+
+def test_the_commands_of_one_listing_read_as_one_code_block(
+    browser, web_server, sample_site, celery_worker_process, shot, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """Commands that stand on lines of their own under a lead-in, each a sentence of its own to the sentence
+    splitter, read as one code block under the lead-in (agents/layout.py `command_line`), cited once after
+    the block; the root prompt the splitter drops stays out of the code."""
+    from agents.models import Answer
+
+    path = tmp_path / "quillgate-spool.txt"
+    path.write_text(
+        "Quillgate relay spool directory\n\n"
+        "The Quillgate relay keeps its queue in a spool directory and does not start without it. "
+        "If the spool directory is missing after a reinstall, create it with these commands (as root):\n"
+        "# mkdir /run/quillgate\n"
+        "# chown quillgate /run/quillgate\n\n"
+        "The relay fills the directory again on its next start.\n"
+    )
+    driver, base = browser, web_server
+    _clear_throttle("alice")
+    login(driver, base, "alice")
+    wait(driver, _present("#upload-file"))
+    _one(driver, "#upload-file").send_keys(str(path))
+    _one(driver, "#upload-submit").click()
+    wait(driver, lambda d: "is ready" in _one(d, "#upload-status").text, timeout=240)
+    turn = _ask(driver, "How do I create the missing Quillgate spool directory?", answers_before=0)
+    answer = Answer.objects.filter(user__username="alice").latest("id").response["answer"]
+    assert "\n\n    mkdir /run/quillgate\n    chown quillgate /run/quillgate [" in answer, answer
+    blocks = turn.find_elements("css selector", ".answer-text pre.answer-code")
+    assert [block.text.splitlines() for block in blocks] == [
+        ["mkdir /run/quillgate", "chown quillgate /run/quillgate"]
+    ], turn.text
+    assert turn.find_elements("css selector", ".answer-text .code-cites a.cite"), turn.text
+    shot("one-listing-one-block")
