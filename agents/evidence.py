@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from agents.layout import command_line, manual_command
 from knowledge.text import ATTACHED_VALUE, analyze, identifiers, is_caps_heading, query_terms, sentences
 from knowledge.text import passage_sentences as sentences_below_title
 
@@ -742,6 +743,16 @@ def verify(draft: Draft, evidence: Sequence[Evidence]) -> Attribution:
     return Attribution(round(score, 3), tuple(checks))
 
 
+def _with_lead_in(parts: Sequence[str], first: int, item: Evidence) -> list[str]:
+    """The lead-in ending in ':' right above a command that stands on a line of its own ("... create it with
+    these commands:" above "mkdir /run/relay"), as what that command needs before it; [] otherwise."""
+    if first <= 0 or not parts[first - 1].rstrip().endswith(":"):
+        return []
+    if not command_line(parts[first], item.text, manual_command(item.title)):
+        return []
+    return [parts[first - 1]]
+
+
 # the word budget goes to the probable sentences first (each with what it needs before it), then to the
 # sentences that follow them
 PICK_CLAIM = 10
@@ -759,7 +770,8 @@ def compose_ranked(
     continued_in: Mapping[int, int] | None = None,
 ) -> Draft:
     """An answer from the selector's most probable sentences, each as a unit: the sentence, what it needs
-    before it (the sentence it refers back to, a definition entry's term line, the comment above a setting)
+    before it (the sentence it refers back to, a definition entry's term line, the comment above a setting,
+    the lead-in above a command)
     and the sentence after it (a value or a reason often follows the sentence that matches the question best).
     The first unit is the answer's lead; the shaper keeps it whole and fits the rest into the word budget.
 
@@ -809,6 +821,7 @@ def compose_ranked(
                 before = [term_line]
             if not before and here > 0 and term_line in comment_lines(evidence[index].text):
                 before = [term_line]
+            before = _with_lead_in(parts, here - len(before), evidence[index]) + before
             for sentence in before:
                 if len(sentence.split()) <= 40:
                     add(sentence, index, PICK_CLAIM * number + 1)

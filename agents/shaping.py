@@ -283,7 +283,8 @@ def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[s
     opens that sentence, see `_displayed`), and a table's header line only right above a row of its table (it
     then names the row's cells), or when the answer opens with them: elsewhere they introduce nothing. A lead-in
     ending in ':' after the lead is kept only right above the sentence it introduces."""
-    kept = _grouped(_capped(draft.sentences, set(draft.sentences[:lead]), draft.priority), evidence)
+    leading = set(draft.sentences[:lead])
+    kept = _grouped(_capped(draft.sentences, leading, draft.priority), evidence)
     retained: list[tuple[str, int]] = []
     for at in range(len(kept) - 1, -1, -1):
         sentence, index = kept[at]
@@ -297,7 +298,8 @@ def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[s
             # a table's header line names the cells of a row under it (`_displayed`); alone it says nothing
             if below is not None and _names_cells_of(sentence, below, evidence[index].text):
                 retained.append(kept[at])
-        elif sentence.rstrip().endswith(":") and at >= lead:
+        elif sentence.rstrip().endswith(":") and kept[at] not in leading:
+            # (the lead's sentences by what they are: grouping by document may put a later sentence before one)
             # a lead-in ("... is started like this:") announces the sentence under it; when the word budget
             # left that one out, or it is in the next passage, the lead-in introduces nothing shown
             if below is not None and _heads(sentence, below, evidence[index]):

@@ -617,3 +617,27 @@ def test_the_word_budget_goes_to_the_probable_sentences_before_the_ones_that_fol
     ]
     assert "The limit is eight parts at a time." in shown and following not in shown
     assert "Uploads larger than 2 GB are split." in shown
+
+
+def test_a_command_on_a_line_of_its_own_brings_the_lead_in_that_announces_it():
+    from agents.evidence import compose_ranked
+
+    evidence = _evidence(
+        "The relay needs a spool directory. If it is missing, create it with these commands (as root):\n"
+        "# mkdir /run/relay\n"
+        "# chown relay /run/relay\n"
+        "The relay fills it on its next start.",
+        "# relayctl status --all\nIt lists every peer.",
+    )
+    lead_in = "If it is missing, create it with these commands (as root):"
+    draft = compose_ranked("procedure_sop", "q", [_pick("chown relay /run/relay")], evidence)
+    # the command before the pick is what it needs (a short unpunctuated line), and the lead-in above both
+    assert _answer(draft)[:3] == [lead_in, "mkdir /run/relay", "chown relay /run/relay"]
+    assert draft.lead == 4  # with the sentence after the pick
+    draft = compose_ranked("procedure_sop", "q", [_pick("mkdir /run/relay")], evidence)
+    assert _answer(draft)[:2] == [lead_in, "mkdir /run/relay"]
+    # a sentence of prose under a lead-in brings nothing; nor does a command that opens its passage's sentences
+    draft = compose_ranked("procedure_sop", "q", [_pick("The relay fills it on its next start.")], evidence)
+    assert lead_in not in _answer(draft)
+    draft = compose_ranked("procedure_sop", "q", [_pick("relayctl status --all", 1)], evidence)
+    assert _answer(draft) == ["relayctl status --all", "It lists every peer."]

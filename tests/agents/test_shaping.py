@@ -336,3 +336,27 @@ def test_a_command_on_a_line_of_its_own_is_a_code_block_and_a_listing_one_block(
     assert both == (
         "- Relay guide:\n\n    mkdir /run/relay\n    chown relay /run/relay [1]\n- Other guide: Done. [2]"
     )
+
+
+def test_a_lead_in_after_the_lead_is_told_by_what_it_is_not_where_grouping_puts_it():
+    # the lead spans two documents; a later sentence of the first, grouped with it, comes before the second
+    # document's lead sentence: it is still no part of the lead, and a lead-in with nothing under it goes
+    evidence = [
+        Evidence(
+            1,
+            "guides/queue.md",
+            "Queue guide",
+            "",
+            "The queue is scanned every 300s. Since 2.5:\nflush.",
+            1.0,
+        ),
+        Evidence(2, "guides/relay.md", "Relay guide", "", "The relay retries every 60s.", 0.9),
+    ]
+    draft = Draft(
+        "concept_explanation",
+        [("The queue is scanned every 300s.", 0), ("The relay retries every 60s.", 1), ("Since 2.5:", 0)],
+        lead=2,
+    )
+    assert shape(draft, evidence).text == (
+        "The queue is scanned every 300s. [1] From Relay guide: The relay retries every 60s. [2]"
+    )
