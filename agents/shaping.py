@@ -31,6 +31,8 @@ from knowledge.text import is_caps_heading, is_table_rule, table_cells
 # .398, 100 words .435, 120 words .454 (tests/benchmarks/README.md): containment rewards length, readers do not
 MAX_WORDS = 100
 MAX_HEADING_WORDS = 8
+# how many times the words of sentences that introduce nothing shown go to the next sentences (`_kept`)
+REFILLS = 2
 
 
 class Template(str, Choice):
@@ -282,9 +284,26 @@ def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[s
     heading in capitals ("DESCRIPTION") is kept only right above the sentence its passage has under it (it then
     opens that sentence, see `_displayed`), and a table's header line only right above a row of its table (it
     then names the row's cells), or when the answer opens with them: elsewhere they introduce nothing. A lead-in
-    ending in ':' after the lead is kept only right above the sentence it introduces."""
+    ending in ':' after the lead is kept only right above the sentence it introduces. The words of a sentence
+    left out so go to the next sentences the budget had no room for (at most REFILLS times)."""
     leading = set(draft.sentences[:lead])
-    kept = _grouped(_capped(draft.sentences, leading, draft.priority), evidence)
+    claims = list(draft.priority) if len(draft.priority) == len(draft.sentences) else []
+    candidates = list(zip(draft.sentences, claims or range(len(draft.sentences)), strict=True))
+    for refill in range(REFILLS + 1):
+        sentences = [pair for pair, _ in candidates]
+        kept = _capped(sentences, leading, [claim for _, claim in candidates])
+        retained = _introducing(_grouped(kept, evidence), leading, evidence)
+        left_out = set(kept) - set(retained)
+        if not left_out or refill == REFILLS:
+            return retained
+        candidates = [(pair, claim) for pair, claim in candidates if pair not in left_out]
+    return retained
+
+
+def _introducing(
+    kept: Sequence[tuple[str, int]], leading: set[tuple[str, int]], evidence: Sequence[Evidence]
+) -> list[tuple[str, int]]:
+    """`kept` without the headings, table header lines and lead-ins that introduce nothing shown (`_kept`)."""
     retained: list[tuple[str, int]] = []
     for at in range(len(kept) - 1, -1, -1):
         sentence, index = kept[at]

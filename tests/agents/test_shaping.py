@@ -360,3 +360,29 @@ def test_a_lead_in_after_the_lead_is_told_by_what_it_is_not_where_grouping_puts_
     assert shape(draft, evidence).text == (
         "The queue is scanned every 300s. [1] From Relay guide: The relay retries every 60s. [2]"
     )
+
+
+def test_the_words_of_a_lead_in_left_out_go_to_the_next_sentence(settings):  # type: ignore[no-untyped-def]
+    passage = "The relay is up. Start it like this:\n# relayctl start --all\nIt keeps one queue per peer."
+    evidence = [Evidence(1, "guides/relay.md", "Relay guide", "", passage, 1.0)]
+    draft = Draft(
+        "concept_explanation",
+        [
+            ("The relay is up.", 0),
+            ("Start it like this:", 0),
+            ("relayctl start --all", 0),
+            ("It keeps one queue per peer.", 0),
+        ],
+        lead=1,
+        priority=(0, 10, 30, 20),
+    )
+    settings.ATHENA_ANSWER_MAX_WORDS = 10
+    # the lead-in fits the budget but its command does not: it introduces nothing shown, and its four words go
+    # to the next sentence by claim
+    assert shape(draft, evidence).text == "The relay is up. [1] It keeps one queue per peer. [1]"
+    # with room for all, the lead-in stays above its command
+    settings.ATHENA_ANSWER_MAX_WORDS = 20
+    assert shape(draft, evidence).text == (
+        "The relay is up. [1] Start it like this: [1]\n\n    relayctl start --all [1]\n"
+        "It keeps one queue per peer. [1]"
+    )
