@@ -663,7 +663,8 @@ def _value_first(question: str, unit: list[tuple[str, int]]) -> None:
     """Parameter lookups answer with the value first: within the first answer unit, move the first sentence that
     states a value the question lacks (and a default or a quantity when the question asks for one) to the
     front. "listen-port port This option specifies the TCP port ... The default is 7000." becomes "The default
-    is 7000. listen-port port This option ...". Every sentence stays verbatim and keeps its citation."""
+    is 7000. listen-port port This option ...". A lead-in right above that sentence moves with it. Every
+    sentence stays verbatim and keeps its citation."""
     asked = _critical_tokens(question)
     wants_default, wants_number = bool(DEFAULT.search(question)), bool(EXPECTS_NUMBER.search(question))
 
@@ -681,7 +682,9 @@ def _value_first(question: str, unit: list[tuple[str, int]]) -> None:
         return
     for position, (sentence, _) in enumerate(unit[1:], start=1):
         if states_value(sentence):
-            unit.insert(0, unit.pop(position))
+            # a lead-in right above it ("To make it permanent:" above a command) goes with it
+            start = position - 1 if unit[position - 1][0].rstrip().endswith(":") else position
+            unit[:] = unit[start : position + 1] + unit[:start] + unit[position + 1 :]
             return
 
 

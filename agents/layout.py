@@ -15,12 +15,17 @@ command at the start of an example line ("probe -c 3 gw1"), and a command right 
 ("... by doing:" above "relayctl stats --all"). The lines between such lines that read as no prose ("timeout
 16", "mode active", "}"), comment lines, and the lines inside a brace the block opened go with them.
 
-`command_line` tells a sentence that is a line of code on its own in the passage: a code line, a command
-under a lead-in ending in ':' ("... create one with these commands:" above "# mkdir /run/relay", whose root
-prompt the sentence splitter drops as a heading mark) or under such a command, or a command that carries an
-option or a substitution ("kill -HUP `cat /run/relay.pid`"). The answer shows it as a one-line code
-block, and `next_line` tells when two such blocks are consecutive lines of the passage, so that they show as
-one block.
+`command_line` tells a sentence that is a line of code on its own in the passage, and gives it back as the
+line is written (the splitter collapses its spacing): a code line; a command under a lead-in, a line of prose
+ending in ':' (under it directly, or under commands and comment lines that are); a command that carries an
+option or a substitution ("kill -HUP `cat /run/relay.pid`"); or a root shell's command, whose '#' prompt the
+splitter drops as a heading mark ("... create it with these commands (as root):" above "# mkdir /run/relay").
+A '#' line counts as a command only under a lead-in with nothing but such commands between, with an
+argument only a command has (a path, an option, a number), no setting ("# retries = 3" is one commented out)
+and no code under it (a comment annotates the line below it). Table rows, lines that end as prose does and
+lists of manual page references are never shown alone as code. The answer shows such a line as a one-line
+code block, and `next_line` tells when two of them are consecutive lines of the passage, so that they show
+as one block.
 
 `term_set_off` reads a definition list's term line ("-q, --quiet" above "Print nothing but errors.")
 as "-q, --quiet: Print nothing ...", as a heading on its own line is set off.
@@ -48,8 +53,11 @@ STRONG_CODE = re.compile(
     """,
     re.VERBOSE,
 )
-# the number a listing puts before each of its lines ("4       listen = 8080")
-LINE_NUMBER = re.compile(r"^\d{1,4}\s+(?=\S)")
+# the number a listing puts before each of its lines, aligned apart from them ("4       listen = 8080"); not
+# a value list's key ("0 = cold start") nor a number in prose ("1 character = 1 byte")
+LINE_NUMBER = re.compile(r"^\d{1,4}\s{2,}(?=[^\s=])")
+# a list of manual page references ("relayd(8), relay.conf(5)"), which the call pattern would take for code
+MAN_REFERENCES = re.compile(r"[\w.+-]+\(\d\w*\)(?:,?\s+[\w.+-]+\(\d\w*\))*[,.]?")
 # a comment after the code ("script check.sh  # every 5 seconds"); with a statement's ";" at the end, a mark
 # that prose can carry too ("... the ticket;", "lines that begin with # are ignored"), so it counts only where
 # the code part does not read as prose
@@ -61,6 +69,9 @@ PROSE = re.compile(r"\b[A-Za-z][a-z]*(?:[ ,]+[A-Za-z][a-z]*\b){3}")
 COMMENT = re.compile(r"^(?:#|//|/\*|\*/|;|!\s)")
 # a command and its arguments ("relayctl stats --all", "cat /proc/<pid>/limits")
 COMMAND_WITH_ARGUMENTS = re.compile(r"^[a-z][\w.+-]*\s+\S")
+# a manual's "term - description" item ("gre - GRE encapsulation"); not "relayctl -q - < list", an option and
+# standard input
+TERM_ITEM = re.compile(r"^[a-z][\w-]* - \S")
 TERM_WORDS = 8
 # a root shell's prompt ("# mkdir /run/relay"), or a comment's mark: the sentence splitter drops it
 ROOT_PROMPT = re.compile(r"^#\s+(?=\S)")
@@ -72,10 +83,12 @@ SENTENCE_END = (".", ":", ";", ",", "?", "!")
 def code_line(line: str, command: str = "") -> bool:
     """Does `line` (stripped) read as code or configuration? `command` is a manual page's own command (its
     example lines start with it; "cmd add - add a link" is its synopsis with prose). A listing's line number
-    ("14    timeout = 16") does not count."""
+    ("14    timeout = 16") does not hide that the line is code."""
+    if MAN_REFERENCES.fullmatch(line):
+        return False
     unnumbered = LINE_NUMBER.sub("", line)
-    if unnumbered != line:
-        return code_line(unnumbered, command)
+    if unnumbered != line and code_line(unnumbered, command):
+        return True
     if STRONG_CODE.search(line):
         return True
     comment = AFTER_CODE_COMMENT.search(line)
@@ -182,16 +195,16 @@ def _prose(lines: Sequence[str]) -> str:
     return " ".join(" ".join(lines).split())
 
 
-def _lines(passage: str) -> tuple[str, ...]:
-    """The passage's lines that hold text, whitespace collapsed."""
-    return tuple(" ".join(line.split()) for line in passage.splitlines() if line.strip())
+def _lines(passage: str) -> tuple[tuple[str, str], ...]:
+    """The passage's lines that hold text: (whitespace collapsed, as written but stripped)."""
+    return tuple((" ".join(line.split()), line.strip()) for line in passage.splitlines() if line.strip())
 
 
-def _where(sentence: str, lines: Sequence[str]) -> list[tuple[int, bool]]:
+def _where(sentence: str, lines: Sequence[tuple[str, str]]) -> list[tuple[int, bool]]:
     """Where `sentence` stands as a whole line: (line number, whether a root prompt opens it)."""
     target = " ".join(sentence.split())
     found = []
-    for at, line in enumerate(lines):
+    for at, (line, _) in enumerate(lines):
         if line == target:
             found.append((at, False))
         elif ROOT_PROMPT.match(line) and ROOT_PROMPT.sub("", line) == target:
@@ -200,42 +213,111 @@ def _where(sentence: str, lines: Sequence[str]) -> list[tuple[int, bool]]:
 
 
 def _command_like(text: str) -> bool:
-    """A word in lower case and its arguments, with no prose, no sentence's end and no table cells ("relayctl
-    stats --all"; not "dns | name resolution", which a shell pipe cannot be told from)."""
+    """A word in lower case and its arguments, with no prose, no sentence's end, no table cells and no manual's
+    term item ("relayctl stats --all"; not "dns | name resolution", which a shell pipe cannot be told from, nor
+    "gre - GRE encapsulation")."""
     return (
         COMMAND_WITH_ARGUMENTS.match(text) is not None
         and " | " not in text
         and not PROSE.search(text)
         and not text.endswith(SENTENCE_END)
+        and not TERM_ITEM.match(text)
     )
 
 
-def _under_lead_in(lines: Sequence[str], at: int) -> bool:
-    """Is the line at `at` a command under a lead-in ending in ':', directly or under commands that are?"""
-    while at > 0 and _command_like(ROOT_PROMPT.sub("", lines[at])):
-        if lines[at - 1].endswith(":"):
-            return True
-        at -= 1
-    return False
-
-
+# a shell prompt: a pipe after one is a command's, not a table's cells
+PROMPT = re.compile(r"^(?:[$%>]\s+\S|[\w.-]+@[\w.-]+:\S*[$#]\s)")
+# a file named before its lines ("/etc/relay/main.conf:")
+FILE_NAMED = re.compile(r"/[\w./-]+:")
 # what a command line carries and prose does not: an option ("-USR1", "--all"), a command substituted (`...`,
 # "$(...)"); not a pipe, which a table row's cells look like ("word | 0 | no")
 SHELL_MARK = re.compile(r"\s--?[A-Za-z]|`|\$\(")
 
 
+def _alone_as_code(line: str) -> bool:
+    """May a line standing alone be shown as code at all: no table row ("$name | word | no"), no sentence
+    ending as prose does ("... for delivery.", "... each host given:", a file named before its lines aside),
+    no list of manual page references?"""
+    if " | " in line and not PROMPT.match(line):
+        return False
+    if re.search(r"[A-Za-z]\.$", line) or (line.endswith(":") and not FILE_NAMED.fullmatch(line)):
+        return False
+    return not MAN_REFERENCES.fullmatch(line)
+
+
+# a line that opens as prose does: a word of letters, then a space or a stop ("If", "OpenSSH", "Example:";
+# not "mail.info", "spool_dir")
+OPENS_AS_PROSE = re.compile(r"[A-Za-z][A-Za-z'’]*[ ,:]")
+# an argument that only a command has: a path, an option, a number, a setting ("mkdir /run/relay"); a comment
+# in lower case ("# end first action", "# pool A") has none
+COMMAND_ARGUMENT = re.compile(r"\s\S*[/=.@:$~0-9-]")
+
+
+def _lead_in(line: str) -> bool:
+    """A line of prose that announces what follows ("... create it with these commands (as root):"), not a
+    file named before its lines, a comment, a code line or a block opened."""
+    return (
+        line.endswith(":")
+        and OPENS_AS_PROSE.match(line) is not None
+        and not (FILE_NAMED.fullmatch(line) or code_line(line))
+    )
+
+
+def _prompted_command(lines: Sequence[tuple[str, str]], at: int) -> bool:
+    """Is the line at `at`, which a '#' opens, a root shell's command and not a comment? It is a command under a
+    lead-in, with only such commands between them ("... as root:" above "# mkdir /run/relay" and "# chown relay
+    /run/relay"), no setting ("# retries = 3" is one commented out) and no code of its own under it (a comment
+    annotates the line it stands above)."""
+    below = lines[at + 1][0] if at + 1 < len(lines) else ""
+    if below and not ROOT_PROMPT.match(below) and (code_line(below) or _command_like(below)):
+        return False
+    while at > 0:
+        text = ROOT_PROMPT.sub("", lines[at][0])
+        command = _command_like(text) and COMMAND_ARGUMENT.search(text) is not None and not code_line(text)
+        if not (ROOT_PROMPT.match(lines[at][0]) and command):
+            return False
+        if _lead_in(lines[at - 1][0]):
+            return True
+        at -= 1
+    return False
+
+
+def _under_lead_in(lines: Sequence[tuple[str, str]], at: int) -> bool:
+    """Is the line at `at` a command (no '#' before it) under a lead-in, directly or under commands and
+    comment lines that are ("Add these lines to relay.conf:" above "# spool" above "spool_dir /var/spool")?"""
+    if ROOT_PROMPT.match(lines[at][0]) or not _command_like(lines[at][0]):
+        return False
+    while at > 0:
+        above = lines[at - 1][0]
+        if _lead_in(above):
+            return True
+        if not (ROOT_PROMPT.match(above) or _command_like(above)):
+            return False
+        at -= 1
+    return False
+
+
 @lru_cache(maxsize=256)
-def command_line(sentence: str, passage: str, command: str = "") -> bool:
-    """Is `sentence` a line of code on its own in the passage (see the module's docstring)? A line with a root
-    prompt counts only as a command under a lead-in: a comment's '#' looks the same."""
+def command_line(sentence: str, passage: str, command: str = "") -> str | None:
+    """The sentence as its line of code on its own in the passage (see the module's docstring): the line's own
+    spacing, which the sentence splitter collapses ('awk -F"  "'), without a root prompt; None when the sentence
+    is no such line."""
     lines = _lines(passage)
     for at, prompted in _where(sentence, lines):
-        line = lines[at]
-        if _under_lead_in(lines, at) or (
-            not prompted and (code_line(line, command) or (_command_like(line) and SHELL_MARK.search(line)))
-        ):
-            return True
-    return False
+        line, written = lines[at]
+        if not _alone_as_code(line):
+            continue
+        if prompted:
+            code = _prompted_command(lines, at)
+        else:
+            code = (
+                code_line(line, command)
+                or _under_lead_in(lines, at)
+                or (_command_like(line) and SHELL_MARK.search(line) is not None)
+            )
+        if code:
+            return ROOT_PROMPT.sub("", written)
+    return None
 
 
 def next_line(first: str, second: str, passage: str) -> bool:

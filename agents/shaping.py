@@ -104,8 +104,11 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
             return "\n".join(
                 line if line.startswith(CODE_INDENT) else _without_footnotes(line) for line in lines
             )
-        if command_line(sentence, item.text, manual_command(item.title)):
-            return f"\n\n{CODE_INDENT}{sentence.strip()}"  # a command on its own line: a one-line block
+        line = command_line(sentence, item.text, manual_command(item.title))
+        if line is not None:
+            return (
+                f"\n\n{CODE_INDENT}{line}"  # a command on its own line: a one-line block, spaced as written
+            )
         sentence = term_set_off(sentence, item.text) or sentence
         sentence = _set_off_heading(sentence, item)
         sentence = _continued_lines_joined(sentence, item)

@@ -641,3 +641,20 @@ def test_a_command_on_a_line_of_its_own_brings_the_lead_in_that_announces_it():
     assert lead_in not in _answer(draft)
     draft = compose_ranked("procedure_sop", "q", [_pick("relayctl status --all", 1)], evidence)
     assert _answer(draft) == ["relayctl status --all", "It lists every peer."]
+
+
+def test_a_value_moved_first_in_a_lookup_takes_the_lead_in_above_it_along():
+    from agents.evidence import compose_ranked
+
+    evidence = _evidence(
+        "The relay keeps UTF-8 off by default. To make the setting permanent in relay.conf:\n"
+        "# relayctl set utf8_enable=yes\n"
+        "# relayctl reload\n"
+        "Then test it."
+    )
+    pick = _pick("relayctl set utf8_enable=yes")
+    draft = compose_ranked(
+        "parameter_lookup", "How do I enable UTF-8 in the relay for good?", [pick], evidence
+    )
+    lead_in = "To make the setting permanent in relay.conf:"
+    assert _answer(draft)[:3] == [lead_in, "relayctl set utf8_enable=yes", "relayctl reload"]

@@ -7,6 +7,7 @@ import pytest
 from agents.evidence import Draft, Evidence
 from agents.layout import code_line, command_line, laid_out, manual_command, next_line, term_set_off
 from agents.shaping import shape
+from knowledge.text.passages import passage_sentences
 
 pytestmark = [pytest.mark.unit]
 
@@ -202,53 +203,78 @@ def test_a_heading_that_opens_prose_before_code_is_set_off_as_in_any_sentence():
 
 
 TUNNEL = (
-    "Relay for Debian\n"
-    "The relay needs a spool directory. If it is missing, create it with these commands (as root):\n"
+    "QuillGate needs a spool directory. If it is missing, create it with these commands (as root):\n"
     "# mkdir /run/relay\n"
     "# chown relay /run/relay\n"
     "To reopen its log, send it a signal.\n"
-    "kill -HUP `cat /run/relay.pid`\n"
-    "$SpoolDir /var/spool/relay\n"
-    "# every 5 seconds\n"
-    "lines that begin with # are ignored\n"
+    "kill -HUP `cat /run/relay.pid`\n\n"
+    "To split its log on two spaces, run:\n"
+    '# awk -F"  " "{print $2}" relay.log\n\n'
+    "Add these lines to /etc/relay.conf:\n"
+    "# spool settings\n"
+    "spool_dir /var/spool/relay\n"
+    "# retries = 3\n\n"
+    "Example:\n"
+    "# end first action\n\n"
     "Peers known to it:\n"
-    "gw1 | the first gateway\n"
-    "relayctl is started at boot"
+    "$gw1 | the first gateway\n"
+    "gw2 | the second one\n\n"
+    "Its encapsulation is one of these. Namely:\n"
+    "gre - GRE encapsulation\n\n"
+    "SEE ALSO\n"
+    "relayd(8), relay.conf(5)\n\n"
+    "$queue_directory/active/, messages scheduled for delivery.\n"
+    "Nonfatal=All treats both the above as nonfatal.\n"
 )
+SENTENCES = passage_sentences(TUNNEL, "")
 
 
 @pytest.mark.parametrize(
-    "sentence",
+    ("sentence", "shown"),
     [
-        "mkdir /run/relay",  # a command under a lead-in, its root prompt dropped by the sentence splitter
-        "chown relay /run/relay",  # under a command that is under the lead-in
-        "kill -HUP `cat /run/relay.pid`",  # an option and a command substituted
-        "$SpoolDir /var/spool/relay",  # a code line
+        # a command under a lead-in, its root prompt dropped by the sentence splitter
+        ("mkdir /run/relay", "mkdir /run/relay"),
+        ("chown relay /run/relay", "chown relay /run/relay"),  # under a command that is under the lead-in
+        ("kill -HUP `cat /run/relay.pid`", "kill -HUP `cat /run/relay.pid`"),  # an option, a substitution
+        ('awk -F" " "{print $2}" relay.log', 'awk -F"  " "{print $2}" relay.log'),  # spaced as written
+        ("spool_dir /var/spool/relay", "spool_dir /var/spool/relay"),  # under a lead-in
     ],
 )
-def test_a_command_on_a_line_of_its_own_is_told_from_prose(sentence):  # type: ignore[no-untyped-def]
-    assert command_line(sentence, TUNNEL)
+def test_a_command_on_a_line_of_its_own_is_told_from_prose(sentence, shown):  # type: ignore[no-untyped-def]
+    assert sentence in SENTENCES  # a sentence the splitter makes of the passage
+    assert command_line(sentence, TUNNEL) == shown
 
 
 @pytest.mark.parametrize(
     "sentence",
     [
-        "The relay needs a spool directory.",  # prose
-        "every 5 seconds",  # a comment's '#' is not a root prompt where no lead-in announces a command
-        "lines that begin with # are ignored",  # prose in lower case
-        "gw1 | the first gateway",  # a table row under a lead-in
-        "relayctl is started at boot",  # no option: a sentence in lower case, not a command
-        "relayctl",  # not in the passage as a line
+        "QuillGate needs a spool directory.",  # prose
+        "spool settings",  # a comment above the setting it annotates, its '#' dropped by the splitter
+        "retries = 3",  # a setting commented out
+        "end first action",  # a comment in lower case: no argument only a command has
+        "$gw1 | the first gateway",  # table rows: a "$name" cell, and a row under a lead-in
+        "gw2 | the second one",
+        "gre - GRE encapsulation",  # a manual's term item
+        "relayd(8), relay.conf(5)",  # references, not a call
+        "$queue_directory/active/, messages scheduled for delivery.",  # a sentence that opens with a "$name"
+        "Nonfatal=All treats both the above as nonfatal.",  # and one that opens with a "key=value"
     ],
 )
 def test_prose_comments_and_table_rows_are_no_command_line(sentence):  # type: ignore[no-untyped-def]
-    assert not command_line(sentence, TUNNEL)
+    assert sentence in SENTENCES
+    assert command_line(sentence, TUNNEL) is None
 
 
 def test_two_commands_are_consecutive_lines_only_in_their_order():
     assert next_line("mkdir /run/relay", "chown relay /run/relay", TUNNEL)
     assert not next_line("chown relay /run/relay", "mkdir /run/relay", TUNNEL)
     assert not next_line("mkdir /run/relay", "kill -HUP `cat /run/relay.pid`", TUNNEL)
+
+
+def test_a_manual_page_sentence_that_opens_with_its_command_is_prose_when_it_ends_as_prose():
+    passage = "DESCRIPTION\nprobe sends packets to each host given:\n\n-c count Stop after count packets.\n"
+    assert "probe sends packets to each host given:" in passage_sentences(passage, "")
+    assert command_line("probe sends packets to each host given:", passage, "probe") is None
 
 
 def test_prose_around_code_has_one_space_between_words_and_code_keeps_its_spacing():
@@ -268,3 +294,6 @@ def test_a_numbered_listing_is_code_by_what_follows_its_line_numbers():
     )
     assert code_line("14    timeout = 16") and code_line("11     }")
     assert not code_line("10 seconds is the default.")
+    # a value list's key is no line number, and a number in prose does not make its line code
+    assert code_line("0 = COLD_START") and code_line("12     # request_limit = 1")
+    assert not code_line("63 }") and not code_line("1 character = 1 byte")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.evidence import Draft, Evidence
+from agents.evidence import Draft, Evidence, passage_sentences
 from agents.shaping import MAX_WORDS, Template, shape
 
 pytestmark = [pytest.mark.unit]
@@ -306,7 +306,7 @@ def test_a_command_on_a_line_of_its_own_is_a_code_block_and_a_listing_one_block(
         "# mkdir /run/relay\n"
         "# chown relay /run/relay\n"
         "Then start it:\n"
-        "relayctl start --all"
+        "# relayctl start --all"
     )
     evidence = [
         Evidence(1, "guides/relay.md", "Relay guide", "Spool", passage, 1.0),
@@ -314,6 +314,8 @@ def test_a_command_on_a_line_of_its_own_is_a_code_block_and_a_listing_one_block(
     ]
 
     def shown(*pairs: tuple[str, int], template: str = "procedure_sop") -> str:
+        for sentence, index in pairs:  # sentences the splitter makes of the passages
+            assert sentence in passage_sentences(evidence[index])
         return shape(Draft(template, list(pairs)), evidence).text
 
     lead_in = "If it is missing, create it with these commands (as root):"
@@ -386,3 +388,11 @@ def test_the_words_of_a_lead_in_left_out_go_to_the_next_sentence(settings):  # t
         "The relay is up. [1] Start it like this: [1]\n\n    relayctl start --all [1]\n"
         "It keeps one queue per peer. [1]"
     )
+
+
+def test_a_table_row_that_opens_with_a_setting_is_a_row_and_not_code():
+    passage = "Mail transports\ndomains | transport\n--- | ---\n$relay_domains | $relay_transport\n"
+    evidence = [Evidence(1, "guides/mail.md", "Mail guide", "", passage, 1.0)]
+    assert "$relay_domains | $relay_transport" in passage_sentences(evidence[0])
+    text = shape(Draft("parameter_lookup", [("$relay_domains | $relay_transport", 0)]), evidence).text
+    assert text == "domains: $relay_domains; transport: $relay_transport [1]"
