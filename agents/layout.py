@@ -8,12 +8,13 @@ code block; the chat page shows them as one), and the prose around them as it wa
 answer matched against them, stay the same.
 
 A line counts as code by the marks prose lacks (`code_line`, a listing's line numbers aside): a shell
-prompt, a "$Directive" or "key = value" setting, an opening or closing brace, a statement's semicolon or a
-comment after the code (where the code part reads as no prose), a backslash continuing the line, a call
-"name(...)", a file named before its lines ("/etc/relay/main.conf:"), or, in a manual page, the page's own
-command at the start of an example line ("probe -c 3 gw1"), and a command right under a lead-in ending in ':'
-("... by doing:" above "relayctl stats --all"). The lines between such lines that read as no prose ("timeout
-16", "mode active", "}"), comment lines, and the lines inside a brace the block opened go with them.
+prompt, a "$Directive" or "key = value" setting, a manual's syntax rule ("UNIT := second | minute"), an
+opening or closing brace, a statement's semicolon or a comment after the code (where the code part reads as
+no prose), a backslash continuing the line, a call "name(...)", a file named before its lines
+("/etc/relay/main.conf:"), or, in a manual page, the page's own command at the start of an example line
+("probe -c 3 gw1"), and a command right under a lead-in ending in ':' ("... by doing:" above "relayctl stats
+--all"). The lines between such lines that read as no prose ("timeout 16", "mode active", "}"), comment
+lines, and the lines inside a brace the block opened go with them.
 
 `command_line` tells a sentence that is a line of code on its own in the passage, and gives it back as the
 line is written (the splitter collapses its spacing): a code line; a command under a lead-in, a line of prose
@@ -45,6 +46,7 @@ STRONG_CODE = re.compile(
       | [\w.-]+@[\w.-]+:\S*[$\#]\s          # user@host:~$ prompt
       | \$[A-Za-z]\w*\b                     # a "$Directive" setting
       | (?!-)[\w./:-]+\s*=\s*\S             # key = value (not an option's "--name=VALUE")
+      | [A-Z_][A-Z0-9_-]*\s+:=\s             # a manual's syntax rule ("TIME_UNIT := second | minute")
       | /[\w./-]+:$                         # a file named before its lines
       | [\w.-]+\(.*\)\s*;?$                 # a call
       | [}\])]+\s*;?$                       # a closing brace

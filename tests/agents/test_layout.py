@@ -39,6 +39,7 @@ def flat(text: str) -> str:
         "lease-time 7200;",
         "relayctl create monitor web \\",
         "script check.sh   # every 5 seconds",
+        "TIME_UNIT := second | minute | hour",  # a manual's syntax rule
     ],
 )
 def test_lines_that_only_code_has(line):
@@ -55,6 +56,8 @@ def test_lines_that_only_code_has(line):
         "See also",
         "Record the number of lost messages in the incident ticket;",  # a semicolon, in prose
         "Lines that begin with # are ignored by the relay",  # a hash, in prose
+        "x := y is how the text writes it",  # ':=' in prose, no syntax rule's name in capitals
+        "relayd(8), relay.conf(5)",  # references to manual pages, not calls
     ],
 )
 def test_prose_and_terms_are_not_code(line):
