@@ -17,16 +17,17 @@ no prose), a backslash continuing the line, a call "name(...)", a file named bef
 lines, and the lines inside a brace the block opened go with them.
 
 `command_line` tells a sentence that is a line of code on its own in the passage, and gives it back as the
-line is written (the splitter collapses its spacing): a code line; a command under a lead-in, a line of prose
-ending in ':' (under it directly, or under commands and comment lines that are); a command that carries an
-option or a substitution ("kill -HUP `cat /run/relay.pid`"); or a root shell's command, whose '#' prompt the
-splitter drops as a heading mark ("... create it with these commands (as root):" above "# mkdir /run/relay").
-A '#' line counts as a command only under a lead-in with nothing but such commands between, with an
-argument only a command has (a path, an option, a number), no setting ("# retries = 3" is one commented out)
-and no code under it (a comment annotates the line below it). Table rows, lines that end as prose does and
-lists of manual page references are never shown alone as code. The answer shows such a line as a one-line
-code block, and `next_line` tells when two of them are consecutive lines of the passage, so that they show
-as one block.
+line is written (the splitter collapses its spacing): a code line; a command under a lead-in, a line ending in
+':' that reads as prose (under it directly, or under commands that are); a command that carries an option or
+a substitution ("kill -HUP `cat /run/relay.pid`"); or a root shell's command, whose '#' prompt the splitter
+drops as a heading mark ("... create it with these commands (as root):" above "# mkdir /run/relay"). A '#'
+line counts as a command only under a lead-in with nothing but such commands between, with no setting ("#
+retries = 3" is one commented out) and no code under it (a comment annotates the line below it); a line
+under a '#' line is a command's output or the line a comment annotates, and the rest of a command continued
+with '\\' is no command alone. Table rows, lines that end as prose does, a manual's list entries ("gre - GRE
+encapsulation", "relay_limit (100)") and lists of manual page references are never shown alone as code. The
+answer shows such a line as a one-line code block, and `next_line` tells when two of them are consecutive
+lines of the passage, so that they show as one block.
 
 `term_set_off` reads a definition list's term line ("-q, --quiet" above "Print nothing but errors.")
 as "-q, --quiet: Print nothing ...", as a heading on its own line is set off.
@@ -58,8 +59,11 @@ STRONG_CODE = re.compile(
 # the number a listing puts before each of its lines, aligned apart from them ("4       listen = 8080"); not
 # a value list's key ("0 = cold start") nor a number in prose ("1 character = 1 byte")
 LINE_NUMBER = re.compile(r"^\d{1,4}\s{2,}(?=[^\s=])")
-# a list of manual page references ("relayd(8), relay.conf(5)"), which the call pattern would take for code
-MAN_REFERENCES = re.compile(r"[\w.+-]+\(\d\w*\)(?:,?\s+[\w.+-]+\(\d\w*\))*[,.]?")
+# a listing's numbered line that names a file in the first column ("1 /etc/relay/main.conf:")
+NUMBERED_FILE = re.compile(r"\d{1,4}\s+/[\w./-]+:")
+# a list of manual page references ("relayd(8), relay.conf(5)"), which the call pattern would take for code; one
+# alone may be a call ("sleep(5)")
+MAN_REFERENCES = re.compile(r"[\w.+-]+\(\d\w*\)(?:,?\s+[\w.+-]+\(\d\w*\))+[,.]?")
 # a comment after the code ("script check.sh  # every 5 seconds"); with a statement's ";" at the end, a mark
 # that prose can carry too ("... the ticket;", "lines that begin with # are ignored"), so it counts only where
 # the code part does not read as prose
@@ -71,6 +75,9 @@ PROSE = re.compile(r"\b[A-Za-z][a-z]*(?:[ ,]+[A-Za-z][a-z]*\b){3}")
 COMMENT = re.compile(r"^(?:#|//|/\*|\*/|;|!\s)")
 # a command and its arguments ("relayctl stats --all", "cat /proc/<pid>/limits")
 COMMAND_WITH_ARGUMENTS = re.compile(r"^[a-z][\w.+-]*\s+\S")
+# a parameter and its default in parentheses ("relay_limit (100)", "queue_dir (see 'relayctl -d' output)"):
+# an entry of a manual's list, not a line to paste (a call's arguments have '=' or quotes: 'template (name="x")')
+NOTED_PARAMETER = re.compile(r"^[a-z][\w.-]*\s+\([^=\"()]*\)$")
 # a manual's "term - description" item ("gre - GRE encapsulation"); not "relayctl -q - < list", an option and
 # standard input
 TERM_ITEM = re.compile(r"^[a-z][\w-]* - \S")
@@ -89,7 +96,7 @@ def code_line(line: str, command: str = "") -> bool:
     if MAN_REFERENCES.fullmatch(line):
         return False
     unnumbered = LINE_NUMBER.sub("", line)
-    if unnumbered != line and code_line(unnumbered, command):
+    if (unnumbered != line and code_line(unnumbered, command)) or NUMBERED_FILE.fullmatch(line):
         return True
     if STRONG_CODE.search(line):
         return True
@@ -144,6 +151,7 @@ def _code_at(fragments: Sequence[tuple[str, str]], at: int, command: str) -> boo
         and COMMAND_WITH_ARGUMENTS.match(text) is not None
         and not PROSE.search(text)
         and not text.endswith(SENTENCE_END)
+        and not NOTED_PARAMETER.match(text)
     )
 
 
@@ -224,13 +232,17 @@ def _command_like(text: str) -> bool:
         and not PROSE.search(text)
         and not text.endswith(SENTENCE_END)
         and not TERM_ITEM.match(text)
+        and not NOTED_PARAMETER.match(text)
     )
 
 
-# a shell prompt: a pipe after one is a command's, not a table's cells
-PROMPT = re.compile(r"^(?:[$%>]\s+\S|[\w.-]+@[\w.-]+:\S*[$#]\s)")
+# a shell prompt and the command after it: a pipe after one is a command's, not a table's cells ("$ | end of
+# the string" is a row)
+PROMPT = re.compile(r"^(?:[$%>]\s+(?![|(])\S|[\w.-]+@[\w.-]+:\S*[$#]\s)")
 # a file named before its lines ("/etc/relay/main.conf:")
 FILE_NAMED = re.compile(r"/[\w./-]+:")
+# a "key = value" setting
+SETTING = re.compile(r"(?!-)[\w./:-]+\s*=\s*\S")
 # what a command line carries and prose does not: an option ("-USR1", "--all"), a command substituted (`...`,
 # "$(...)"); not a pipe, which a table row's cells look like ("word | 0 | no")
 SHELL_MARK = re.compile(r"\s--?[A-Za-z]|`|\$\(")
@@ -242,17 +254,16 @@ def _alone_as_code(line: str) -> bool:
     no list of manual page references?"""
     if " | " in line and not PROMPT.match(line):
         return False
-    if re.search(r"[A-Za-z]\.$", line) or (line.endswith(":") and not FILE_NAMED.fullmatch(line)):
+    if re.search(r"\S\.$", line) and not (SETTING.match(line) and not PROSE.search(line)):
         return False
-    return not MAN_REFERENCES.fullmatch(line)
+    if line.endswith(":") and not FILE_NAMED.fullmatch(line):
+        return False
+    return not (MAN_REFERENCES.fullmatch(line) or line.endswith("\\"))  # a continued line: not all of it
 
 
-# a line that opens as prose does: a word of letters, then a space or a stop ("If", "OpenSSH", "Example:";
-# not "mail.info", "spool_dir")
-OPENS_AS_PROSE = re.compile(r"[A-Za-z][A-Za-z'’]*[ ,:]")
-# an argument that only a command has: a path, an option, a number, a setting ("mkdir /run/relay"); a comment
-# in lower case ("# end first action", "# pool A") has none
-COMMAND_ARGUMENT = re.compile(r"\s\S*[/=.@:$~0-9-]")
+# two words of letters in a row: a lead-in that reads as prose ("... run as root:", "client configurations:";
+# not "Example:", which a listing's comments follow as often as commands, nor "mail.info :relay:")
+TWO_WORDS = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")
 
 
 def _lead_in(line: str) -> bool:
@@ -260,8 +271,8 @@ def _lead_in(line: str) -> bool:
     file named before its lines, a comment, a code line or a block opened."""
     return (
         line.endswith(":")
-        and OPENS_AS_PROSE.match(line) is not None
-        and not (FILE_NAMED.fullmatch(line) or code_line(line))
+        and TWO_WORDS.search(line) is not None
+        and not (FILE_NAMED.fullmatch(line) or ROOT_PROMPT.match(line) or code_line(line))
     )
 
 
@@ -272,11 +283,10 @@ def _prompted_command(lines: Sequence[tuple[str, str]], at: int) -> bool:
     annotates the line it stands above)."""
     below = lines[at + 1][0] if at + 1 < len(lines) else ""
     if below and not ROOT_PROMPT.match(below) and (code_line(below) or _command_like(below)):
-        return False
+        return False  # (a command continued with '\\' is no line alone: `_alone_as_code`)
     while at > 0:
         text = ROOT_PROMPT.sub("", lines[at][0])
-        command = _command_like(text) and COMMAND_ARGUMENT.search(text) is not None and not code_line(text)
-        if not (ROOT_PROMPT.match(lines[at][0]) and command):
+        if not (ROOT_PROMPT.match(lines[at][0]) and _command_like(text) and not code_line(text)):
             return False
         if _lead_in(lines[at - 1][0]):
             return True
@@ -285,16 +295,14 @@ def _prompted_command(lines: Sequence[tuple[str, str]], at: int) -> bool:
 
 
 def _under_lead_in(lines: Sequence[tuple[str, str]], at: int) -> bool:
-    """Is the line at `at` a command (no '#' before it) under a lead-in, directly or under commands and
-    comment lines that are ("Add these lines to relay.conf:" above "# spool" above "spool_dir /var/spool")?"""
-    if ROOT_PROMPT.match(lines[at][0]) or not _command_like(lines[at][0]):
-        return False
-    while at > 0:
+    """Is the line at `at` a command (no '#' before it) under a lead-in, directly or under commands that are?
+    A line under a '#' line is not: the output of a root shell's command, or the line a comment annotates."""
+    while at > 0 and not ROOT_PROMPT.match(lines[at][0]) and _command_like(lines[at][0]):
         above = lines[at - 1][0]
+        if above.endswith("\\"):
+            return False  # the rest of a continued command
         if _lead_in(above):
             return True
-        if not (ROOT_PROMPT.match(above) or _command_like(above)):
-            return False
         at -= 1
     return False
 
@@ -307,8 +315,8 @@ def command_line(sentence: str, passage: str, command: str = "") -> str | None:
     lines = _lines(passage)
     for at, prompted in _where(sentence, lines):
         line, written = lines[at]
-        if not _alone_as_code(line):
-            continue
+        if not _alone_as_code(line) or (at > 0 and lines[at - 1][0].endswith("\\")):
+            continue  # (the rest of a continued command is no line alone either)
         if prompted:
             code = _prompted_command(lines, at)
         else:

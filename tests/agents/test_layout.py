@@ -240,7 +240,6 @@ SENTENCES = passage_sentences(TUNNEL, "")
         ("chown relay /run/relay", "chown relay /run/relay"),  # under a command that is under the lead-in
         ("kill -HUP `cat /run/relay.pid`", "kill -HUP `cat /run/relay.pid`"),  # an option, a substitution
         ('awk -F" " "{print $2}" relay.log', 'awk -F"  " "{print $2}" relay.log'),  # spaced as written
-        ("spool_dir /var/spool/relay", "spool_dir /var/spool/relay"),  # under a lead-in
     ],
 )
 def test_a_command_on_a_line_of_its_own_is_told_from_prose(sentence, shown):  # type: ignore[no-untyped-def]
@@ -253,6 +252,7 @@ def test_a_command_on_a_line_of_its_own_is_told_from_prose(sentence, shown):  # 
     [
         "QuillGate needs a spool directory.",  # prose
         "spool settings",  # a comment above the setting it annotates, its '#' dropped by the splitter
+        "spool_dir /var/spool/relay",  # under a '#' line: as a root shell's output looks
         "retries = 3",  # a setting commented out
         "end first action",  # a comment in lower case: no argument only a command has
         "$gw1 | the first gateway",  # table rows: a "$name" cell, and a row under a lead-in
@@ -300,3 +300,60 @@ def test_a_numbered_listing_is_code_by_what_follows_its_line_numbers():
     # a value list's key is no line number, and a number in prose does not make its line code
     assert code_line("0 = COLD_START") and code_line("12     # request_limit = 1")
     assert not code_line("63 }") and not code_line("1 character = 1 byte")
+
+
+def test_root_commands_continued_commands_and_their_output():
+    passage = (
+        "To apply the change, run as root:\n"
+        "# relayctl set utf8_enable=yes\n"
+        "# relayctl reload\n\n"
+        "Put all mail on hold:\n"
+        "# relaymulti -g group_name -x \\\n"
+        "    sh -c 'relayctl hold ALL'\n\n"
+        "Show the mapping:\n"
+        "# relayctl show map\n"
+        "map 0:0 CS3:2 CS6:6\n"
+    )
+    sentences = passage_sentences(passage, "")
+    # a root command with words for arguments is still one, and both lines are one block
+    assert command_line("relayctl reload", passage) == "relayctl reload"
+    assert next_line("relayctl set utf8_enable=yes", "relayctl reload", passage)
+    # the rest of a continued command is no command alone, and a command's output is no command
+    assert (
+        "sh -c 'relayctl hold ALL'" in sentences
+        and command_line("sh -c 'relayctl hold ALL'", passage) is None
+    )
+    assert "map 0:0 CS3:2 CS6:6" in sentences and command_line("map 0:0 CS3:2 CS6:6", passage) is None
+
+
+@pytest.mark.parametrize(
+    ("passage", "sentence"),
+    [
+        (
+            "Anchors:\nsymbol | meaning\n--- | ---\n$ | the end of a string\n",
+            "$ | the end of a string",
+        ),  # a row
+        (
+            "$XDG_DATA_HOME is unset.\n$XDG_DATA_DIRS is set to /usr/share/.\n",
+            "$XDG_DATA_DIRS is set to /usr/share/.",
+        ),
+    ],
+)
+def test_rows_list_entries_and_prose_that_open_like_code_are_no_command_line(passage, sentence):  # type: ignore[no-untyped-def]
+    assert sentence in passage_sentences(passage, "")
+    assert command_line(sentence, passage) is None
+
+
+def test_a_manual_list_entry_with_its_default_is_no_command_under_a_lead_in():
+    passage = "Available in version 2.7 and later:\nrelay_limit (100)\nThe most peers.\n"
+    assert laid_out("Available in version 2.7 and later: relay_limit (100) The most peers.", passage) is None
+
+
+def test_a_listings_numbered_file_line_and_a_call_with_a_number_are_code():
+    assert code_line("1 /etc/relay/main.conf:") and code_line("int2hex(61)")
+    listing = "Here is an example:\n1 /etc/relay/main.conf:\n2     peer_limit = 3\n3 \nLine 2 sets it."
+    assert laid_out(
+        "Here is an example: 1 /etc/relay/main.conf: 2 peer_limit = 3 3 Line 2 sets it.", listing
+    ) == (
+        "Here is an example:\n\n    1 /etc/relay/main.conf:\n    2     peer_limit = 3\n    3\nLine 2 sets it."
+    )
