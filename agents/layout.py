@@ -47,7 +47,8 @@ STRONG_CODE = re.compile(
       | [\w.-]+@[\w.-]+:\S*[$\#]\s          # user@host:~$ prompt
       | \$[A-Za-z]\w*\b                     # a "$Directive" setting
       | (?!-)[\w./:-]+\s*=\s*\S             # key = value (not an option's "--name=VALUE")
-      | [A-Z_][A-Z0-9_-]*\s+:=\s             # a manual's syntax rule ("TIME_UNIT := second | minute")
+      | [A-Z_][A-Z0-9_-]*\s+:=\s(?!.*[a-z]\.$)  # a manual's syntax rule ("TIME_UNIT := second | minute"), not a
+                                          # legend ("D := Don't Learn bit.")
       | /[\w./-]+:$                         # a file named before its lines
       | [\w.-]+\(.*\)\s*;?$                 # a call
       | [}\])]+\s*;?$                       # a closing brace
@@ -61,9 +62,9 @@ STRONG_CODE = re.compile(
 LINE_NUMBER = re.compile(r"^\d{1,4}\s{2,}(?=[^\s=])")
 # a listing's numbered line that names a file in the first column ("1 /etc/relay/main.conf:")
 NUMBERED_FILE = re.compile(r"\d{1,4}\s+/[\w./-]+:")
-# a list of manual page references ("relayd(8), relay.conf(5)"), which the call pattern would take for code; one
-# alone may be a call ("sleep(5)")
-MAN_REFERENCES = re.compile(r"[\w.+-]+\(\d\w*\)(?:,?\s+[\w.+-]+\(\d\w*\))+[,.]?")
+# manual page references ("relayd(8), relay.conf(5)", "tc(8)"), which the call pattern would take for code: a
+# section is one digit, with letters perhaps ("3pcap"); a call's argument is no such thing ("int2hex(61)")
+MAN_REFERENCES = re.compile(r"[\w.+-]+\([1-9][a-z]*\)(?:,?\s+[\w.+-]+\([1-9][a-z]*\))*[,.]?", re.IGNORECASE)
 # a comment after the code ("script check.sh  # every 5 seconds"); with a statement's ";" at the end, a mark
 # that prose can carry too ("... the ticket;", "lines that begin with # are ignored"), so it counts only where
 # the code part does not read as prose
@@ -77,7 +78,7 @@ COMMENT = re.compile(r"^(?:#|//|/\*|\*/|;|!\s)")
 COMMAND_WITH_ARGUMENTS = re.compile(r"^[a-z][\w.+-]*\s+\S")
 # a parameter and its default in parentheses ("relay_limit (100)", "queue_dir (see 'relayctl -d' output)"):
 # an entry of a manual's list, not a line to paste (a call's arguments have '=' or quotes: 'template (name="x")')
-NOTED_PARAMETER = re.compile(r"^[a-z][\w.-]*\s+\([^=\"()]*\)$")
+NOTED_PARAMETER = re.compile(r"^[a-z][\w.-]*\s+\([^=\"()<>]*\)$")
 # a manual's "term - description" item ("gre - GRE encapsulation"); not "relayctl -q - < list", an option and
 # standard input
 TERM_ITEM = re.compile(r"^[a-z][\w-]* - \S")
@@ -248,13 +249,26 @@ SETTING = re.compile(r"(?!-)[\w./:-]+\s*=\s*\S")
 SHELL_MARK = re.compile(r"\s--?[A-Za-z]|`|\$\(")
 
 
+def _table_row(line: str) -> bool:
+    """Does `line` hold a table's cell separators: " | " outside brackets and braces (a synopsis's "{ show |
+    flush }" holds alternatives), in no syntax rule ("TTL := 1..255 | inherit") and after no shell prompt?"""
+    if ":=" in line or PROMPT.match(line):
+        return False
+    outside = re.sub(r"\[[^\[\]]*\]|\{[^{}]*\}", "", re.sub(r"\[[^\[\]]*\]|\{[^{}]*\}", "", line))
+    return " | " in outside
+
+
+# what leaves a command unfinished on its line: a here-document's body, a redirection's or a pipe's other end
+UNFINISHED = re.compile(r"(?:<<-?\s*['\"]?\w+['\"]?|[|>])$")
+
+
 def _alone_as_code(line: str) -> bool:
     """May a line standing alone be shown as code at all: no table row ("$name | word | no"), no sentence
-    ending as prose does ("... for delivery.", "... each host given:", a file named before its lines aside),
-    no list of manual page references?"""
-    if " | " in line and not PROMPT.match(line):
+    ending as prose does ("... for delivery.", "... each host given:", a file named before its lines aside;
+    "... other arguments..." is no sentence's end), no list of manual page references, nothing unfinished?"""
+    if _table_row(line) or UNFINISHED.search(line):
         return False
-    if re.search(r"\S\.$", line) and not (SETTING.match(line) and not PROSE.search(line)):
+    if re.search(r"[^.\s]\.$", line) and not (SETTING.match(line) and not PROSE.search(line)):
         return False
     if line.endswith(":") and not FILE_NAMED.fullmatch(line):
         return False
@@ -262,18 +276,24 @@ def _alone_as_code(line: str) -> bool:
 
 
 # two words of letters in a row: a lead-in that reads as prose ("... run as root:", "client configurations:";
-# not "Example:", which a listing's comments follow as often as commands, nor "mail.info :relay:")
+# not "mail.info :relay:")
 TWO_WORDS = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")
+# a lead-in of one word ("Example:", "FreeBSD:"): comments follow it as often as commands
+ONE_WORD_LEAD_IN = re.compile(r"[A-Za-z][\w-]*:")
+# an argument that only a command has: a path, an option, a number, a setting ("mkdir /run/relay"); a comment in
+# lower case ("# no authentication") has none
+COMMAND_ARGUMENT = re.compile(r"\s\S*[/=.@:$~0-9-]")
 
 
-def _lead_in(line: str) -> bool:
-    """A line of prose that announces what follows ("... create it with these commands (as root):"), not a
-    file named before its lines, a comment, a code line or a block opened."""
-    return (
-        line.endswith(":")
-        and TWO_WORDS.search(line) is not None
-        and not (FILE_NAMED.fullmatch(line) or ROOT_PROMPT.match(line) or code_line(line))
-    )
+def _lead_in(line: str, commands: Sequence[str]) -> bool:
+    """Does `line` announce `commands`, the lines under it: a line of prose ending in ':' ("... create it with
+    these commands (as root):"), not a file named before its lines, a comment or a code line; one word ("Example:")
+    only where each command has an argument only a command has?"""
+    if not line.endswith(":") or FILE_NAMED.fullmatch(line) or ROOT_PROMPT.match(line) or code_line(line):
+        return False
+    if TWO_WORDS.search(line):
+        return True
+    return ONE_WORD_LEAD_IN.fullmatch(line) is not None and all(COMMAND_ARGUMENT.search(c) for c in commands)
 
 
 def _prompted_command(lines: Sequence[tuple[str, str]], at: int) -> bool:
@@ -284,11 +304,13 @@ def _prompted_command(lines: Sequence[tuple[str, str]], at: int) -> bool:
     below = lines[at + 1][0] if at + 1 < len(lines) else ""
     if below and not ROOT_PROMPT.match(below) and (code_line(below) or _command_like(below)):
         return False  # (a command continued with '\\' is no line alone: `_alone_as_code`)
+    commands: list[str] = []
     while at > 0:
         text = ROOT_PROMPT.sub("", lines[at][0])
         if not (ROOT_PROMPT.match(lines[at][0]) and _command_like(text) and not code_line(text)):
             return False
-        if _lead_in(lines[at - 1][0]):
+        commands.append(text)
+        if _lead_in(lines[at - 1][0], commands):
             return True
         at -= 1
     return False
@@ -297,11 +319,13 @@ def _prompted_command(lines: Sequence[tuple[str, str]], at: int) -> bool:
 def _under_lead_in(lines: Sequence[tuple[str, str]], at: int) -> bool:
     """Is the line at `at` a command (no '#' before it) under a lead-in, directly or under commands that are?
     A line under a '#' line is not: the output of a root shell's command, or the line a comment annotates."""
+    commands: list[str] = []
     while at > 0 and not ROOT_PROMPT.match(lines[at][0]) and _command_like(lines[at][0]):
+        commands.append(lines[at][0])
         above = lines[at - 1][0]
         if above.endswith("\\"):
             return False  # the rest of a continued command
-        if _lead_in(above):
+        if _lead_in(above, commands):
             return True
         at -= 1
     return False

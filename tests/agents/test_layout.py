@@ -357,3 +357,24 @@ def test_a_listings_numbered_file_line_and_a_call_with_a_number_are_code():
     ) == (
         "Here is an example:\n\n    1 /etc/relay/main.conf:\n    2     peer_limit = 3\n    3\nLine 2 sets it."
     )
+
+
+def test_third_review_cases_of_lines_alone():
+    example = "Example:\n# mkdir /var/relay\n\nExamples:\n# no authentication\n"
+    assert command_line("mkdir /var/relay", example) == "mkdir /var/relay"  # a one-word lead-in, a path
+    assert command_line("no authentication", example) is None  # a comment under one
+    built = "Build it with:\n$ make makefiles shared=yes ...other arguments...\n"
+    assert command_line("$ make makefiles shared=yes ...other arguments...", built) is not None
+    heredoc = "Test the address with:\n$ relayctl verify user <<EOF\nbody\nEOF\n"
+    assert command_line("$ relayctl verify user <<EOF", heredoc) is None  # its body is on the next lines
+    synopsis = "SYNOPSIS\nrelayctl route { show | flush } SELECTOR\n"
+    assert "relayctl route { show | flush } SELECTOR" in passage_sentences(synopsis, "")
+    # alternatives in braces are no table's cells; a syntax rule's are not either
+    assert command_line("relayctl route { show | flush } SELECTOR", synopsis, "relayctl") is not None
+    assert command_line("TTL := { 1..255 | inherit }", "Options:\nTTL := { 1..255 | inherit }\n") is not None
+    assert not code_line("D := Don't Learn bit.")  # a legend, not a syntax rule
+    assert not code_line("tc(8)") and not code_line("tc(8), tc-htb(8)")  # references
+    lead_in = "Only when:\nif (concurrency > 0)\n    limit = 4;\nDone."
+    assert laid_out("Only when: if (concurrency > 0) limit = 4; Done.", lead_in) == (
+        "Only when:\n\n    if (concurrency > 0)\n        limit = 4;\nDone."
+    )
