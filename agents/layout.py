@@ -18,16 +18,18 @@ lines, and the lines inside a brace the block opened go with them.
 
 `command_line` tells a sentence that is a line of code on its own in the passage, and gives it back as the
 line is written (the splitter collapses its spacing): a code line; a command under a lead-in, a line ending in
-':' that reads as prose (under it directly, or under commands that are); a command that carries an option or
+':' that reads as prose (under it directly, or under commands that are; under one word, "Example:", only a
+command with an argument only a command has, a path or an option); a command that carries an option or
 a substitution ("kill -HUP `cat /run/relay.pid`"); or a root shell's command, whose '#' prompt the splitter
 drops as a heading mark ("... create it with these commands (as root):" above "# mkdir /run/relay"). A '#'
 line counts as a command only under a lead-in with nothing but such commands between, with no setting ("#
 retries = 3" is one commented out) and no code under it (a comment annotates the line below it); a line
 under a '#' line is a command's output or the line a comment annotates, and the rest of a command continued
 with '\\' is no command alone. Table rows, lines that end as prose does, a manual's list entries ("gre - GRE
-encapsulation", "relay_limit (100)") and lists of manual page references are never shown alone as code. The
-answer shows such a line as a one-line code block, and `next_line` tells when two of them are consecutive
-lines of the passage, so that they show as one block.
+encapsulation", "relay_limit (100)"), manual page references and a command left unfinished on its line (a
+here-document, a trailing pipe) are never shown alone as code. The answer shows such a line as a one-line
+code block, and `next_line` tells when two of them are consecutive lines of the passage, so that they show as
+one block.
 
 `term_set_off` reads a definition list's term line ("-q, --quiet" above "Print nothing but errors.")
 as "-q, --quiet: Print nothing ...", as a heading on its own line is set off.
