@@ -1,7 +1,13 @@
 """Test settings: the same real PostgreSQL and Redis; only what must differ for speed and isolation."""
 
+from urllib.parse import urlsplit
+
 from athena.settings.base import *  # noqa: F403
 from athena.settings.base import var_dir
+
+# the Redis database the tests use (see the end of this file); the browser tests' brokers without a worker use
+# 12 and 13
+TEST_REDIS_DATABASE = 15
 
 PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.MD5PasswordHasher",  # fast logins in tests
@@ -23,3 +29,10 @@ STORAGES = {
 DATABASES = {"default": {**DATABASES["owner"]}}  # noqa: F405
 ATHENA_AUDIT_KEY = ATHENA_AUDIT_KEY or DEV_AUDIT_KEY  # noqa: F405
 ATHENA_AUDIT_CHECKPOINT_FILE = str(var_dir() / "test-audit" / "checkpoints.jsonl")
+
+# A Redis database of the tests' own, on the same server: a developer's stack (`make run`) uses database 0, and
+# its worker must never take a test's task (it would run it against the development database), nor the tests'
+# worker a question of the stack's. A socket URL ("unix://...?db=N") is left as it is.
+if urlsplit(REDIS_URL).scheme in ("redis", "rediss"):  # noqa: F405
+    REDIS_URL = urlsplit(REDIS_URL)._replace(path=f"/{TEST_REDIS_DATABASE}").geturl()  # noqa: F405
+CELERY_BROKER_URL = CELERY_RESULT_BACKEND = REDIS_URL

@@ -75,3 +75,24 @@ def test_the_replaced_quantize_setting_is_refused_with_its_successor_named():
     )
     assert result.returncode != 0
     assert "ATHENA_EMBEDDER_PRECISION=auto|bf16|fp32|int8" in result.stderr
+
+
+def _broker(settings_module: str, **extra: str) -> str:
+    code = "import django; django.setup(); from athena.celery import app; print(app.conf.broker_url)"
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    env.update(DJANGO_SETTINGS_MODULE=settings_module, **extra)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_the_tests_broker_is_a_redis_database_no_stack_worker_reads():
+    """A developer's `make run` and `make test` share the Redis server: the stack's worker must never take a
+    test's task (it would run it against the development database), so the tests use a database of their own."""
+    stack, tests = _broker("athena.settings.local"), _broker("athena.settings.test")
+    assert stack.rsplit("/", 1)[0] == tests.rsplit("/", 1)[0]  # the same server
+    assert stack.endswith("/0") and tests.endswith("/15")
+    # an operator's REDIS_URL moves both, and the tests still keep a database of their own
+    assert _broker("athena.settings.test", REDIS_URL="redis://10.0.0.5:6379/2") == "redis://10.0.0.5:6379/15"

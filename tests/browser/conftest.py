@@ -78,6 +78,7 @@ def _gunicorn(static_root: Path, **env_overrides: str) -> Iterator[str]:
             "DJANGO_SETTINGS_MODULE": Stack.SETTINGS_MODULE,
             "ATHENA_DB_NAME": str(settings.DATABASES["default"]["NAME"]),
             "ATHENA_STATIC_ROOT": str(static_root),
+            "REDIS_URL": str(settings.REDIS_URL),  # the tests' own Redis database, which their worker reads
             **env_overrides,
         }
     )
