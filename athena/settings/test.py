@@ -2,6 +2,7 @@
 
 from urllib.parse import urlsplit
 
+from athena.settings import base as _base
 from athena.settings.base import *  # noqa: F403
 from athena.settings.base import var_dir
 
@@ -33,6 +34,6 @@ ATHENA_AUDIT_CHECKPOINT_FILE = str(var_dir() / "test-audit" / "checkpoints.jsonl
 # A Redis database of the tests' own, on the same server: a developer's stack (`make run`) uses database 0, and
 # its worker must never take a test's task (it would run it against the development database), nor the tests'
 # worker a question of the stack's. A socket URL ("unix://...?db=N") is left as it is.
-if urlsplit(REDIS_URL).scheme in ("redis", "rediss"):  # noqa: F405
-    REDIS_URL = urlsplit(REDIS_URL)._replace(path=f"/{TEST_REDIS_DATABASE}").geturl()  # noqa: F405
+if urlsplit(_base.REDIS_URL).scheme in ("redis", "rediss"):
+    REDIS_URL = urlsplit(_base.REDIS_URL)._replace(path=f"/{TEST_REDIS_DATABASE}").geturl()
 CELERY_BROKER_URL = CELERY_RESULT_BACKEND = REDIS_URL
