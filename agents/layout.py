@@ -42,16 +42,26 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 CODE_INDENT = "    "
+# a "key = value" setting (not an option's "--name=VALUE"), and a file named before its lines
+# ("/etc/relay/main.conf:"): marks of code on their own, and kept apart by the tests of a line alone
+SETTING_PATTERN = r"(?!-)[\w./:-]+\s*=\s*\S"
+FILE_PATTERN = r"/[\w./-]+:"
+SETTING = re.compile(SETTING_PATTERN)
+FILE_NAMED = re.compile(FILE_PATTERN)
 # a line that only code has
 STRONG_CODE = re.compile(
     r"""^(?:
         [$%>]\s+\S                          # a shell prompt
       | [\w.-]+@[\w.-]+:\S*[$\#]\s          # user@host:~$ prompt
       | \$[A-Za-z]\w*\b                     # a "$Directive" setting
-      | (?!-)[\w./:-]+\s*=\s*\S             # key = value (not an option's "--name=VALUE")
+      | """
+    + SETTING_PATTERN
+    + r"""                                  # key = value
       | [A-Z_][A-Z0-9_-]*\s+:=\s(?!.*[a-z]\.$)  # a manual's syntax rule ("TIME_UNIT := second | minute"), not a
                                           # legend ("D := Don't Learn bit.")
-      | /[\w./-]+:$                         # a file named before its lines
+      | """
+    + FILE_PATTERN
+    + r"""$                                 # a file named before its lines
       | [\w.-]+\(.*\)\s*;?$                 # a call
       | [}\])]+\s*;?$                       # a closing brace
     )
@@ -63,7 +73,7 @@ STRONG_CODE = re.compile(
 # a value list's key ("0 = cold start") nor a number in prose ("1 character = 1 byte")
 LINE_NUMBER = re.compile(r"^\d{1,4}\s{2,}(?=[^\s=])")
 # a listing's numbered line that names a file in the first column ("1 /etc/relay/main.conf:")
-NUMBERED_FILE = re.compile(r"\d{1,4}\s+/[\w./-]+:")
+NUMBERED_FILE = re.compile(r"\d{1,4}\s+" + FILE_PATTERN)
 # manual page references ("relayd(8), relay.conf(5)", "tc(8)"), which the call pattern would take for code: a
 # section is one digit, with letters perhaps ("3pcap"); a call's argument is no such thing ("int2hex(61)")
 MAN_REFERENCES = re.compile(r"[\w.+-]+\([1-9][a-z]*\)(?:,?\s+[\w.+-]+\([1-9][a-z]*\))*[,.]?", re.IGNORECASE)
@@ -242,13 +252,13 @@ def _command_like(text: str) -> bool:
 # a shell prompt and the command after it: a pipe after one is a command's, not a table's cells ("$ | end of
 # the string" is a row)
 PROMPT = re.compile(r"^(?:[$%>]\s+(?![|(])\S|[\w.-]+@[\w.-]+:\S*[$#]\s)")
-# a file named before its lines ("/etc/relay/main.conf:")
-FILE_NAMED = re.compile(r"/[\w./-]+:")
-# a "key = value" setting
-SETTING = re.compile(r"(?!-)[\w./:-]+\s*=\s*\S")
 # what a command line carries and prose does not: an option ("-USR1", "--all"), a command substituted (`...`,
 # "$(...)"); not a pipe, which a table row's cells look like ("word | 0 | no")
 SHELL_MARK = re.compile(r"\s--?[A-Za-z]|`|\$\(")
+
+
+# a bracket or brace holding no other (the innermost)
+BRACKETED = re.compile(r"\[[^\[\]]*\]|\{[^{}]*\}")
 
 
 def _table_row(line: str) -> bool:
@@ -256,7 +266,7 @@ def _table_row(line: str) -> bool:
     flush }" holds alternatives), in no syntax rule ("TTL := 1..255 | inherit") and after no shell prompt?"""
     if ":=" in line or PROMPT.match(line):
         return False
-    outside = re.sub(r"\[[^\[\]]*\]|\{[^{}]*\}", "", re.sub(r"\[[^\[\]]*\]|\{[^{}]*\}", "", line))
+    outside = BRACKETED.sub("", BRACKETED.sub("", line))  # two levels: "[ { a | b } ]"
     return " | " in outside
 
 

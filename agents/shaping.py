@@ -221,7 +221,7 @@ def _cited(parts: list[str], label: str, shown: str, ref: int, item: Evidence | 
     joins it: one block, cited once after its last line."""
     cite = f" [{ref}]"
     previous = parts[-1] if parts else ""
-    body = previous[: -len(cite)]
+    body, block = previous[: -len(cite)], shown.lstrip("\n")
     last = body.rpartition("\n")[2]
     if (
         item is not None
@@ -229,9 +229,9 @@ def _cited(parts: list[str], label: str, shown: str, ref: int, item: Evidence | 
         and previous.endswith(cite)
         and last.startswith(CODE_INDENT)
         and shown.startswith("\n\n" + CODE_INDENT)
-        and next_line(last, shown.lstrip("\n").partition("\n")[0], item.text)
+        and next_line(last, block.partition("\n")[0], item.text)
     ):
-        parts[-1] = f"{body}\n{shown.lstrip(chr(10))}{cite}"
+        parts[-1] = f"{body}\n{block}{cite}"
         return
     parts.append(f"{label}{shown}{cite}")
 
@@ -292,14 +292,20 @@ def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[s
     leading = set(draft.sentences[:lead])
     claims = list(draft.priority) if len(draft.priority) == len(draft.sentences) else []
     candidates = list(zip(draft.sentences, claims or range(len(draft.sentences)), strict=True))
-    for refill in range(REFILLS + 1):
-        sentences = [pair for pair, _ in candidates]
-        kept = _capped(sentences, leading, [claim for _, claim in candidates])
-        retained = _introducing(_grouped(kept, evidence), leading, evidence)
+
+    def fitted(
+        pool: list[tuple[tuple[str, int], int]],
+    ) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+        kept = _capped([pair for pair, _ in pool], leading, [claim for _, claim in pool])
+        return kept, _introducing(_grouped(kept, evidence), leading, evidence)
+
+    kept, retained = fitted(candidates)
+    for _ in range(REFILLS):
         left_out = set(kept) - set(retained)
-        if not left_out or refill == REFILLS:
-            return retained
+        if not left_out:
+            break
         candidates = [(pair, claim) for pair, claim in candidates if pair not in left_out]
+        kept, retained = fitted(candidates)
     return retained
 
 

@@ -8,8 +8,8 @@
 Counts, over the answered runs of the split: words broken across lines ("con- tact"; "pre- and post-" is
 written so and not counted), table cell separators shown (" | "), man page headings run into the text
 ("SYNOPSIS keepalived"), headings standing alone as a sentence ("DESCRIPTION [3]"), code blocks shown with
-their lines, and the answers' length in words (median, p95). Only figures are printed, never a question or an answer, so it may be run on the
-validation split too.
+their lines, and the answers' length in words (median, p95). Only figures are printed, never a question or an
+answer, so it may be run on the validation split too.
 """
 
 from __future__ import annotations
