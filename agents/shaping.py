@@ -158,17 +158,19 @@ def _with_column_names(row: str, passage: str) -> str:
 
 
 def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) -> list[tuple[str, int]]:
-    """The kept sentences as shown, with their evidence index; a heading in capitals opens the sentence right
-    under it in its passage ("SYNOPSIS: relayd [-f FILE]") instead of standing as a sentence."""
+    """The kept sentences as shown, with their evidence index; a heading (`_is_heading`) opens the sentence
+    right under it in its passage ("SYNOPSIS: relayd [-f FILE]", "Fix: Clear the stale ...") instead of
+    standing as a sentence."""
     shown: list[tuple[str, int]] = []
     heading = ""
     for at, (sentence, index) in enumerate(kept):
         below = kept[at + 1] if at + 1 < len(kept) else None
-        if is_caps_heading(sentence) and below is not None and below[1] == index:
+        if _is_heading(sentence, evidence[index]) and below is not None and below[1] == index:
             if _heads(sentence, below[0], evidence[index]):
-                heading = f"{sentence.strip()}: "
+                # (a heading that is a sentence already, an FAQ's question, is followed by a space only)
+                heading = sentence.strip() + (" " if sentence.strip()[-1] in ".:;?!" else ": ")
                 continue
-            if is_caps_heading(below[0]):
+            if _is_heading(below[0], evidence[index]):
                 continue  # of two headings in a row, the one right above the text
         if (
             below is not None
@@ -179,6 +181,12 @@ def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) ->
         shown.append((heading + _shown(sentence, index, evidence), index))
         heading = ""
     return shown
+
+
+def _is_heading(sentence: str, item: Evidence) -> bool:
+    """Is `sentence` a heading standing as a sentence of its own: a line in capitals ("DESCRIPTION"), or the
+    passage's own section heading (a runbook's "Fix" above its numbered list)?"""
+    return is_caps_heading(sentence) or sentence.strip() == item.section.rpartition(" > ")[2].strip() != ""
 
 
 def _set_off_heading(sentence: str, item: Evidence) -> str:
@@ -284,8 +292,8 @@ def _capped(
 
 def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[str, int]]:
     """The draft's sentences that fit the word budget (its first `lead` always), grouped by document; a
-    heading in capitals ("DESCRIPTION") is kept only right above the sentence its passage has under it (it then
-    opens that sentence, see `_displayed`), and a table's header line only right above a row of its table (it
+    heading ("DESCRIPTION", or the passage's own section heading on a line of its own) is kept only right above
+    the sentence its passage has under it (it then opens that sentence, see `_displayed`), and a table's header line only right above a row of its table (it
     then names the row's cells), or when the answer opens with them: elsewhere they introduce nothing. A lead-in
     ending in ':' after the lead is kept only right above the sentence it introduces. The words of a sentence
     left out so go to the next sentences the budget had no room for (at most REFILLS times)."""
@@ -319,7 +327,7 @@ def _introducing(
         below = retained[-1][0] if retained and retained[-1][1] == index else None
         if at == 0:
             retained.append(kept[at])
-        elif is_caps_heading(sentence):
+        elif _is_heading(sentence, evidence[index]):
             if below is not None and _heads(sentence, below, evidence[index]):
                 retained.append(kept[at])
         elif _is_table_header(sentence, evidence[index].text):

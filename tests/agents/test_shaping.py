@@ -217,6 +217,51 @@ def test_a_heading_in_capitals_opens_the_sentence_below_it(template):  # type: i
     assert "DESCRIPTION [1]" in alone
 
 
+RUNBOOK = [
+    Evidence(
+        1,
+        "runbooks/vpn.md",
+        "Runbook - VPN tunnel down",
+        "VPN tunnel down > Fix",
+        "Fix\n1. Clear the stale security associations.\n2. Correct the branch side.\nVerify\n"
+        "Watch the monitor for 15 minutes.",
+        1.0,
+    ),
+    Evidence(
+        2,
+        "faq/keys.html",
+        "Keys FAQ",
+        "How do I check that a key matches its certificate?",
+        "How do I check that a key matches its certificate?\nCompare their moduli.",
+        0.9,
+    ),
+]
+
+
+def test_the_passages_own_section_heading_opens_the_sentence_below_it_or_is_left_out():
+    # a runbook's "Fix" above its numbered list is a heading like a man page's "DESCRIPTION": it opens the step
+    # under it, and where the sentence under it is not shown it introduces nothing
+    draft = Draft(
+        "troubleshooting",
+        [
+            ("Correct the branch side.", 0),
+            ("Fix", 0),
+            ("Clear the stale security associations.", 0),
+            ("How do I check that a key matches its certificate?", 1),
+            ("Compare their moduli.", 1),
+        ],
+    )
+    text = shape(draft, RUNBOOK).text
+    assert "Fix: Clear the stale security associations. [1]" in text
+    assert "Fix [1]" not in text
+    # a heading that is a question already is followed by a space, not "?:"
+    assert "How do I check that a key matches its certificate? Compare their moduli. [2]" in text
+    alone = shape(Draft("troubleshooting", [("Correct the branch side.", 0), ("Fix", 0)]), RUNBOOK).text
+    assert alone == "Correct the branch side. [1]"
+    for sentence in ("Fix", "Clear the stale security associations.", "Compare their moduli."):
+        assert sentence in passage_sentences(RUNBOOK[0]) + passage_sentences(RUNBOOK[1])
+
+
 def test_a_row_of_a_table_with_a_header_reads_with_its_column_names():
     # the parser puts a rule line under a table's header rows; a row below it is shown with the names
     passage = (

@@ -70,3 +70,24 @@ def test_markdown_with_only_front_matter_is_empty(tmp_path):
     with pytest.raises(ParseError) as info:
         parse_file(blank)
     assert info.value.code == "empty"
+
+
+def test_markdown_placeholders_in_angle_brackets_stay_text(tmp_path):
+    path = tmp_path / "runbook.md"
+    path.write_text(
+        "# Tunnels\n\n"
+        "Gateways are named GW-BR-<nnn> and tunnels TUN-BR-<nnn>, where <nnn> is the branch number.\n\n"
+        "Close the record BG-<year>-<nn>. Rules follow <FWR-id>-<short-description>.\n\n"
+        "Then ping <address> from the jump host, or run `ssh <user>@<host>`.\n\n"
+        "Real markup still is markup: <b>bold</b> text.<br>Next line.\n\n"
+        "```\nclear vpn ike-sa gateway GW-BR-<nnn>\n```\n",
+        encoding="utf-8",
+    )
+    doc = parse_file(path)
+    text = "\n".join(b.text for b in doc.blocks)
+    assert "GW-BR-<nnn> and tunnels TUN-BR-<nnn>, where <nnn> is the branch number." in text
+    assert "BG-<year>-<nn>." in text and "<FWR-id>-<short-description>" in text
+    # an element name nothing closes is a placeholder too; a code span was escaped by Markdown already
+    assert "ping <address> from" in text and "ssh <user>@<host>" in text
+    assert "bold text." in text and "<b>" not in text and "<br>" not in text
+    assert by_text(doc.blocks, "clear vpn").text == "clear vpn ike-sa gateway GW-BR-<nnn>"
