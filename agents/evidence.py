@@ -96,6 +96,8 @@ class Evidence:
     section: str
     text: str
     score: float
+    # the passage's lines that its format marks as code (`Hit.code_lines`): shown as code whatever they read as
+    code_lines: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -751,7 +753,7 @@ def _with_lead_in(parts: Sequence[str], first: int, item: Evidence) -> list[str]
     these commands:" above "mkdir /run/relay"), as what that command needs before it; [] otherwise."""
     if first <= 0 or not parts[first - 1].rstrip().endswith(":"):
         return []
-    if not command_line(parts[first], item.text, manual_command(item.title)):
+    if not command_line(parts[first], item.text, manual_command(item.title), item.code_lines):
         return []
     return [parts[first - 1]]
 

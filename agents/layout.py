@@ -38,7 +38,7 @@ as "-q, --quiet: Print nothing ...", as a heading on its own line is set off.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import lru_cache
 
 CODE_INDENT = "    "
@@ -152,11 +152,14 @@ def _fragments(sentence: str, passage: str) -> tuple[tuple[tuple[str, str], ...]
     return tuple((indent.replace("\t", CODE_INDENT), text) for indent, text in out if text), starts_line
 
 
-def _code_at(fragments: Sequence[tuple[str, str]], at: int, command: str) -> bool:
-    """Is the line at `at` code: a code line, or a command right under a lead-in ("... by doing:" above
-    "relayctl stats --all"): a word in lower case and its arguments, no prose and no sentence's end?"""
+def _code_at(
+    fragments: Sequence[tuple[str, str]], at: int, command: str, marked: Collection[str] = ()
+) -> bool:
+    """Is the line at `at` code: a line of code the passage's format marks as code (`marked`), a code line, or
+    a command right under a lead-in ("... by doing:" above "relayctl stats --all"): a word in lower case and
+    its arguments, no prose and no sentence's end?"""
     text = fragments[at][1]
-    if code_line(text, command):
+    if text in marked or code_line(text, command):
         return True
     return (
         at > 0
@@ -168,11 +171,13 @@ def _code_at(fragments: Sequence[tuple[str, str]], at: int, command: str) -> boo
     )
 
 
-def _code_runs(fragments: Sequence[tuple[str, str]], command: str) -> list[tuple[int, int]]:
+def _code_runs(
+    fragments: Sequence[tuple[str, str]], command: str, marked: Collection[str] = ()
+) -> list[tuple[int, int]]:
     """[start, end) of each run of lines that holds code: a code line with the lines that may sit between code
     lines next to it, and every line inside a brace or parenthesis the run opened or indented deeper than the
     run's first line (an example's long statement)."""
-    code = [_code_at(fragments, at, command) for at in range(len(fragments))]
+    code = [_code_at(fragments, at, command, marked) for at in range(len(fragments))]
     runs: list[tuple[int, int]] = []
     start: int | None = None
     depth = base = 0
@@ -191,16 +196,17 @@ def _code_runs(fragments: Sequence[tuple[str, str]], command: str) -> list[tuple
     return runs
 
 
-def laid_out(sentence: str, passage: str, command: str = "") -> str | None:
+def laid_out(sentence: str, passage: str, command: str = "", marked: Collection[str] = ()) -> str | None:
     """The sentence with its code lines on lines of their own (see the module's docstring), or None when it
-    holds no code that spans lines. A blank line goes before each block (as Markdown wants it); a sentence
+    holds no code that spans lines. `marked`: the passage's lines that its format marks as code (an HTML
+    `<pre>`, a Markdown code block), code whatever they read as ("router bgp 64510"). A blank line goes before each block (as Markdown wants it); a sentence
     that opens with code starts with it, and one that ends with code ends on its last code line."""
     found = _fragments(sentence, passage)
     if found is None:
         return None
     fragments = found[0]
     texts = [text for _, text in fragments]
-    runs = _code_runs(fragments, command)
+    runs = _code_runs(fragments, command, marked)
     if not runs:
         return None
     out, at = "", 0
@@ -344,15 +350,21 @@ def _under_lead_in(lines: Sequence[tuple[str, str]], at: int) -> bool:
 
 
 @lru_cache(maxsize=256)
-def command_line(sentence: str, passage: str, command: str = "") -> str | None:
+def command_line(
+    sentence: str, passage: str, command: str = "", marked: frozenset[str] = frozenset()
+) -> str | None:
     """The sentence as its line of code on its own in the passage (see the module's docstring): the line's own
     spacing, which the sentence splitter collapses ('awk -F"  "'), without a root prompt; None when the sentence
-    is no such line."""
+    is no such line. `marked`: the passage's lines that its format marks as code (see `laid_out`)."""
     lines = _lines(passage)
     for at, prompted in _where(sentence, lines):
         line, written = lines[at]
-        if not _alone_as_code(line) or (at > 0 and lines[at - 1][0].endswith("\\")):
+        if at > 0 and lines[at - 1][0].endswith("\\"):
             continue  # (the rest of a continued command is no line alone either)
+        if written in marked and not prompted and any(ch.isalnum() for ch in written):
+            return written  # (a comment mark alone, "#", is no line to show as a block of its own)
+        if not _alone_as_code(line):
+            continue
         if prompted:
             code = _prompted_command(lines, at)
         else:

@@ -96,7 +96,7 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
     name: SIGHUP")."""
     if 0 <= index < len(evidence):
         item = evidence[index]
-        code = laid_out(sentence, item.text, manual_command(item.title))
+        code = laid_out(sentence, item.text, manual_command(item.title), item.code_lines)
         if code is not None:
             code = _set_off_heading(code, item)
             # a code line stays as written ("ports = [22]"); the prose around it loses the source's footnotes
@@ -104,7 +104,7 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
             return "\n".join(
                 line if line.startswith(CODE_INDENT) else _without_footnotes(line) for line in lines
             )
-        line = command_line(sentence, item.text, manual_command(item.title))
+        line = command_line(sentence, item.text, manual_command(item.title), item.code_lines)
         if line is not None:
             return (
                 f"\n\n{CODE_INDENT}{line}"  # a command on its own line: a one-line block, spaced as written

@@ -47,6 +47,9 @@ class ChunkDraft:
     section_path: tuple[str, ...]
     page: int | None
     token_count: int
+    # the chunk's lines (stripped) that belong to code the format marks as code (`Block.marked`): an answer shows
+    # them as code even where they do not read as code ("router bgp 64510")
+    code_lines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,7 @@ class _Unit:
     header: tuple[str, ...] = ()  # header rows to repeat when a table continues in a new chunk
     header_tokens: int = 0
     header_row: bool = False
+    marked: bool = False  # code the format marks as code
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -226,10 +230,10 @@ def _units(
         if block.kind == "table":
             units.extend(_table_units(block, index, max_tokens, count))
         elif tokens <= max_tokens:
-            units.append(_Unit(block.kind, block.text, tokens, path, page, block.level))
+            units.append(_Unit(block.kind, block.text, tokens, path, page, block.level, marked=block.marked))
         elif block.kind == "code":
             for piece in _split_code(block.text, max_tokens, count):
-                units.append(_Unit("code", piece, count(piece), path, page, None))
+                units.append(_Unit("code", piece, count(piece), path, page, None, marked=block.marked))
         else:
             kind = "text" if block.kind == "title" else block.kind
             for piece in _split_prose(block.text, split_budget, count):
@@ -470,8 +474,16 @@ def chunk_blocks(
             body = [u for u in chunk_units if u.kind != "title"] or chunk_units
             section = _common_prefix([u.section_path for u in body])
             page = next((u.page for u in body if u.page is not None), None)
-            drafts.append(ChunkDraft(len(drafts), text, section, page, count(text)))
+            drafts.append(
+                ChunkDraft(len(drafts), text, section, page, count(text), _marked_lines(chunk_units))
+            )
     return drafts
+
+
+def _marked_lines(units: Sequence[_Unit]) -> tuple[str, ...]:
+    """The lines (stripped, each once) of the units that are code the format marks as code."""
+    lines = (line.strip() for unit in units if unit.marked for line in unit.text.split("\n"))
+    return tuple(dict.fromkeys(line for line in lines if line))
 
 
 def _table_sizes(units: Sequence[_Unit]) -> dict[int, tuple[int, int]]:

@@ -367,6 +367,7 @@ CHUNK_ROW_COLUMNS = (
     "injection_flag",
     "embedding",
     "vendor",
+    "code_lines",
 )
 
 
@@ -383,7 +384,7 @@ def chunk_rows(chunk_ids: Sequence[int], visible_to: Principal | None = None) ->
             f"""
             SELECT c.id, c.document_id, d.source, d.title, c.section_path, c.page, c.ordinal, c.text,
                    coalesce(c.updated_at, d.source_updated_at), d.access_tier, c.prev_id, c.content_hash,
-                   c.injection_flag, c.embedding, c.vendor
+                   c.injection_flag, c.embedding, c.vendor, c.code_lines
             FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
             WHERE c.id = ANY(%s) AND {where}
             """,

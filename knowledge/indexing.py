@@ -63,6 +63,7 @@ class StagedChunk:
     entities: list[tuple[str, str, str]]  # (kind, name, display)
     entity_counts: dict[tuple[str, str], int]
     injection_matches: list[str]
+    code_lines: tuple[str, ...] = ()  # ChunkDraft.code_lines
 
 
 @dataclass
@@ -121,18 +122,20 @@ _INSERT_CHUNKS_SQL = """
     INSERT INTO knowledge_chunk (
         id, prev_id, document_id, ordinal, text, section_path, page, token_count, doc_len, content_hash,
         embedding, sentence_vectors, embedding_model, embedding_key, tsv, injection_flag, injection_matches,
-        active, updated_at, acl_open, acl_groups, access_tier, doc_type, department, vendor, owner_id_acl)
+        code_lines, active, updated_at, acl_open, acl_groups, access_tier, doc_type, department, vendor, owner_id_acl)
     SELECT x.id, x.prev_id, %(document)s, x.ordinal, x.text, x.section_path, x.page, x.token_count, x.doc_len,
            x.content_hash, x.embedding::vector, x.sentence_vectors, %(model)s, x.embedding_key,
-           to_tsvector('english', x.text), x.injection_flag, x.injection_matches::jsonb, true, %(updated_at)s,
+           to_tsvector('english', x.text), x.injection_flag, x.injection_matches::jsonb, x.code_lines::jsonb,
+           true, %(updated_at)s,
            %(acl_open)s, %(acl_groups)s::bigint[], %(access_tier)s, %(doc_type)s, %(department)s, %(vendor)s,
            %(owner_id_acl)s
     FROM unnest(%(id)s::bigint[], %(prev_id)s::bigint[], %(ordinal)s::int[], %(text)s::text[],
                 %(section_path)s::varchar[], %(page)s::int[], %(token_count)s::int[], %(doc_len)s::int[],
                 %(content_hash)s::varchar[], %(embedding)s::text[], %(sentence_vectors)s::bytea[],
-                %(embedding_key)s::varchar[], %(injection_flag)s::boolean[], %(injection_matches)s::text[])
+                %(embedding_key)s::varchar[], %(injection_flag)s::boolean[], %(injection_matches)s::text[],
+                %(code_lines)s::text[])
          AS x(id, prev_id, ordinal, text, section_path, page, token_count, doc_len, content_hash, embedding,
-              sentence_vectors, embedding_key, injection_flag, injection_matches)
+              sentence_vectors, embedding_key, injection_flag, injection_matches, code_lines)
 """
 
 
@@ -173,6 +176,7 @@ def _insert_chunks(  # type: ignore[no-untyped-def]
             "embedding_key": [""] * n if staged.embedding_keys is None else staged.embedding_keys,
             "injection_flag": [bool(c.injection_matches) for c in chunks],
             "injection_matches": [json.dumps(c.injection_matches) for c in chunks],
+            "code_lines": [json.dumps(list(c.code_lines)) for c in chunks],
         },
     )
     return ids
@@ -531,6 +535,7 @@ def staged_to_json(staged: StagedDocument) -> dict:
                 "entities": [list(e) for e in c.entities],
                 "entity_counts": [[k, n, v] for (k, n), v in c.entity_counts.items()],
                 "injection_matches": c.injection_matches,
+                "code_lines": list(c.code_lines),
             }
             for c in staged.chunks
         ],
@@ -561,6 +566,7 @@ def staged_from_json(data: dict) -> StagedDocument:
                 entities=[tuple(e) for e in c["entities"]],  # type: ignore[misc]
                 entity_counts={(k, n): v for k, n, v in c["entity_counts"]},
                 injection_matches=c["injection_matches"],
+                code_lines=tuple(c.get("code_lines", ())),
             )
             for c in data["chunks"]
         ],

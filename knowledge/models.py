@@ -123,6 +123,9 @@ class Chunk(models.Model):
     tsv = SearchVectorField(null=True)
     injection_flag = models.BooleanField(default=False)
     injection_matches = models.JSONField(default=list, blank=True)
+    # the lines (stripped) of code the document's format marks as code (an HTML <pre>, a Markdown code block):
+    # answers lay them out as code (knowledge.chunking.ChunkDraft.code_lines)
+    code_lines = models.JSONField(default=list, blank=True)
     # denormalised from Document for filtering inside each source's SQL
     active = models.BooleanField(default=False)
     acl_open = models.BooleanField(default=False)

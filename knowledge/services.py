@@ -271,6 +271,7 @@ def document_stage(
                 entities=[],
                 entity_counts={},
                 injection_matches=matches,
+                code_lines=draft.code_lines,
             )
         )
     timings["index_prep"] += time.perf_counter() - started

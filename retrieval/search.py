@@ -357,6 +357,7 @@ def search(
                 prev_id=row["prev_id"],
                 content_hash=row["content_hash"],
                 injection_flag=row["injection_flag"],
+                code_lines=tuple(row["code_lines"] or ()),
             )
         )
     timings["total"] = (time.perf_counter() - started) * 1000

@@ -58,6 +58,7 @@ class Hit:
     prev_id: int | None
     content_hash: str
     injection_flag: bool
+    code_lines: tuple[str, ...] = ()  # lines of code its format marks as code (Chunk.code_lines)
 
 
 @dataclass

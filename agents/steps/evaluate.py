@@ -27,7 +27,9 @@ class EvaluateEvidence:
 
 
 def hit_evidence(hit: Hit) -> Evidence:
-    return Evidence(hit.chunk_id, hit.source, hit.title, hit.section, hit.text, hit.score)
+    return Evidence(
+        hit.chunk_id, hit.source, hit.title, hit.section, hit.text, hit.score, frozenset(hit.code_lines)
+    )
 
 
 def evaluate_pool(state: AnswerState, hits: Sequence[Hit]) -> tuple[list[Evidence], list[ScoredSentence]]:
@@ -57,7 +59,15 @@ def evaluate_pool(state: AnswerState, hits: Sequence[Hit]) -> tuple[list[Evidenc
             row = neighbours.get(n) if n else None
             if row is not None and row["chunk_id"] not in seen:
                 expanded.append(
-                    Evidence(row["chunk_id"], row["source"], row["title"], row["section"], row["text"], 0.0)
+                    Evidence(
+                        row["chunk_id"],
+                        row["source"],
+                        row["title"],
+                        row["section"],
+                        row["text"],
+                        0.0,
+                        frozenset(row["code_lines"] or ()),
+                    )
                 )
                 seen.add(row["chunk_id"])
     ranked = score_sentences(

@@ -23,7 +23,8 @@ class Block:
     ends with the heading itself. ``level`` means: heading level (1 = top) for titles, nesting depth for
     list items, number of header rows (repeated when the table is split) for tables, None otherwise.
     Table text is one row per line, cells joined with `` | ``; a table's header rows end with a rule line
-    (``--- | ---``), counted in ``level``.
+    (``--- | ---``), counted in ``level``. ``marked``: a ``code`` block that the format itself marks as code (an
+    HTML ``<pre>``, a Markdown code block), not one a plain-text parser took for code by its indentation.
     """
 
     kind: str
@@ -31,6 +32,7 @@ class Block:
     section_path: tuple[str, ...]
     page: int | None
     level: int | None
+    marked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class RawBlock:
     page: int | None = None
     term: bool = False  # a definition term (dt, option name); glued onto the block that follows it
     toc: bool = False  # inside a table of contents
+    marked: bool = False  # code the format marks as code (Block.marked)
 
 
 WHITESPACE = re.compile(r"[ \t\f\v\u00a0\u2000-\u200b\u202f\u205f\u3000]+")
@@ -143,7 +146,7 @@ def assemble_blocks(raws: Iterable[RawBlock]) -> list[Block]:
                 terms.clear()
             else:
                 flush_terms()
-        blocks.append(Block(raw.kind, text, path(), page, block_level))
+        blocks.append(Block(raw.kind, text, path(), page, block_level, raw.marked and raw.kind == "code"))
     flush_terms()
     return blocks
 

@@ -387,13 +387,14 @@ class HtmlWalker(HTMLParser):
 
 
 def _preformatted(text: str) -> list[RawBlock]:
-    """A <pre> block: code. One that holds a whole man page rendered as text (some manuals ship their man
+    """A <pre> block: code, marked as such (an answer shows its lines as code). One that holds a whole man page
+    rendered as text (some manuals ship their man
     pages as HTML that way) loses its running header and footer and has the words groff broke across lines
     mended ("con-" / "tact"). Walking it as a man page instead (sections, paragraphs) was measured: the
     answers' sentence choice lost three of 22 questions on such pages (tests/benchmarks/README.md)."""
     lines = [line.expandtabs(8).rstrip() for line in text.split("\n")]
     if man_header_strip(lines) is None:
-        return [RawBlock("code", text)]
+        return [RawBlock("code", text, marked=True)]
     man_rejoin_words(lines)
     return [RawBlock("code", "\n".join(lines).strip("\n"))]
 

@@ -37,8 +37,8 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # "--keep- in-foreground"); neighbouring "a | b" table rows and lines in capitals ("SYNOPSIS") are sentences of
 # their own (they ran into each other and into the text below); a table's header rows end with a "--- | ---"
 # rule line. 7: a placeholder in angle brackets in Markdown ("tunnels TUN-BR-<nnn>") stays text; it was dropped
-# as an unknown HTML tag.
-ANALYZER_VERSION = 7
+# as an unknown HTML tag. 8: a chunk records the lines of code its format marks as code (`Chunk.code_lines`).
+ANALYZER_VERSION = 8
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.

@@ -378,3 +378,48 @@ def test_third_review_cases_of_lines_alone():
     assert laid_out("Only when: if (concurrency > 0) limit = 4; Done.", lead_in) == (
         "Only when:\n\n    if (concurrency > 0)\n        limit = 4;\nDone."
     )
+
+
+IOS = (
+    "Reference configuration\n"
+    "router bgp 64510\n"
+    " bgp log-neighbor-changes\n"
+    " timers bgp 30 90\n"
+    "\n"
+    "interface TenGigabitEthernet0/0/0\n"
+    " bfd interval 300 min_rx 300 multiplier 3\n"
+    "\n"
+    "Apply it in a change window."
+)
+IOS_MARKED = frozenset(
+    [
+        "router bgp 64510",
+        "bgp log-neighbor-changes",
+        "timers bgp 30 90",
+        "interface TenGigabitEthernet0/0/0",
+        "bfd interval 300 min_rx 300 multiplier 3",
+    ]
+)
+
+
+def test_lines_the_format_marks_as_code_are_code_whatever_they_read_as():
+    # a router's configuration has no sigil, brace or '=': only its <pre> or Markdown code block says it is code
+    first, second, *_ = passage_sentences(IOS, "BGP")
+    assert first == "Reference configuration router bgp 64510 bgp log-neighbor-changes timers bgp 30 90"
+    assert laid_out(first, IOS) is None
+    assert laid_out(first, IOS, marked=IOS_MARKED) == (
+        "Reference configuration\n\n    router bgp 64510\n     bgp log-neighbor-changes\n     timers bgp 30 90"
+    )
+    # a marked line that is a sentence of its own is a one-line block; an unmarked one stays prose
+    assert second == "interface TenGigabitEthernet0/0/0 bfd interval 300 min_rx 300 multiplier 3"
+    assert laid_out(second, IOS, marked=IOS_MARKED) == (
+        "\n\n    interface TenGigabitEthernet0/0/0\n     bfd interval 300 min_rx 300 multiplier 3"
+    )
+    assert command_line("timers bgp 30 90", IOS, marked=IOS_MARKED) == "timers bgp 30 90"
+    assert command_line("timers bgp 30 90", IOS) is None
+    # shown in an answer, through the passage's Evidence
+    evidence = [Evidence(1, "bgp.md", "BGP", "Reference configuration", IOS, 1.0, IOS_MARKED)]
+    text = shape(Draft("parameter_lookup", [(first, 0)]), evidence).text
+    assert text == (
+        "Reference configuration:\n\n    router bgp 64510\n     bgp log-neighbor-changes\n     timers bgp 30 90 [1]"
+    )

@@ -466,14 +466,27 @@ def test_a_configuration_snippet_in_an_answer_reads_as_code(
     shot("answer-code-block")
 
 
+def _alice_uploads_and_asks(driver, base: str, path, question: str):  # type: ignore[no-untyped-def]
+    """alice uploads `path` on the chat page, waits until it is indexed and asks `question` in a new thread.
+    Returns the answer's turn on the page and the answer text as stored."""
+    from agents.models import Answer
+
+    _clear_throttle("alice")
+    login(driver, base, "alice")
+    wait(driver, _present("#upload-file"))
+    _one(driver, "#upload-file").send_keys(str(path))
+    _one(driver, "#upload-submit").click()
+    wait(driver, lambda d: "is ready" in _one(d, "#upload-status").text, timeout=240)
+    turn = _ask(driver, question, answers_before=0)
+    return turn, Answer.objects.filter(user__username="alice").latest("id").response["answer"]
+
+
 def test_the_commands_of_one_listing_read_as_one_code_block(
     browser, web_server, sample_site, celery_worker_process, shot, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     """Commands that stand on lines of their own under a lead-in, each a sentence of its own to the sentence
     splitter, read as one code block under the lead-in (agents/layout.py `command_line`), cited once after
     the block; the root prompt the splitter drops stays out of the code."""
-    from agents.models import Answer
-
     path = tmp_path / "quillgate-spool.txt"
     path.write_text(
         "Quillgate relay spool directory\n\n"
@@ -483,15 +496,9 @@ def test_the_commands_of_one_listing_read_as_one_code_block(
         "# chown quillgate /run/quillgate\n\n"
         "The relay fills the directory again on its next start.\n"
     )
-    driver, base = browser, web_server
-    _clear_throttle("alice")
-    login(driver, base, "alice")
-    wait(driver, _present("#upload-file"))
-    _one(driver, "#upload-file").send_keys(str(path))
-    _one(driver, "#upload-submit").click()
-    wait(driver, lambda d: "is ready" in _one(d, "#upload-status").text, timeout=240)
-    turn = _ask(driver, "How do I create the missing Quillgate spool directory?", answers_before=0)
-    answer = Answer.objects.filter(user__username="alice").latest("id").response["answer"]
+    turn, answer = _alice_uploads_and_asks(
+        browser, web_server, path, "How do I create the missing Quillgate spool directory?"
+    )
     assert "\n\n    mkdir /run/quillgate\n    chown quillgate /run/quillgate [" in answer, answer
     blocks = turn.find_elements("css selector", ".answer-text pre.answer-code")
     assert [block.text.splitlines() for block in blocks] == [
@@ -499,3 +506,34 @@ def test_the_commands_of_one_listing_read_as_one_code_block(
     ], turn.text
     assert turn.find_elements("css selector", ".answer-text .code-cites a.cite"), turn.text
     shot("one-listing-one-block")
+
+
+def test_a_configuration_in_a_markdown_code_block_reads_as_code_with_its_placeholders(
+    browser, web_server, sample_site, celery_worker_process, shot, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """A router configuration has no sigil, brace or '=' that tells it from prose: only its Markdown code block
+    says it is code (Chunk.code_lines). It reads as a block under its heading; the runbook's placeholders in
+    angle brackets ("QG-RELAY-<nn>") are shown, not dropped as HTML tags."""
+    path = tmp_path / "quillgate-edge.md"
+    path.write_text(
+        "# Quillgate edge routers\n\n"
+        "Edge routers are named QG-EDGE-<nn>, where nn is the site number.\n\n"
+        "## Quillgate relay uplink configuration\n\n"
+        "    interface Quillgate0/1\n"
+        "     description QG-RELAY-<nn>\n"
+        "     relay-hold 45\n\n"
+        "Apply it in a change window.\n"
+    )
+    turn, answer = _alice_uploads_and_asks(
+        browser, web_server, path, "How is the Quillgate relay uplink configured on the edge routers?"
+    )
+    # (the heading the block is under, and the prose after it, stay prose around it)
+    assert (
+        "Quillgate relay uplink configuration\n\n    interface Quillgate0/1\n     description QG-RELAY-<nn>\n"
+        "     relay-hold 45\nApply it" in answer
+    ), answer
+    blocks = turn.find_elements("css selector", ".answer-text pre.answer-code")
+    assert [[line.strip() for line in block.text.splitlines()] for block in blocks] == [
+        ["interface Quillgate0/1", "description QG-RELAY-<nn>", "relay-hold 45"]
+    ], turn.text
+    shot("markdown-configuration-block")

@@ -192,6 +192,29 @@ def test_oversized_list_item_and_code_split_only_then():
     assert code_lines == code.splitlines()  # code split at line boundaries, each line whole
 
 
+def test_a_chunk_records_the_lines_of_code_its_format_marks_as_code():
+    marked = Block(
+        "code", "router bgp 64510\n timers bgp 30 90\n\n timers bgp 30 90", ("S",), None, None, True
+    )
+    guessed = Block("code", "relayctl stats", ("S",), None, None)
+    doc = doc_of(para("The standard is below.", ("S",)), marked, guessed)
+    (chunk,) = chunk_blocks(doc, count_tokens=words, max_tokens=200)
+    assert chunk.code_lines == ("router bgp 64510", "timers bgp 30 90")  # stripped, each once
+    # a marked block split over chunks: each chunk records its own part
+    long = Block(
+        "code",
+        "\n".join(f"neighbor 10.0.0.{i} remote-as 6450{i}" for i in range(40)),
+        ("S",),
+        None,
+        None,
+        True,
+    )
+    chunks = chunk_blocks(doc_of(long), count_tokens=words, max_tokens=50)
+    assert len(chunks) > 1
+    for piece in chunks:
+        assert piece.code_lines == tuple(line.strip() for line in piece.text.splitlines() if line.strip())
+
+
 def test_code_splits_between_a_comment_and_the_setting_it_describes_only_when_it_must():
     stanzas = [
         f"# comment {i} describes the setting below it in some detail\nsetting_{i} value one two"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -413,3 +413,41 @@ def test_reingest_without_acl_options_keeps_what_an_admin_set(small_corpus):
     assert document.access_tier == "restricted"
     assert list(document.allowed_groups.values_list("name", flat=True)) == ["noc-admins"]
     assert all(not c.acl_open and c.acl_groups for c in document.chunks.all())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_chunks_record_the_lines_their_format_marks_as_code(tmp_path):
+    from knowledge.index_selectors import chunk_rows
+    from knowledge.indexing import staged_from_json, staged_to_json
+
+    config = "    router bgp 64510\n     timers bgp 30 90\n"
+    root = write_docs(
+        tmp_path / "kb",
+        {
+            "bgp.md": f"# BGP edge\n\n## Reference configuration\n\n{config}\nThe timers are the standard.\n",
+            "bgp.txt": f"BGP edge\n\nReference configuration\n\n{config}\nThe timers are the standard.\n",
+        },
+    )
+    ingest(root)
+    (marked,) = Chunk.objects.filter(document__source="bgp.md", text__contains="router bgp")
+    assert marked.code_lines == ["router bgp 64510", "timers bgp 30 90"]
+    # a plain-text parser's indented lines are code by its own guess: nothing marks them
+    (plain,) = Chunk.objects.filter(document__source="bgp.txt", text__contains="router bgp")
+    assert plain.code_lines == []
+    # retrieval reads them with the chunk (the answering pipeline's Hit and Evidence carry them on)
+    assert chunk_rows([marked.id])[marked.id]["code_lines"] == marked.code_lines
+    # and they travel from the ingest queue to the embed queue
+    from knowledge.services import document_stage
+
+    staged = document_stage(
+        source="bgp.md",
+        path=root / "bgp.md",
+        root=str(root),
+        content_hash="x",
+        options=IngestOptions(),
+        gazetteer={},
+        timings=defaultdict(float),
+    )
+    travelled = staged_from_json(staged_to_json(staged))
+    assert [c.code_lines for c in travelled.chunks] == [c.code_lines for c in staged.chunks]
+    assert ("router bgp 64510", "timers bgp 30 90") in [c.code_lines for c in travelled.chunks]

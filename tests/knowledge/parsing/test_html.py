@@ -50,6 +50,8 @@ def test_html_headings_lists_tables_definitions_code():
     assert by_text(doc.blocks, "Restart after").text == "Note\nRestart after changes."
     code = by_text(doc.blocks, "recursion yes;")
     assert code.kind == "code" and code.text == "options {\n    recursion yes;\n};"
+    assert code.marked  # a <pre>: the format says it is code
+    assert not any(b.marked for b in doc.blocks if b.kind != "code")
 
 
 def test_html_layout_tables_become_flow_text(tmp_path):
@@ -84,3 +86,17 @@ def test_html_toc_only_page_keeps_its_toc(tmp_path):
     assert [b.text for b in doc.blocks] == ["Chapter 1"]
     assert doc.links == ["ch01.html"]
     assert doc.title == "index"  # no <title>, no heading: the file name
+
+
+def test_a_man_page_rendered_in_a_pre_is_not_marked_as_code(tmp_path):
+    path = tmp_path / "relayd.8.html"
+    page = (
+        "RELAYD(8)            System Manager's Manual            RELAYD(8)\n\n"
+        "NAME\n       relayd - relay daemon\n\n"
+        "DESCRIPTION\n       relayd forwards audit events to the collector.\n\n"
+        "                          2024-01-01                     RELAYD(8)"
+    )
+    path.write_text(f"<html><head><title>relayd</title></head><body><pre>{page}</pre></body></html>")
+    doc = parse_file(path)
+    held = by_text(doc.blocks, "forwards audit events")
+    assert held.kind == "code" and not held.marked
