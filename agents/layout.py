@@ -4,8 +4,8 @@ The sentence splitter joins a passage's lines into sentences, so a configuration
 as one line ("$SpoolDir /var/spool/relay # queued files $RetryCount -1 # retry forever"): hard to read,
 and wrong to copy (the first "#" comments out the rest). `laid_out` finds the sentence in its passage and
 gives back its code lines as lines of their own, each indented by CODE_INDENT after a blank line (a Markdown
-code block; the chat page shows them as one), and the prose around them as it was. Only whitespace changes: the words, and so any
-answer matched against them, stay the same.
+code block; the chat page shows them as one), and the prose around them as it was. Only whitespace changes:
+the words, and so any answer matched against them, stay the same.
 
 A line counts as code by the marks prose lacks (`code_line`, a listing's line numbers aside): a shell
 prompt, a "$Directive" or "key = value" setting, a manual's syntax rule ("UNIT := second | minute"), an
@@ -14,7 +14,10 @@ no prose), a backslash continuing the line, a call "name(...)", a file named bef
 ("/etc/relay/main.conf:"), or, in a manual page, the page's own command at the start of an example line
 ("probe -c 3 gw1"), and a command right under a lead-in ending in ':' ("... by doing:" above "relayctl stats
 --all"). The lines between such lines that read as no prose ("timeout 16", "mode active", "}"), comment
-lines, and the lines inside a brace the block opened go with them.
+lines, and the lines inside a brace the block opened go with them. A line that the document's own format marks
+as code (an HTML <pre>, a Markdown code block: `Evidence.code_lines`) is code whatever it reads as ("router bgp
+64510"), and a marked line that is a sentence of its own is shown alone unless it is unfinished or a lone
+comment mark.
 
 `command_line` tells a sentence that is a line of code on its own in the passage, and gives it back as the
 line is written (the splitter collapses its spacing): a code line; a command under a lead-in, a line ending in
@@ -199,8 +202,9 @@ def _code_runs(
 def laid_out(sentence: str, passage: str, command: str = "", marked: Collection[str] = ()) -> str | None:
     """The sentence with its code lines on lines of their own (see the module's docstring), or None when it
     holds no code that spans lines. `marked`: the passage's lines that its format marks as code (an HTML
-    `<pre>`, a Markdown code block), code whatever they read as ("router bgp 64510"). A blank line goes before each block (as Markdown wants it); a sentence
-    that opens with code starts with it, and one that ends with code ends on its last code line."""
+    `<pre>`, a Markdown code block), code whatever they read as ("router bgp 64510"). A blank line goes before
+    each block (as Markdown wants it); a sentence that opens with code starts with it, and one that ends with
+    code ends on its last code line."""
     found = _fragments(sentence, passage)
     if found is None:
         return None
@@ -361,8 +365,14 @@ def command_line(
         line, written = lines[at]
         if at > 0 and lines[at - 1][0].endswith("\\"):
             continue  # (the rest of a continued command is no line alone either)
-        if written in marked and not prompted and any(ch.isalnum() for ch in written):
-            return written  # (a comment mark alone, "#", is no line to show as a block of its own)
+        if (
+            written in marked
+            and not prompted
+            and any(ch.isalnum() for ch in written)
+            and not (UNFINISHED.search(line) or line.endswith("\\"))
+        ):
+            # (a comment mark alone, "#", is no line to show as a block of its own, nor is an unfinished one)
+            return written
         if not _alone_as_code(line):
             continue
         if prompted:

@@ -293,10 +293,11 @@ def _capped(
 def _kept(draft: Draft, evidence: Sequence[Evidence], lead: int) -> list[tuple[str, int]]:
     """The draft's sentences that fit the word budget (its first `lead` always), grouped by document; a
     heading ("DESCRIPTION", or the passage's own section heading on a line of its own) is kept only right above
-    the sentence its passage has under it (it then opens that sentence, see `_displayed`), and a table's header line only right above a row of its table (it
-    then names the row's cells), or when the answer opens with them: elsewhere they introduce nothing. A lead-in
-    ending in ':' after the lead is kept only right above the sentence it introduces. The words of a sentence
-    left out so go to the next sentences the budget had no room for (at most REFILLS times)."""
+    the sentence its passage has under it (it then opens that sentence, see `_displayed`), and a table's header
+    line only right above a row of its table (it then names the row's cells), or when the answer opens with
+    them: elsewhere they introduce nothing. A lead-in ending in ':' after the lead is kept only right above the
+    sentence it introduces. The words of a sentence left out so go to the next sentences the budget had no room
+    for (at most REFILLS times)."""
     leading = set(draft.sentences[:lead])
     claims = list(draft.priority) if len(draft.priority) == len(draft.sentences) else []
     candidates = list(zip(draft.sentences, claims or range(len(draft.sentences)), strict=True))

@@ -30,12 +30,20 @@ HTML_ELEMENTS = word_set(
     input ins kbd label legend li link main map mark menu meta meter nav noscript object ol optgroup option
     output p param picture pre progress q rp rt ruby s samp script search section select small source span
     strike strong style sub summary sup table tbody td template textarea tfoot th thead time title tr track tt
-    u ul var video wbr
+    u ul var video wbr svg math nobr xmp listing marquee
     """
 )
 # elements that never have a closing tag
 VOID_ELEMENTS = word_set("area base br col embed hr img input link meta param source track wbr")
-_TAG = re.compile(r"<(/?)([A-Za-z][\w.:-]*)([^<>]*)>")
+# void elements that mean something without attributes ("<br>"); "<source>" or "<input>" alone is a placeholder
+BARE_VOID_ELEMENTS = word_set("br hr wbr")
+# a comment, or a tag: its name, then attributes whose quoted values may hold '<' and '>'
+_MARKUP = re.compile(
+    r"<!--.*?-->"
+    r"|<(?P<close>/?)(?P<name>[A-Za-z][\w.:-]*)"
+    r"(?P<attributes>(?:\s+[^\s\"'<>/=]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'<>=`]+))?)*)\s*(?P<self>/?)>",
+    re.DOTALL,
+)
 
 
 def _front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -75,19 +83,35 @@ def _json_safe(value: Any) -> Any:
 def placeholders_as_text(rendered: str) -> str:
     """Escape what looks like a tag in rendered Markdown but cannot be one, so the HTML walker keeps it as text.
 
-    A name that is no HTML element ("<nnn>", "<FWR-id>") is a placeholder. So is an element name that the
-    document never closes, unless the element has no closing tag: "ping <address>" names an element, but
-    nothing ends it. (Markdown's own output, and code spans, are never touched: a code span is escaped already.)
+    A name that is no HTML element ("<nnn>", "<FWR-id>") is a placeholder. So is an element's tag that no tag of
+    the same name closes ("iptables -t <table>", though a table elsewhere closes its own), and a void element
+    with no attributes other than a line break or rule ("rsync -a <source> <dest>"). Comments, and '<' inside a
+    quoted attribute value, are left alone; Markdown's own output always pairs its tags, and a code span is
+    escaped already.
     """
-    closed = {m.group(2).lower() for m in _TAG.finditer(rendered) if m.group(1)}
-
-    def shown(match: re.Match[str]) -> str:
-        name = match.group(2).lower()
-        if name in HTML_ELEMENTS and (name in VOID_ELEMENTS or name in closed):
-            return match.group(0)
-        return html.escape(match.group(0), quote=False)
-
-    return _TAG.sub(shown, rendered)
+    found = list(_MARKUP.finditer(rendered))
+    keep: set[int] = set()
+    pending: dict[str, list[int]] = {}
+    for at, match in enumerate(found):
+        name = (match.group("name") or "").lower()
+        if not name:
+            keep.add(at)  # a comment
+        elif name not in HTML_ELEMENTS:
+            continue
+        elif name in VOID_ELEMENTS or match.group("self"):
+            if name in BARE_VOID_ELEMENTS or match.group("attributes").strip():
+                keep.add(at)
+        elif not match.group("close"):
+            pending.setdefault(name, []).append(at)
+        elif pending.get(name):
+            keep.update((pending[name].pop(), at))  # the innermost open tag of that name, and its close
+    out, last = [], 0
+    for at, match in enumerate(found):
+        if at not in keep:
+            out.append(rendered[last : match.start()])
+            out.append(html.escape(match.group(0), quote=False))
+            last = match.end()
+    return "".join([*out, rendered[last:]])
 
 
 def _parse_markdown(text: str, path: Path) -> ParsedDocument:

@@ -417,6 +417,13 @@ def test_lines_the_format_marks_as_code_are_code_whatever_they_read_as():
     )
     assert command_line("timers bgp 30 90", IOS, marked=IOS_MARKED) == "timers bgp 30 90"
     assert command_line("timers bgp 30 90", IOS) is None
+    # a marked line left unfinished (a here-document, a trailing pipe, a continuation) is still no line alone
+    # (the splitter seldom leaves one alone: this asks `command_line` directly)
+    relay = "Write the unit:\ncat <<EOF\n[Service]\nEOF\nThen reload."
+    assert command_line("cat <<EOF", relay, marked=frozenset(["cat <<EOF", "[Service]", "EOF"])) is None
+    assert (
+        command_line("[Service]", relay, marked=frozenset(["cat <<EOF", "[Service]", "EOF"])) == "[Service]"
+    )
     # shown in an answer, through the passage's Evidence
     evidence = [Evidence(1, "bgp.md", "BGP", "Reference configuration", IOS, 1.0, IOS_MARKED)]
     text = shape(Draft("parameter_lookup", [(first, 0)]), evidence).text

@@ -100,3 +100,22 @@ def test_a_man_page_rendered_in_a_pre_is_not_marked_as_code(tmp_path):
     doc = parse_file(path)
     held = by_text(doc.blocks, "forwards audit events")
     assert held.kind == "code" and not held.marked
+
+
+def test_prose_set_in_a_pre_is_not_marked_as_code(tmp_path):
+    # a mail in a list archive: its lines are prose, wrapped where the writer's editor wrapped them
+    mail = (
+        "Hi all,\n\n"
+        "After upgrading the edge routers to the new release last week we\n"
+        "see the BGP sessions to both transit providers flap every few\n"
+        "minutes during the busy hours of the day, always on the same\n"
+        "interface.\n\nThanks,\nBob"
+    )
+    path = tmp_path / "archive.html"
+    path.write_text(
+        f"<html><head><title>flaps</title></head><body><pre>{mail}</pre>"
+        "<pre>router bgp 64510\n timers bgp 30 90\n neighbor 198.51.100.1 fall-over bfd</pre></body></html>"
+    )
+    doc = parse_file(path)
+    assert not by_text(doc.blocks, "After upgrading").marked
+    assert by_text(doc.blocks, "router bgp").marked

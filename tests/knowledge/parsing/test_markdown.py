@@ -91,3 +91,23 @@ def test_markdown_placeholders_in_angle_brackets_stay_text(tmp_path):
     assert "ping <address> from" in text and "ssh <user>@<host>" in text
     assert "bold text." in text and "<b>" not in text and "<br>" not in text
     assert by_text(doc.blocks, "clear vpn").text == "clear vpn ike-sa gateway GW-BR-<nnn>"
+
+
+def test_markdown_comments_attributes_and_element_names_used_as_placeholders(tmp_path):
+    path = tmp_path / "edge.md"
+    path.write_text(
+        "# Edge\n\n"
+        "Intro.\n\n<!-- keep MTU a<b -->\n\nSet the MTU to 1400 on the tunnel.\n\n<!-- end -->\n\nLast.\n\n"
+        'See <a href="/gw" title="GW-BR-<nnn>">the gateway list</a> first.\n\n'
+        "List the rules with iptables -t <table> -L and copy with rsync -a <source> <dest>.\n\n"
+        "| chain | policy |\n|---|---|\n| input | drop |\n",
+        encoding="utf-8",
+    )
+    text = "\n".join(b.text for b in parse_file(path).blocks)
+    # a '<' inside a comment or a quoted attribute value opens no tag
+    assert "Set the MTU to 1400 on the tunnel." in text and "Last." in text and "a<b" not in text
+    assert "See the gateway list first." in text
+    # an element's name that no tag of its own closes (the table below closes its own), and a void element
+    # with no attributes, are placeholders
+    assert "iptables -t <table> -L and copy with rsync -a <source> <dest>." in text
+    assert "input | drop" in text
