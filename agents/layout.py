@@ -288,13 +288,19 @@ def _alone_as_code(line: str) -> bool:
     """May a line standing alone be shown as code at all: no table row ("$name | word | no"), no sentence
     ending as prose does ("... for delivery.", "... each host given:", a file named before its lines aside;
     "... other arguments..." is no sentence's end), no list of manual page references, nothing unfinished?"""
-    if _table_row(line) or UNFINISHED.search(line):
+    if _table_row(line):
         return False
     if re.search(r"[^.\s]\.$", line) and not (SETTING.match(line) and not PROSE.search(line)):
         return False
     if line.endswith(":") and not FILE_NAMED.fullmatch(line):
         return False
-    return not (MAN_REFERENCES.fullmatch(line) or line.endswith("\\"))  # a continued line: not all of it
+    return not (MAN_REFERENCES.fullmatch(line) or _unfinished(line))
+
+
+def _unfinished(line: str) -> bool:
+    """Is the command on `line` left unfinished: a here-document, a trailing pipe or redirection, or a line
+    continued with '\\' (not all of the command)?"""
+    return UNFINISHED.search(line) is not None or line.endswith("\\")
 
 
 # two words of letters in a row: a lead-in that reads as prose ("... run as root:", "client configurations:";
@@ -369,7 +375,7 @@ def command_line(
             written in marked
             and not prompted
             and any(ch.isalnum() for ch in written)
-            and not (UNFINISHED.search(line) or line.endswith("\\"))
+            and not _unfinished(line)
         ):
             # (a comment mark alone, "#", is no line to show as a block of its own, nor is an unfinished one)
             return written

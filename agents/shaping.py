@@ -186,7 +186,12 @@ def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) ->
 def _is_heading(sentence: str, item: Evidence) -> bool:
     """Is `sentence` a heading standing as a sentence of its own: a line in capitals ("DESCRIPTION"), or the
     passage's own section heading (a runbook's "Fix" above its numbered list)?"""
-    return is_caps_heading(sentence) or sentence.strip() == item.section.rpartition(" > ")[2].strip() != ""
+    return is_caps_heading(sentence) or sentence.strip() == _section_heading(item) != ""
+
+
+def _section_heading(item: Evidence) -> str:
+    """The last heading of the passage's section trail ("" when it has none)."""
+    return item.section.rpartition(" > ")[2].strip()
 
 
 def _set_off_heading(sentence: str, item: Evidence) -> str:
@@ -195,7 +200,7 @@ def _set_off_heading(sentence: str, item: Evidence) -> str:
     (a command: "Creating the monitor: tmsh create ...") where the passage has the heading on a line of its own
     and the sentence's next word at the start of the line below it. A later sentence that merely starts with
     the heading's word ("Rollback takes ten minutes") is left as it is."""
-    heading = item.section.rpartition(" > ")[2].strip()
+    heading = _section_heading(item)
     if not heading or len(heading.split()) > MAX_HEADING_WORDS or heading[-1:] in ".:;?!":
         return sentence
     rest = sentence[len(heading) :]

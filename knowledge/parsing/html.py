@@ -26,6 +26,7 @@ from knowledge.parsing.common import (
     parse_date,
 )
 from knowledge.parsing.decoding import decode_text
+from knowledge.parsing.lines import CODE_LINE, PROMPT
 from knowledge.parsing.man import man_header_strip, man_rejoin_words
 from knowledge.parsing.registry import ParseLimits, parser_register
 
@@ -393,13 +394,15 @@ _PLAIN_WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?[,.;:!?)]*")
 
 def _reads_as_prose(lines: list[str]) -> bool:
     """Is a <pre> block prose set in a fixed font (a mail in a list archive, an RFC), not code: of three lines or
-    more, most words in lines of eight words or more that are nearly all plain words, not behind a comment or
-    prompt mark? (Of the dev corpus's 3,461 <pre> blocks, one reads so: a package's description.)"""
+    more, most words in lines of eight words or more that are nearly all plain words, and no code line or prompt
+    to the plain-text parsers (`knowledge.parsing.lines`: a comment, a setting, a brace)? (Of the dev corpus's
+    3,461 <pre> blocks, two read so: a package's description and a module's introduction.)"""
 
     def prose(line: str) -> bool:
         words = line.split()
         plain = sum(bool(_PLAIN_WORD.fullmatch(word.lstrip("(\"'"))) for word in words)
-        return line[0] not in "#;/*!%-<$>" and len(words) >= 8 and plain >= 0.9 * len(words)
+        code = CODE_LINE.search(line) or PROMPT.match(line)
+        return not code and len(words) >= 8 and plain >= 0.9 * len(words)
 
     held = [line.strip() for line in lines if line.strip()]
     words = sum(len(line.split()) for line in held)

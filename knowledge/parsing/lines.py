@@ -21,8 +21,8 @@ _BULLET = re.compile(
 _ITEM_AFTER = (".", ":", ";", "!", "?", ")")
 _BULLET_MARK = re.compile(r"^[\u2022\u25cf\u25aa\u25e6\u2023\u2043\u00b7o*+-]\s+")
 _CAPS_HEADING = re.compile(r"^[A-Z][A-Z0-9 /&(),'+_-]*[A-Z0-9)]:?$")
-_PROMPT = re.compile(r"^(?:\$ |# |\w[\w.-]*@[\w.-]+:\S*[$#] |[A-Za-z]:\\.*> |>>> )")
-_CODE_LINE = re.compile(r"(?:[{};\\]\s*$|^\s*(?:#|!|//|;)|^\s*[\w.-]+\s*=\s*\S*$|^\s*\}|^\s*<[^>]+>\s*$)")
+PROMPT = re.compile(r"^(?:\$ |# |\w[\w.-]*@[\w.-]+:\S*[$#] |[A-Za-z]:\\.*> |>>> )")
+CODE_LINE = re.compile(r"(?:[{};\\]\s*$|^\s*(?:#|!|//|;)|^\s*[\w.-]+\s*=\s*\S*$|^\s*\}|^\s*<[^>]+>\s*$)")
 _DECORATION = re.compile(r"([#=*~_-])\1{9,}")
 _WRAPPED_AT_HYPHEN = re.compile(r"[^\W_]-$")
 # "pre- and post-processing": a hyphen left hanging for a word later in the sentence, not a wrapped compound
@@ -66,7 +66,7 @@ class LineWalker:
         present = [line for line in self.lines if line]
         if len(present) < 3:
             return False
-        codeish = sum(1 for line in present if _CODE_LINE.search(line.text))
+        codeish = sum(1 for line in present if CODE_LINE.search(line.text))
         return codeish >= 0.6 * len(present)
 
     def _blank(self, k: int) -> bool:
@@ -165,7 +165,7 @@ class LineWalker:
         # runs of shell-prompt lines ("# systemctl ...", "user@host:~$ nft ...") are code inside prose
         runs: list[tuple[bool, list[Line]]] = []
         for line in para:
-            prompt = bool(_PROMPT.match(line.text))
+            prompt = bool(PROMPT.match(line.text))
             if runs and runs[-1][0] == prompt:
                 runs[-1][1].append(line)
             else:
@@ -232,10 +232,10 @@ class LineWalker:
             and not any(_BULLET.match(line.text) for line in para)
         ):
             return True  # several short unwrapped lines (a config snippet), not hard-wrapped prose
-        prompts = sum(1 for line in para if _PROMPT.match(line.text))
+        prompts = sum(1 for line in para if PROMPT.match(line.text))
         if prompts and prompts >= len(para) / 2:
             return True
-        codeish = sum(1 for line in para if _CODE_LINE.search(line.text))
+        codeish = sum(1 for line in para if CODE_LINE.search(line.text))
         return len(para) >= 2 and codeish >= 0.6 * len(para) and any(ch in "{}=;" for ch in para[0].text)
 
 
