@@ -33,6 +33,7 @@ from knowledge.selectors import (
     document_list_visible,
     document_metadata,
     get_document_metadata,
+    passage_code_lines,
 )
 from knowledge.uploads import UploadTooLarge, upload_quota_check, upload_rate_hit
 
@@ -173,6 +174,10 @@ class PassageOutputSerializer(serializers.Serializer):
     section = serializers.CharField()
     page = serializers.IntegerField(allow_null=True)
     ordinal = serializers.IntegerField()
+    code_lines = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="numbers (from 0) of the lines of `text` that the document's format marks as code",
+    )
     document = DocumentMetadataOutputSerializer()
 
 
@@ -190,14 +195,16 @@ class PassageApi(APIView):
         principal = Principal.from_user(request.user)
         chunk = chunk_get_visible(principal=principal, chunk_id=chunk_id)
         meta = get_document_metadata(principal=principal, document_id=chunk.document_id)
+        text = self.guard_text(chunk.text)
         return Response(
             PassageOutputSerializer(
                 {
                     "chunk_id": chunk.pk,
-                    "text": self.guard_text(chunk.text),
+                    "text": text,
                     "section": chunk.section_path,
                     "page": chunk.page,
                     "ordinal": chunk.ordinal,
+                    "code_lines": passage_code_lines(stored=chunk.text, shown=text, marked=chunk.code_lines),
                     "document": meta,
                 }
             ).data

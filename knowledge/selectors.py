@@ -8,7 +8,7 @@ indistinguishable: both raise NotFound with the same message.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -193,6 +193,22 @@ def chunk_get_visible(*, principal: Principal, chunk_id: int) -> Chunk:
     if chunk is None:
         raise NotFound("no such passage")
     return chunk
+
+
+def passage_code_lines(*, stored: str, shown: str, marked: Sequence[str]) -> list[int]:
+    """The numbers (from 0) of the lines of a passage as shown (`shown`, the stored text through the output
+    guard) that its format marks as code (`Chunk.code_lines`), for the citation viewer to set as code.
+
+    Lines are found on the stored text, where they are written as the chunk recorded them; when the guard
+    changed the number of lines (a confidential marking removed) they are found on the shown text instead, where
+    a line the guard masked no longer matches and is shown as text."""
+    wanted = set(marked)
+    if not wanted:
+        return []
+    lines = stored.split("\n")
+    if len(lines) != shown.count("\n") + 1:
+        lines = shown.split("\n")
+    return [number for number, line in enumerate(lines) if line.strip() and line.strip() in wanted]
 
 
 def vendor_gazetteer() -> dict[str, tuple[str, str]]:

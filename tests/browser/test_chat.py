@@ -537,3 +537,13 @@ def test_a_configuration_in_a_markdown_code_block_reads_as_code_with_its_placeho
         ["interface Quillgate0/1", "description QG-RELAY-<nn>", "relay-hold 45"]
     ], turn.text
     shot("markdown-configuration-block")
+    # the cited passage shows the same lines as code (the API's code_lines), the prose around them as text
+    turn.find_element("css selector", "a.cite[data-ref='1']").click()
+    wait(browser, _present("#panel-passage .passage-text pre.passage-code"))
+    panel = _one(browser, "#panel-passage .passage-text")
+    codes = panel.find_elements("css selector", "pre.passage-code")
+    assert [[line.strip() for line in code.text.splitlines()] for code in codes] == [
+        ["interface Quillgate0/1", "description QG-RELAY-<nn>", "relay-hold 45"]
+    ], panel.text
+    assert "Apply it in a change window." in panel.text and "Apply it" not in codes[0].text
+    shot("markdown-configuration-passage")

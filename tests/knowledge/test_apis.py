@@ -125,6 +125,29 @@ def test_passage_respects_chunk_acl(corpus) -> None:  # type: ignore[no-untyped-
     assert client_for(corpus["noc"]).get(f"/api/v1/passages/{secret_chunk.pk}").status_code == 200
 
 
+def test_passage_names_the_lines_its_format_marks_as_code(corpus) -> None:  # type: ignore[no-untyped-def]
+    """The citation viewer sets as code the lines the chunk recorded as marked code (Chunk.code_lines), by
+    their number in the text it is shown; a marking line that the output guard removes does not shift them."""
+    text = "Set the uplink:\ninterface Quillgate0/1\n relay-hold 45\nApply it in a change window."
+    document = make_document("public/uplink.md", text=text)
+    chunk = document.chunks.get()
+    chunk.code_lines = ["interface Quillgate0/1", "relay-hold 45"]
+    chunk.save(update_fields=["code_lines"])
+    alice = client_for(corpus["alice"])
+    body = alice.get(f"/api/v1/passages/{chunk.pk}").json()
+    assert body["code_lines"] == [1, 2] and body["text"].split("\n")[1] == "interface Quillgate0/1"
+
+    chunk.text = "CONFIDENTIAL\n" + text
+    chunk.save(update_fields=["text"])
+    body = alice.get(f"/api/v1/passages/{chunk.pk}").json()
+    lines = body["text"].split("\n")
+    assert "CONFIDENTIAL" not in body["text"]
+    assert [lines[n].strip() for n in body["code_lines"]] == ["interface Quillgate0/1", "relay-hold 45"]
+
+    unmarked = make_document("public/plain.txt", text=text).chunks.get()
+    assert alice.get(f"/api/v1/passages/{unmarked.pk}").json()["code_lines"] == []
+
+
 def test_anonymous_requests_are_refused(corpus) -> None:  # type: ignore[no-untyped-def]
     response = APIClient().get("/api/v1/documents")
     assert response.status_code == 401 and response["WWW-Authenticate"] == "Token"

@@ -510,26 +510,36 @@
     return { table: true, rows: rows };
   }
 
-  // the passage as blocks: {table: false, start, end} or {table: true, rows: [{start, end, cells, header}]}.
-  // Only the line right above a rule line is its table's header; a second rule line starts another table
-  // (with the line above it as header); lines before the first header are text.
-  function passageBlocks(text) {
+  // the passage as blocks: {table: false, code: false, start, end}, {code: true, start, end} for a run of the
+  // lines its format marks as code (`codeLines`, their numbers from 0), or {table: true, rows: [{start, end,
+  // cells, header}]}. Only the line right above a rule line is its table's header; a second rule line starts
+  // another table (with the line above it as header); lines before the first header are text.
+  function passageBlocks(text, codeLines) {
+    var code = {};
+    (codeLines || []).forEach(function (n) { code[n] = true; });
     var lines = [];
     var at = 0;
-    text.split("\n").forEach(function (line) {
-      lines.push({ start: at, end: at + line.length, text: line, bars: (line.match(BAR) || []).length });
+    text.split("\n").forEach(function (line, n) {
+      lines.push({ start: at, end: at + line.length, text: line, bars: code[n] ? 0 : (line.match(BAR) || []).length,
+                   code: !!code[n] });
       at += line.length + 1;
     });
     var blocks = [];
     function addText(group) {
       group.forEach(function (l) {
         var last = blocks[blocks.length - 1];
-        if (last && !last.table) { last.end = l.end; } else { blocks.push({ table: false, start: l.start, end: l.end }); }
+        if (last && !last.table && !last.code) { last.end = l.end; } else { blocks.push({ table: false, start: l.start, end: l.end }); }
       });
     }
     var k = 0;
     while (k < lines.length) {
       var j = k;
+      if (lines[k].code) {
+        while (j + 1 < lines.length && lines[j + 1].code) { j += 1; }
+        blocks.push({ code: true, start: lines[k].start, end: lines[j].end });
+        k = j + 1;
+        continue;
+      }
       while (lines[k].bars > 0 && j + 1 < lines.length && lines[j + 1].bars === lines[k].bars) { j += 1; }
       var group = lines.slice(k, j + 1);
       var rules = [];
@@ -562,7 +572,7 @@
     node.appendChild(document.createTextNode(text.slice(b, end)));
   }
 
-  function highlighted(text, quote) {
+  function highlighted(text, quote, codeLines) {
     var box = el("div", { className: "passage-text" });
     var index = quote ? text.indexOf(quote) : -1;
     var length = quote ? quote.length : 0;
@@ -576,9 +586,15 @@
     }
     var from = index < 0 ? -1 : index;
     var to = index < 0 ? -1 : index + length;
-    passageBlocks(text).forEach(function (block, n, blocks) {
+    passageBlocks(text, codeLines).forEach(function (block, n, blocks) {
+      if (block.code) {
+        var code = el("code");
+        appendMarked(code, text, block.start, block.end, from, to);
+        box.appendChild(el("pre", { className: "passage-code" }, [code]));
+        return;
+      }
       if (!block.table) {
-        // the line break after a text block that a table follows is the table's own edge
+        // the line break after a text block that a table or code follows is that block's own edge
         var end = n + 1 < blocks.length && text.charAt(block.end) === "\n" ? block.end : block.end + 1;
         appendMarked(box, text, block.start, Math.min(end, text.length), from, to);
         return;
@@ -619,7 +635,7 @@
       });
       if (doc.superseded) { dl.appendChild(el("dd", { className: "warn", text: "This document has been superseded." })); }
       panel.appendChild(dl);
-      panel.appendChild(highlighted(data.text, citation.quote));
+      panel.appendChild(highlighted(data.text, citation.quote, data.code_lines));
       if (doc.sections && doc.sections.length) {
         var sections = el("details", {}, [el("summary", { text: "Sections of this document (" + doc.sections.length + ")" })]);
         var list = el("ul", { className: "small" });
