@@ -1,4 +1,5 @@
-"""DOCX (``.docx``): ``unstructured.partition.docx`` (fast, no models), plus python-docx core properties.
+"""DOCX (``.docx``): ``unstructured.partition.docx`` (fast, no models), plus python-docx core properties and
+the paragraphs the document sets as code (a code paragraph style, or every run in a monospaced font).
 
 A DOCX is a ZIP whose members may inflate a thousandfold (a "zip bomb"): :func:`archive_limits_check` reads
 the central directory first and refuses such a file before anything is inflated.
@@ -7,6 +8,7 @@ the central directory first and refuses such a file before anything is inflated.
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,13 @@ from knowledge.parsing.registry import ParseLimits, parser_register
 
 MAX_COMPRESSION_RATIO = 100  # real DOCX XML compresses 5-20x; 100 leaves room for repetitive tables
 MAX_ARCHIVE_MEMBERS = 10_000
+# how a DOCX sets a paragraph as code: a style of that name (Word's "HTML Preformatted", "Plain Text" and
+# "Macro Text", a template's "Code" or "Source Code"), or a monospaced font on every run of text
+_CODE_STYLE = re.compile(
+    r"\bcode\b|preformatted|plain text|macro text|verbatim|console|listing", re.IGNORECASE
+)
+_MONOSPACED = re.compile(r"mono|courier|consol|menlo|monaco|inconsolata|\bcode\b", re.IGNORECASE)
+_HEADING_STYLE = re.compile(r"^(?:heading|title|subtitle)\b", re.IGNORECASE)
 
 
 def archive_limits_check(
@@ -97,7 +106,9 @@ def _parse_docx(path: Path, *, max_uncompressed: int = MAX_UNCOMPRESSED_BYTES) -
     try:
         import docx
 
-        props = docx.Document(str(path)).core_properties
+        opened = docx.Document(str(path))
+        props = opened.core_properties
+        code = _code_paragraphs(opened)
     except (zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise ParseError("corrupt", f"{path.name}: damaged DOCX ({exc})") from exc
     except Exception as exc:  # python-docx raises assorted lxml/package errors on damaged files
@@ -117,6 +128,15 @@ def _parse_docx(path: Path, *, max_uncompressed: int = MAX_UNCOMPRESSED_BYTES) -
         md = element.metadata
         links.extend(getattr(md, "link_urls", None) or [])
         if category in ("Header", "Footer", "PageBreak", "PageNumber", "Image") or not text:
+            continue
+        if text in code and category != "Table":
+            # the document's own code paragraphs, one line each or a few joined by line breaks: one block for
+            # a run of them, their indentation kept ("interface X" above " description ...")
+            lines = str(element).rstrip().lstrip("\n")
+            if raws and raws[-1].kind == "code" and raws[-1].marked:
+                raws[-1].text += "\n" + lines
+            else:
+                raws.append(RawBlock("code", lines, marked=True))
             continue
         if category == "Title":
             depth = getattr(md, "category_depth", None)
@@ -143,6 +163,57 @@ def _parse_docx(path: Path, *, max_uncompressed: int = MAX_UNCOMPRESSED_BYTES) -
             meta[key] = value
     title = (props.title or "").strip() or first_heading(blocks)
     return ParsedDocument(title, (props.author or "").strip(), updated, meta, blocks, dedupe(links))
+
+
+def _code_paragraphs(document: Any) -> frozenset[str]:
+    """The texts (stripped) of the body paragraphs that the document sets as code, less any text it also sets
+    as prose elsewhere (such a paragraph cannot be told apart by its text, which is how the elements of
+    unstructured are matched to it). None when most of its paragraphs are "code": such a document is set in a
+    monospaced font throughout, and its font says nothing about any one paragraph."""
+    code: set[str] = set()
+    prose: set[str] = set()
+    counts = [0, 0]
+    for paragraph in document.paragraphs:
+        text = paragraph.text.strip()
+        if text:
+            is_code = _set_as_code(paragraph)
+            (code if is_code else prose).add(text)
+            counts[is_code] += 1
+    if counts[True] > counts[False]:
+        return frozenset()
+    return frozenset(code - prose)
+
+
+def _set_as_code(paragraph: Any) -> bool:
+    """Is a paragraph set as code: in a code paragraph style (or one based on it), or with every run that has
+    text in a code character style or a monospaced font (its own, its character style's, or its paragraph
+    style's)? A heading is never code, whatever its font."""
+    styles = _style_chain(paragraph.style)
+    names = [style.name or "" for style in styles]
+    if any(_HEADING_STYLE.match(name) for name in names):
+        return False
+    if any(_CODE_STYLE.search(name) for name in names):
+        return True
+    paragraph_font = next((style.font.name for style in styles if style.font.name), "")
+    runs = [run for run in paragraph.runs if run.text.strip()]
+    return bool(runs) and all(_run_is_code(run, paragraph_font) for run in runs)
+
+
+def _run_is_code(run: Any, paragraph_font: str) -> bool:
+    run_styles = _style_chain(run.style) if run.style is not None else []
+    if any(_CODE_STYLE.search(style.name or "") for style in run_styles):
+        return True
+    font = run.font.name or next((s.font.name for s in run_styles if s.font.name), "") or paragraph_font
+    return bool(font) and _MONOSPACED.search(font) is not None
+
+
+def _style_chain(style: Any) -> list[Any]:
+    """A style and the styles it is based on, nearest first (a few levels; a loop is cut)."""
+    chain: list[Any] = []
+    while style is not None and style not in chain and len(chain) < 8:
+        chain.append(style)
+        style = getattr(style, "base_style", None)
+    return chain
 
 
 def _table_from_html(table_html: str, fallback: str) -> list[RawBlock]:

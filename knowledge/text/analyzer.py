@@ -38,7 +38,8 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # their own (they ran into each other and into the text below); a table's header rows end with a "--- | ---"
 # rule line. 7: a placeholder in angle brackets in Markdown ("tunnels TUN-BR-<nnn>") stays text; it was dropped
 # as an unknown HTML tag. 8: a chunk records the lines of code its format marks as code (`Chunk.code_lines`).
-ANALYZER_VERSION = 8
+# 9: a DOCX's paragraphs set as code (a code style, or monospaced runs) are code blocks marked as code.
+ANALYZER_VERSION = 9
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.

@@ -428,9 +428,20 @@ def test_chunks_record_the_lines_their_format_marks_as_code(tmp_path):
             "bgp.txt": f"BGP edge\n\nReference configuration\n\n{config}\nThe timers are the standard.\n",
         },
     )
+    import docx
+
+    runbook = docx.Document()
+    runbook.add_heading("Reference configuration", 1)
+    for line in ("router bgp 64510", " timers bgp 30 90"):
+        runbook.add_paragraph().add_run(line).font.name = "Courier New"
+    runbook.add_paragraph("The timers are the standard.")
+    runbook.save(str(root / "bgp.docx"))
     ingest(root)
     (marked,) = Chunk.objects.filter(document__source="bgp.md", text__contains="router bgp")
     assert marked.code_lines == ["router bgp 64510", "timers bgp 30 90"]
+    # a DOCX marks code by its font (or a code style)
+    (typed,) = Chunk.objects.filter(document__source="bgp.docx", text__contains="router bgp")
+    assert typed.code_lines == ["router bgp 64510", "timers bgp 30 90"]
     # a plain-text parser's indented lines are code by its own guess: nothing marks them
     (plain,) = Chunk.objects.filter(document__source="bgp.txt", text__contains="router bgp")
     assert plain.code_lines == []

@@ -1,4 +1,5 @@
-"""knowledge.parsing.docx: core properties, headings, lists, tables; damaged files and zip bombs."""
+"""knowledge.parsing.docx: core properties, headings, lists, tables, code the document sets as code; damaged
+files and zip bombs."""
 
 from __future__ import annotations
 
@@ -27,6 +28,53 @@ def test_docx_core_properties_headings_lists_table():
     table = next(b for b in doc.blocks if b.kind == "table")
     assert table.text == "Port | Use\n--- | ---\n1194 | OpenVPN UDP\n443 | TCP fallback"
     assert table.level == 2 and table.section_path == ("VPN Onboarding Guide", "Ports")
+
+
+def _runbook(path, *, body_font: str | None = None):  # type: ignore[no-untyped-def]
+    """A DOCX runbook: a router configuration in Courier New runs, one in a "Code" paragraph style, a heading
+    set in a monospaced font, prose around them; `body_font` sets the Normal style's font."""
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+
+    document = docx.Document()
+    if body_font:
+        document.styles["Normal"].font.name = body_font
+    code_style = document.styles.add_style("Code", WD_STYLE_TYPE.PARAGRAPH)
+    code_style.base_style = document.styles["Normal"]
+    mono_heading = document.add_heading("Quillgate relay uplink", 1)
+    mono_heading.runs[0].font.name = "Consolas"
+    document.add_paragraph("Configure the uplink on each edge router as follows:")
+    for line in ["interface Quillgate0/1", " description QG-RELAY-<nn>", " relay-hold 45"]:
+        document.add_paragraph().add_run(line).font.name = "Courier New"
+    document.add_paragraph("Then the BGP neighbour:")
+    document.add_paragraph("router bgp 64510\n neighbor 10.0.0.1 remote-as 64511", style="Code")
+    mixed = document.add_paragraph("Run ")
+    mixed.add_run("show relay").font.name = "Courier New"
+    mixed.add_run(" to check it.")
+    document.add_paragraph("Apply it in a change window.")
+    document.save(str(path))
+    return path
+
+
+@pytest.mark.slow  # unstructured's DOCX partitioner loads its NLP models on first use
+def test_docx_code_set_in_a_monospaced_font_or_a_code_style_is_marked_code(tmp_path):
+    doc = parse_file(_runbook(tmp_path / "uplink.docx"))
+    code = [b for b in doc.blocks if b.kind == "code"]
+    assert [(b.text, b.marked) for b in code] == [
+        ("interface Quillgate0/1\n description QG-RELAY-<nn>\n relay-hold 45", True),
+        ("router bgp 64510\n neighbor 10.0.0.1 remote-as 64511", True),
+    ]
+    assert all(b.section_path == ("Quillgate relay uplink",) for b in code)
+    # a heading in a monospaced font stays a heading; prose with a command in it stays prose
+    assert [b.text for b in doc.blocks if b.kind == "title"] == ["Quillgate relay uplink"]
+    assert any(b.kind == "text" and b.text == "Run show relay to check it." for b in doc.blocks)
+
+
+@pytest.mark.slow
+def test_a_docx_set_in_a_monospaced_font_throughout_marks_nothing(tmp_path):
+    doc = parse_file(_runbook(tmp_path / "typewritten.docx", body_font="Courier New"))
+    assert not any(b.marked for b in doc.blocks)
+    assert any("Apply it in a change window." in b.text for b in doc.blocks)
 
 
 @pytest.mark.parametrize(
