@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agents.layout import command_line, manual_command
-from knowledge.text import ATTACHED_VALUE, analyze, identifiers, is_caps_heading, query_terms, sentences
+from knowledge.text import (
+    ATTACHED_VALUE,
+    analyze,
+    column_names,
+    identifiers,
+    is_caps_heading,
+    query_terms,
+    sentences,
+    table_cells,
+)
 from knowledge.text import passage_sentences as sentences_below_title
 
 if TYPE_CHECKING:
@@ -226,6 +235,18 @@ def window_vector(pooled: SpanVectors | None, at: Sequence[int]) -> np.ndarray |
     return summed / norm if norm else None
 
 
+def _header_row_at(parts: Sequence[str], position: int, passage: str) -> int | None:
+    """Where in `parts` the header row of the table row at `position` stands, when it is a body row of a table
+    with a header in `passage` (`knowledge.text.column_names`); None otherwise."""
+    row = parts[position]
+    if " | " not in row:
+        return None
+    names = column_names(row, passage)
+    if not names:
+        return None
+    return next((at for at in range(position - 1, -1, -1) if table_cells(parts[at]) == names), None)
+
+
 def score_sentences(
     question: str,
     evidence: Sequence[Evidence],
@@ -267,8 +288,8 @@ def score_sentences(
     q_numbers = {m.group(0) for m in NUMBER.finditer(question)} - q_ids
     # (sentence, evidence index, position in its passage, its context: the sentence before it, and for a
     # comment in a configuration file also the line after it; is it a reference entry's description; the
-    # positions of its context sentences)
-    candidates: list[tuple[str, int, int, str, bool, tuple[int, ...]]] = []
+    # positions of its context sentences; a table row's header row, "" for any other sentence)
+    candidates: list[tuple[str, int, int, str, bool, tuple[int, ...], str]] = []
     headings = [
         set(analyze(item.section)) for item in evidence
     ]  # each passage's heading trail, analysed once
@@ -291,15 +312,23 @@ def score_sentences(
                     # sentence that introduces the list ("These are the session states: ...") is its context too
                     context = f"{parts[lead_in]} {context}"
                     around_at.insert(0, lead_in)
+                header_at = _header_row_at(parts, position, item.text)
+                header = parts[header_at] if header_at is not None else ""
+                if header_at is not None and header_at < position - 1:
+                    # a table row's header names what its cells are ("Vendor | Contract number" above "Palo
+                    # Alto | PAN-PREM-3391"): it is the row's context too
+                    context = f"{header} {context}"
+                    around_at.insert(0, header_at)
                 entry = is_entry(sentence, previous)
                 if sentence in comments and position + 1 < len(parts):
                     context += " " + parts[position + 1]
                     around_at.append(position + 1)
-                candidates.append((sentence, index, position, context, entry, tuple(around_at)))
+                candidates.append((sentence, index, position, context, entry, tuple(around_at), header))
     candidates = candidates[: max_sentences * 3]
     scored: list[list[Any]] = []
-    for sentence, index, position, context, entry, context_at in candidates:
-        terms = set(analyze(sentence))
+    for sentence, index, position, context, entry, context_at, header in candidates:
+        # a table row says what its header names, as the answer shows it ("Contract number: PAN-PREM-3391")
+        terms = set(analyze(sentence)) | set(analyze(header))
         own = covered(terms)
         # context: the chunk's heading trail and the previous sentence. An answer sentence often leaves
         # the subject implicit ("The default is 10.") because the sentence before names it; a comment in a

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from agents.evidence import Draft, Evidence, passage_sentences
 from agents.layout import CODE_INDENT, command_line, laid_out, manual_command, next_line, term_set_off
 from athena.choices import Choice
-from knowledge.text import is_caps_heading, is_table_rule, table_cells
+from knowledge.text import column_names, is_caps_heading, is_table_rule, lines_holding, table_cells
 
 # a short answer, about four sentences of a manual (ATHENA_ANSWER_MAX_WORDS). Validation EM by limit: 80 words
 # .398, 100 words .435, 120 words .454 (tests/benchmarks/README.md): containment rewards length, readers do not
@@ -113,40 +113,18 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
         sentence = _set_off_heading(sentence, item)
         sentence = _continued_lines_joined(sentence, item)
         if " | " in sentence and not LABEL_CELL.match(sentence):
-            sentence = _with_column_names(sentence, evidence[index].text)
+            sentence = _withcolumn_names(sentence, evidence[index].text)
     return LABEL_CELL.sub(r"\1 ", _without_footnotes(sentence))
-
-
-def _lines_holding(lines: Sequence[str], sentence: str) -> list[int]:
-    """Where in a passage's lines `sentence` stands as a whole line (whitespace aside)."""
-    target = " ".join(sentence.split())
-    return [at for at, line in enumerate(lines) if " ".join(line.split()) == target]
-
-
-def _column_names(row: str, passage: str) -> list[str]:
-    """The names of the row's columns: the line right above the rule line ("--- | ---") that the parser puts
-    under a table's header, when the row is a body row of that table in the passage; [] otherwise (a table
-    without a header row, or no table: a headerless table's first line is data, and two shell pipes in a row
-    are no table)."""
-    lines = passage.splitlines()
-    width = len(table_cells(row))
-    for at in _lines_holding(lines, row):
-        above = at - 1
-        while above > 0 and len(table_cells(lines[above])) == width and not is_table_rule(lines[above]):
-            above -= 1
-        if above > 0 and is_table_rule(lines[above]) and len(table_cells(lines[above - 1])) == width:
-            return table_cells(lines[above - 1])
-    return []
 
 
 def _names_cells_of(header: str, row: str, passage: str) -> bool:
     """Is `header` the line whose column names `row` is shown with?"""
-    return " | " in header and table_cells(header) == _column_names(row, passage)
+    return " | " in header and table_cells(header) == column_names(row, passage)
 
 
-def _with_column_names(row: str, passage: str) -> str:
-    """The row with each cell named by its column (see `_column_names`); the row as it is otherwise."""
-    names = _column_names(row, passage)
+def _withcolumn_names(row: str, passage: str) -> str:
+    """The row with each cell named by its column (see `knowledge.text.column_names`); the row as it is otherwise."""
+    names = column_names(row, passage)
     if not names:
         return row
     named = [
@@ -356,7 +334,7 @@ def _is_table_header(sentence: str, passage: str) -> bool:
     if " | " not in sentence:
         return False
     lines = passage.splitlines()
-    return any(at + 1 < len(lines) and is_table_rule(lines[at + 1]) for at in _lines_holding(lines, sentence))
+    return any(at + 1 < len(lines) and is_table_rule(lines[at + 1]) for at in lines_holding(lines, sentence))
 
 
 def _heads(heading: str, sentence: str, item: Evidence) -> bool:

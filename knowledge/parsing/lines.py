@@ -26,6 +26,10 @@ CODE_LINE = re.compile(r"(?:[{};\\]\s*$|^\s*(?:#|!|//|;)|^\s*[\w.-]+\s*=\s*\S*$|
 _DECORATION = re.compile(r"([#=*~_-])\1{9,}")
 _WRAPPED_AT_HYPHEN = re.compile(r"[^\W_]-$")
 # "pre- and post-processing": a hyphen left hanging for a word later in the sentence, not a wrapped compound
+_CELL = re.compile(r"\S+(?: \S+)*")  # a cell of a table aligned with spaces: words one space apart
+_TERM_COLUMNS = re.compile(r"^(\S+(?: \S+){0,2}) {2,}(\S.*)$")  # "LOG-DLQ-HIGH   the queue holds ..."
+_LABEL_LINE = re.compile(r"^[A-Z][\w/-]*(?: [\w/-]+){0,2}:\s+\S")  # "Portal account: NW-NOC-ADMIN"
+SHORT_LINE = 60  # a line shorter than this is not a hard-wrapped line of prose
 _SUSPENDED_BEFORE = re.compile(r"(?:and|or|nor|to)\b")
 
 
@@ -162,6 +166,14 @@ class LineWalker:
         if self._is_code(para):
             yield RawBlock("code", _dedent_lines(para))
             return
+        table = None if self.man else _aligned_table(para)
+        if table is not None:
+            yield RawBlock("table", table, level=1)  # its first row is the header
+            return
+        entries = [] if self.man else _aligned_definitions(para)
+        if entries:
+            yield from (RawBlock("text", _definition_text(term, text)) for term, text in entries)
+            return
         # runs of shell-prompt lines ("# systemctl ...", "user@host:~$ nft ...") are code inside prose
         runs: list[tuple[bool, list[Line]]] = []
         for line in para:
@@ -192,6 +204,13 @@ class LineWalker:
                 groups.append(("text", [line]))
             previous = line.text
         for index, (kind, group) in enumerate(groups):
+            records = [] if self.man or kind != "text" else _label_records(group)
+            if records:
+                yield from (RawBlock("text", _reflow(record)) for record in records)
+                continue
+            if kind == "list_item" and not self.man and (marker := _BULLET.match(group[0].text)):
+                # the item's first line reads from after its marker: lines under it at that column continue it
+                group = [Line(group[0].indent + marker.end() - 1, group[0].text), *group[1:]]
             text = _reflow(group)
             if kind == "list_item":
                 text = _BULLET_MARK.sub("", text)
@@ -222,13 +241,13 @@ class LineWalker:
             not self.man
             and min(line.indent for line in para) >= 4
             and not _BULLET.match(para[0].text)
-            and sum(1 for line in para if len(line.text) < 60) >= 0.75 * len(para)
+            and sum(1 for line in para if len(line.text) < SHORT_LINE) >= 0.75 * len(para)
         ):
             return True  # an indented block of short lines in a README/FAQ is a literal example
         if (
             not self.man
             and len(para) >= 2
-            and all(len(line.text) < 60 and not line.text.endswith((".", ",")) for line in para)
+            and all(len(line.text) < SHORT_LINE and not line.text.endswith((".", ",")) for line in para)
             and not any(_BULLET.match(line.text) for line in para)
         ):
             return True  # several short unwrapped lines (a config snippet), not hard-wrapped prose
@@ -237,6 +256,91 @@ class LineWalker:
             return True
         codeish = sum(1 for line in para if CODE_LINE.search(line.text))
         return len(para) >= 2 and codeish >= 0.6 * len(para) and any(ch in "{}=;" for ch in para[0].text)
+
+
+def _aligned_table(para: list[Line]) -> str | None:
+    """A table whose columns are aligned with spaces ("Vendor    Contract number    Renewal" above its rows) as
+    "a | b" rows, the first of them its header. None unless `para` is one: a header and at least two rows, as
+    many cells (two or more, two spaces or more between them) in every row, each column starting at one
+    position in every row, and a header of short labels without digits."""
+    if len(para) < 3:
+        return None
+    rows: list[list[str]] = []
+    starts: list[list[int]] = []
+    for line in para:
+        cells = list(_CELL.finditer(line.text))
+        rows.append([cell.group() for cell in cells])
+        starts.append([line.indent + cell.start() for cell in cells])
+    if len(rows[0]) < 2 or any(row_starts != starts[0] for row_starts in starts):
+        return None
+    if any("|" in cell for row in rows for cell in row):
+        return None
+    if any(len(cell.split()) > 4 or any(ch.isdigit() for ch in cell) for cell in rows[0]):
+        return None
+    return "\n".join(" | ".join(row) for row in rows)
+
+
+def _aligned_definitions(para: list[Line]) -> list[tuple[str, str]]:
+    """A two-column list of terms and their descriptions aligned with spaces, a description wrapped under
+    itself:
+
+        LOG-DLQ-HIGH   the dead-letter queue holds more than 5,000 messages for
+                       15 minutes.
+        LOG-LAG-HIGH   consumer lag is above 200,000 messages.
+        LOG-INGEST-ZERO  no documents indexed for 5 minutes.
+
+    as (term, description) pairs; [] unless every line of `para` is an entry's first line (a short term without
+    a sentence's end and no bullet at the paragraph's indentation, two spaces or more, its description, in
+    which no three spaces stand together as between columns of figures) or a wrapped line
+    indented deeper, with two entries or more, and at least half of them with their description at the column
+    of the first entry's (a list aligned as one, not prose with two spaces after a sentence)."""
+    indent = para[0].indent
+    entries: list[list[str]] = []
+    columns: list[int] = []
+    for line in para:
+        entry = _TERM_COLUMNS.match(line.text) if line.indent == indent else None
+        if (
+            entry
+            and not entry.group(1).endswith((".", "!", "?", ",", ";"))
+            and "   " not in entry.group(2)
+            and not _BULLET.match(line.text)
+        ):
+            entries.append([entry.group(1).rstrip(":"), entry.group(2)])
+            columns.append(entry.start(2))
+        elif line.indent > indent and entries:
+            entries[-1][1] += " " + line.text
+        else:
+            return []
+    if len(entries) < 2 or 2 * columns.count(columns[0]) < len(columns):
+        return []
+    return [(term, description) for term, description in entries]
+
+
+def _definition_text(term: str, description: str) -> str:
+    """An aligned definition as one line: "LOG-DLQ-HIGH: the queue holds ...", but "09:30 Pool full." and
+    "CONNECTING -- initial state." where the term has a colon of its own or the description opens with a
+    separator of its own."""
+    opens_with_words = description[:1].isalnum() or description[:1] in "\"'(<[/"
+    return f"{term}: {description}" if ":" not in term and opens_with_words else f"{term} {description}"
+
+
+def _label_records(group: list[Line]) -> list[list[Line]]:
+    """A block of "Label: value" lines ("Phone:  +1-555-0147", "E-mail: noc@example") as one record per label,
+    a line without a label going on with the record above it (a wrapped value), or before the first label a
+    line of its own (a name above its contact details);
+    [] when fewer than two lines, or fewer than half of them, start with a label (hard-wrapped prose)."""
+    labelled = [_LABEL_LINE.match(line.text) is not None for line in group]
+    if sum(labelled) < 2 or 2 * sum(labelled) < len(group):
+        return []
+    records: list[list[Line]] = []
+    labels_seen = False
+    for line, label in zip(group, labelled, strict=True):
+        labels_seen = labels_seen or label
+        if label or not labels_seen:
+            records.append([line])
+        else:  # a wrapped value, hanging or not, goes on with its words
+            records[-1].append(Line(records[-1][0].indent, line.text))
+    return records
 
 
 def _dedent_lines(lines: list[Line]) -> str:
@@ -248,12 +352,49 @@ def _reflow(group: list[Line]) -> str:
     """Join hard-wrapped lines with spaces; keep a line break where the indentation changes
     (term/definition). A line that breaks after a word's hyphen and goes on in lower case joins without the
     space ("--keep-" / "in-foreground" -> "--keep-in-foreground"): man and fmt wrap at the hyphens of compound
-    words and option names, so the hyphen is the author's (typeset hyphenation is undone in PDFs only)."""
+    words and option names, so the hyphen is the author's (typeset hyphenation is undone in PDFs only).
+
+    Lines set off under a lead-in keep their lines too: indented deeper than the line after them, right under
+    a line ending with ':' (a command inside a step: "2. Replay the queue:" / "     dlq-replay --rate 2000" /
+    "   The rate is per second"), or under such a line at its indentation."""
+    set_off = _set_off_lines(group)
     out = group[0].text
-    for prev, line in zip(group, group[1:], strict=False):
-        if line.indent == prev.indent or prev is not group[0]:
-            out += "" if wrapped_at_hyphen(prev.text, line.text) else " "
-        else:
+    for at in range(1, len(group)):
+        prev, line = group[at - 1], group[at]
+        if at in set_off or at - 1 in set_off or (line.indent != prev.indent and prev is group[0]):
             out += "\n"
+        else:
+            out += "" if wrapped_at_hyphen(prev.text, line.text) else " "
         out += line.text
     return out
+
+
+def _set_off_lines(group: list[Line]) -> set[int]:
+    """The positions of the lines of `group` set off under a lead-in (see `_reflow`): a run of lines indented
+    deeper than the lead-in and than the line after the run, its first line at the run's least indentation; a
+    run of several lines only when each is short and none wraps into the next, or all but the last end with a
+    '\\' (several commands, or one continued, not a wrapped paragraph)."""
+    set_off: set[int] = set()
+    at = 1
+    while at < len(group):
+        line = group[at]
+        if not (group[at - 1].text.endswith(":") and line.indent > group[at - 1].indent):
+            at += 1
+            continue
+        end = at
+        while end + 1 < len(group) and group[end + 1].indent >= line.indent:
+            end += 1
+        run = group[at : end + 1]
+        short = all(len(x.text) < SHORT_LINE for x in run) and not any(
+            _wraps_into(x, y) for x, y in zip(run, run[1:], strict=False)
+        )
+        if len(run) == 1 or short or all(x.text.endswith("\\") for x in run[:-1]):
+            set_off.update(range(at, end + 1))
+        at = end + 1
+    return set_off
+
+
+def _wraps_into(line: Line, following: Line) -> bool:
+    """Does `line` read as a line of prose wrapped into `following`: six words or more ending in a word, and
+    the next line going on in lower case ("... and source-address" / "or query-port ...")?"""
+    return len(line.text.split()) >= 6 and line.text[-1].isalnum() and following.text[:1].islower()

@@ -114,13 +114,47 @@ def placeholders_as_text(rendered: str) -> str:
     return "".join([*out, rendered[last:]])
 
 
+_CODE_SPAN_LINE = re.compile(r"^[ \t]*(`+)[^`\n]+\1[ \t]*$")
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+
+
+def code_span_lines_kept(body: str) -> str:
+    """Keep a code span that stands on a line of its own under a lead-in ending with ':' on that line:
+
+        5. Check control-plane policing:
+           `show policy-map control-plane`
+           The class ... is policed at 2000 packets per second.
+
+    Markdown joins the three lines of such a paragraph or list item into one ("... policing: show policy-map
+    control-plane The class ..."); a hard line break (two trailing spaces) after the lead-in and after the span
+    keeps the command on its line, as the author set it. Fenced code is left alone."""
+    lines = body.split("\n")
+    fence = ""
+    for at, line in enumerate(lines):
+        opened = _FENCE.match(line)
+        if fence:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = ""
+            continue
+        if opened:
+            fence = opened.group(1)
+            continue
+        if at and _CODE_SPAN_LINE.match(line) and lines[at - 1].rstrip().endswith(":"):
+            lines[at - 1] = lines[at - 1].rstrip() + "  "
+            if at + 1 < len(lines) and lines[at + 1].strip():
+                lines[at] = line.rstrip() + "  "
+    return "\n".join(lines)
+
+
 def _parse_markdown(text: str, path: Path) -> ParsedDocument:
     import markdown  # installed with unstructured[md]
 
     meta, body = _front_matter(text)
     if not body.strip():
         raise ParseError("empty", f"{path.name} has no text after its front matter")
-    rendered = markdown.markdown(body, extensions=["tables", "fenced_code", "sane_lists"])
+    rendered = markdown.markdown(
+        code_span_lines_kept(body), extensions=["tables", "fenced_code", "sane_lists"]
+    )
     doc = html_document(placeholders_as_text(rendered), path, markdown_meta=meta)
     if not meta.get("title"):
         # Markdown has no <title>: the first H1 names the document.

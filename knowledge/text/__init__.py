@@ -28,8 +28,10 @@ from knowledge.text.identifier_lane import ATTACHED_VALUE, IDENTIFIER_PREFIX
 from knowledge.text.passages import passage_sentences, sentence_spans
 from knowledge.text.sentence_splitter import (
     SentenceSpan,
+    column_names,
     is_caps_heading,
     is_table_rule,
+    lines_holding,
     locate_sentences,
     sentences,
     table_cells,
@@ -46,10 +48,12 @@ __all__ = [
     "SentenceSpan",
     "american",
     "analyze",
+    "column_names",
     "edit_distance",
     "identifiers",
     "is_caps_heading",
     "is_table_rule",
+    "lines_holding",
     "locate_sentences",
     "passage_sentences",
     "query_terms",

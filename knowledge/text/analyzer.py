@@ -38,7 +38,10 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # their own (they ran into each other and into the text below); a table's header rows end with a "--- | ---"
 # rule line. 7: a placeholder in angle brackets in Markdown ("tunnels TUN-BR-<nnn>") stays text; it was dropped
 # as an unknown HTML tag. 8: a chunk records the lines of code its format marks as code (`Chunk.code_lines`).
-# 9: a DOCX's paragraphs set as code (a code style, or monospaced runs) are code blocks marked as code.
+# 9: a DOCX's paragraphs set as code (a code style, or monospaced runs) are code blocks marked as code; in plain
+# text a table aligned with spaces is a table, terms aligned with their descriptions one entry each, "Label:
+# value" lines lines of their own, a list item's wrapped lines one line, and a command set off under a lead-in
+# ending with ':' keeps its line, as does a Markdown code span on a line of its own under such a lead-in.
 ANALYZER_VERSION = 9
 
 

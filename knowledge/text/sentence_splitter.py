@@ -8,11 +8,21 @@ so a chunk's overlap with the next one splits into the same sentences in both ch
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from knowledge.text.stopwords import word_set
 
-__all__ = ["SentenceSpan", "is_caps_heading", "is_table_rule", "locate_sentences", "sentences", "table_cells"]
+__all__ = [
+    "SentenceSpan",
+    "column_names",
+    "is_caps_heading",
+    "is_table_rule",
+    "lines_holding",
+    "locate_sentences",
+    "sentences",
+    "table_cells",
+]
 
 _BLOCK_SPLIT_RE = re.compile(r"\n[ \t\r\f\v]*\n")
 # Bullets, "1." / "1)", and "(a)" / "a)" / "(iv)" items. A parenthesised word such as "(via)" is not an item.
@@ -124,6 +134,28 @@ def table_cells(line: str) -> list[str]:
 def is_table_rule(line: str) -> bool:
     """Is this the rule line under a table's header rows ("--- | ---")? It belongs to no sentence."""
     return _TABLE_RULE_RE.fullmatch(line.strip()) is not None
+
+
+def lines_holding(lines: Sequence[str], sentence: str) -> list[int]:
+    """Where in a passage's lines `sentence` stands as a whole line (whitespace aside)."""
+    target = " ".join(sentence.split())
+    return [at for at, line in enumerate(lines) if " ".join(line.split()) == target]
+
+
+def column_names(row: str, passage: str) -> list[str]:
+    """The names of a table row's columns: the line right above the rule line ("--- | ---") that the parser
+    puts under a table's header, when the row is a body row of that table in the passage; [] otherwise (a table
+    without a header row, or no table: a headerless table's first line is data, and two shell pipes in a row
+    are no table)."""
+    lines = passage.splitlines()
+    width = len(table_cells(row))
+    for at in lines_holding(lines, row):
+        above = at - 1
+        while above > 0 and len(table_cells(lines[above])) == width and not is_table_rule(lines[above]):
+            above -= 1
+        if above > 0 and is_table_rule(lines[above]) and len(table_cells(lines[above - 1])) == width:
+            return table_cells(lines[above - 1])
+    return []
 
 
 def _table_rows(lines: list[str]) -> set[int]:

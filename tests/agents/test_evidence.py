@@ -280,6 +280,24 @@ def test_a_comment_in_a_configuration_example_is_read_with_the_setting_below_it(
     assert not comment_lines("# Heading of a section\n\nThe password must match on every router.\n")
 
 
+def test_a_table_row_is_read_with_its_column_names():
+    """A table's body row says what its header names ("Contract number" above "Quillgate | QG-3391"), as the
+    answer shows it ("Vendor: Quillgate; Contract number: QG-3391"): the header's words count as the row's
+    own, and the header is its context even several rows down."""
+    header = "Vendor | Contract number | Level"
+    rows = ["Relaywerk | RW-1120 | Gold", "Tessaline | TS-0418 | Silver", "Quillgate | QG-3391 | Premium"]
+    table = _evidence("\n".join([header, "--- | --- | ---", *rows]))
+    headerless = _evidence("\n".join(rows))  # the same rows without a header: nothing names their columns
+    question = "What is our Quillgate support contract number?"
+
+    def scored(evidence):
+        return next(s for s in score_sentences(question, evidence) if s.text == rows[-1])
+
+    with_names, without = scored(table), scored(headerless)
+    assert with_names.coverage > without.coverage
+    assert with_names.support > without.support
+
+
 def test_a_setting_picked_from_a_configuration_example_brings_the_comment_above_it():
     evidence = _evidence(
         "authentication {\n    auth_type PASS\n    # Password for accessing vrrpd.\n"

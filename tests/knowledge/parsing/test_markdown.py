@@ -111,3 +111,35 @@ def test_markdown_comments_attributes_and_element_names_used_as_placeholders(tmp
     # with no attributes, are placeholders
     assert "iptables -t <table> -L and copy with rsync -a <source> <dest>." in text
     assert "input | drop" in text
+
+
+def test_markdown_code_span_on_its_own_line_under_a_lead_in_keeps_its_line(tmp_path):
+    """Markdown joins a paragraph's lines; a command that the author set on a line of its own under "...:"
+    stays there, and the text after it starts a line again. A span inside a sentence, or in fenced code, is
+    left as it was."""
+    path = tmp_path / "relay.md"
+    path.write_text(
+        "# Relay high CPU\n\n"
+        "1. If the scanner is at the top, there is churn. Run\n"
+        "   `relayctl summary` and look for peers.\n"
+        "2. Check control-plane policing:\n"
+        "   `relayctl policy control-plane`\n"
+        "   The class RELAY-ICMP is policed at 2000 packets per second.\n"
+        "3. Look at the trend:\n"
+        "   `relayctl cpu history`\n\n"
+        "```\nsettings:\n`not a span`\n```\n"
+    )
+    blocks = [(b.kind, b.text) for b in parse_file(path).blocks if b.kind != "title"]
+    assert blocks == [
+        (
+            "list_item",
+            "1. If the scanner is at the top, there is churn. Run relayctl summary and look for peers.",
+        ),
+        (
+            "list_item",
+            "2. Check control-plane policing:\nrelayctl policy control-plane\n"
+            "The class RELAY-ICMP is policed at 2000 packets per second.",
+        ),
+        ("list_item", "3. Look at the trend:\nrelayctl cpu history"),
+        ("code", "settings:\n`not a span`"),
+    ]

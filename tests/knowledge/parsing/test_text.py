@@ -85,3 +85,124 @@ def test_a_line_wrapped_at_a_hyphen_keeps_the_compound_whole(tmp_path):
         "The mode is set - once - at start. It ends with a hyphen- Then a capital. Client- and server-side "
         "checks differ."
     )
+
+
+def _blocks(tmp_path, text: str):  # type: ignore[no-untyped-def]
+    path = tmp_path / "runbook.txt"
+    path.write_text(text)
+    return [(b.kind, b.text) for b in parse_file(path).blocks if b.kind != "title"]
+
+
+def test_a_table_aligned_with_spaces_is_a_table_with_its_header(tmp_path):
+    blocks = _blocks(
+        tmp_path,
+        "CONTRACTS\n"
+        "  Vendor       Contract number      Level                         Renewal\n"
+        "  Quillgate    QG-77120             24x7, 4-hour onsite (core)    2027-01-31\n"
+        "  Relaywerk    RW-CARE-20418        next business day             2026-11-30\n",
+    )
+    assert blocks == [
+        (
+            "table",
+            "Vendor | Contract number | Level | Renewal\n--- | --- | --- | ---\n"
+            "Quillgate | QG-77120 | 24x7, 4-hour onsite (core) | 2027-01-31\n"
+            "Relaywerk | RW-CARE-20418 | next business day | 2026-11-30",
+        )
+    ]
+    # columns that do not line up, or a first row of figures, are no table
+    ragged = (
+        "  Vendor    Contract    Level\n  Quillgate  QG-1   24x7, onsite\n  Relaywerk    RW-2    next day\n"
+    )
+    assert "table" not in [kind for kind, _ in _blocks(tmp_path, ragged)]
+    figures = "  2024    Contract number    Level\n  Quillgate    QG-77120    24x7 onsite\n"
+    assert "table" not in [
+        kind for kind, _ in _blocks(tmp_path, figures + "  Relaywerk    RW-2    next day\n")
+    ]
+
+
+def test_terms_and_descriptions_aligned_with_spaces_are_one_entry_each(tmp_path):
+    blocks = _blocks(
+        tmp_path,
+        "ALERTS\n"
+        "  RELAY-QUEUE-HIGH   the relay queue holds more than 5,000 messages for\n"
+        "                     15 minutes.\n"
+        "  RELAY-LAG-HIGH     consumer lag is above 200,000 messages.\n"
+        "  RELAY-INGEST-ZERO  no documents indexed for 5 minutes.\n\n"
+        "STATES\n"
+        "  CONNECTING   -- the relay's initial state.\n"
+        "  09:30        doors open.\n",
+    )
+    assert blocks == [
+        ("text", "RELAY-QUEUE-HIGH: the relay queue holds more than 5,000 messages for 15 minutes."),
+        ("text", "RELAY-LAG-HIGH: consumer lag is above 200,000 messages."),
+        ("text", "RELAY-INGEST-ZERO: no documents indexed for 5 minutes."),
+        ("text", "CONNECTING -- the relay's initial state."),  # the description's own separator
+        ("text", "09:30 doors open."),  # a term with a colon of its own
+    ]
+    # console output in columns of figures is no list of definitions
+    output = "  ^* relay-a.example   2   6   377    34   +484us\n  ^- relay-b.example   2   6   377    34   +33ms\n"
+    assert not any(text.startswith("^* relay-a.example:") for _, text in _blocks(tmp_path, output))
+
+
+def test_label_lines_stay_lines_of_their_own(tmp_path):
+    blocks = _blocks(
+        tmp_path,
+        "SUPPORT DESK\n"
+        "  Quillgate Support Desk\n"
+        "  Phone:  +1-555-0147 (24x7)\n"
+        "  E-mail: desk@quillgate.example\n"
+        "  Portal account: QG-NOC-ADMIN (the credentials are kept in the team vault, not\n"
+        "    in this file)\n",
+    )
+    assert blocks == [
+        ("text", "Quillgate Support Desk"),
+        ("text", "Phone:  +1-555-0147 (24x7)"),
+        ("text", "E-mail: desk@quillgate.example"),
+        (
+            "text",
+            "Portal account: QG-NOC-ADMIN (the credentials are kept in the team vault, not in this file)",
+        ),
+    ]
+    # wrapped prose that happens to have one "Word:" line start is joined as before
+    prose = "Note: the relay restarts by itself after a crash and\nwrites a core file. Example: none needed here.\n"
+    assert _blocks(tmp_path, prose) == [("text", prose.strip().replace("\n", " "))]
+
+
+def test_a_command_set_off_under_its_lead_in_keeps_its_line(tmp_path):
+    blocks = _blocks(
+        tmp_path,
+        "RECOVERY\n"
+        "1. Fix the cause first; replaying into the same error only refills the\n"
+        "   queue.\n"
+        "2. Replay the queue:\n"
+        "     relay-replay --topic qg.dlq --since 2h --rate 2000\n"
+        "   The rate is in messages per second.\n"
+        "3. Check the consumer lag:\n"
+        "     relay-groups.sh --bootstrap-server relay-01:9092 --describe-all-of-them \\\n"
+        "       --group indexer\n"
+        "   Lag on one partition only: one stuck indexer.\n"
+        "4. There are a few limitations:\n"
+        "     data fetched over TCP is not cached, and the source-address\n"
+        "     or query-port settings are ignored.\n"
+        "   Nothing else changes.\n",
+    )
+    assert blocks == [
+        ("list_item", "1. Fix the cause first; replaying into the same error only refills the queue."),
+        (
+            "list_item",
+            "2. Replay the queue:\nrelay-replay --topic qg.dlq --since 2h --rate 2000\n"
+            "The rate is in messages per second.",
+        ),
+        (
+            "list_item",
+            "3. Check the consumer lag:\n"
+            "relay-groups.sh --bootstrap-server relay-01:9092 --describe-all-of-them \\\n--group indexer\n"
+            "Lag on one partition only: one stuck indexer.",
+        ),
+        # a wrapped sentence under a lead-in is prose: its lines are joined
+        (
+            "list_item",
+            "4. There are a few limitations:\ndata fetched over TCP is not cached, and the source-address or "
+            "query-port settings are ignored. Nothing else changes.",
+        ),
+    ]
