@@ -113,7 +113,7 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
         sentence = _set_off_heading(sentence, item)
         sentence = _continued_lines_joined(sentence, item)
         if " | " in sentence and not LABEL_CELL.match(sentence):
-            sentence = _withcolumn_names(sentence, evidence[index].text)
+            sentence = _with_column_names(sentence, evidence[index].text)
     return LABEL_CELL.sub(r"\1 ", _without_footnotes(sentence))
 
 
@@ -122,7 +122,7 @@ def _names_cells_of(header: str, row: str, passage: str) -> bool:
     return " | " in header and table_cells(header) == column_names(row, passage)
 
 
-def _withcolumn_names(row: str, passage: str) -> str:
+def _with_column_names(row: str, passage: str) -> str:
     """The row with each cell named by its column (see `knowledge.text.column_names`); the row as it is otherwise."""
     names = column_names(row, passage)
     if not names:

@@ -32,7 +32,10 @@ MAX_ARCHIVE_MEMBERS = 10_000
 _CODE_STYLE = re.compile(
     r"\bcode\b|preformatted|plain text|macro text|verbatim|console|listing", re.IGNORECASE
 )
-_MONOSPACED = re.compile(r"mono|courier|consol|menlo|monaco|inconsolata|\bcode\b", re.IGNORECASE)
+_MONOSPACED = re.compile(
+    r"\bmono(?:spaced?)?\b|courier|consolas|lucida console|typewriter|menlo|monaco|inconsolata|\bcode\b",
+    re.IGNORECASE,
+)
 _HEADING_STYLE = re.compile(r"^(?:heading|title|subtitle)\b", re.IGNORECASE)
 
 
@@ -122,22 +125,26 @@ def _parse_docx(path: Path, *, max_uncompressed: int = MAX_UNCOMPRESSED_BYTES) -
         raise ParseError("corrupt", f"{path.name}: damaged DOCX ({type(exc).__name__}: {exc})") from exc
     raws: list[RawBlock] = []
     links: list[str] = []
+    in_code = False  # is the last element kept a code paragraph that the next one may go on
     for element in elements:
         category = getattr(element, "category", "")
         text = str(element).strip()
         md = element.metadata
         links.extend(getattr(md, "link_urls", None) or [])
         if category in ("Header", "Footer", "PageBreak", "PageNumber", "Image") or not text:
+            in_code = False
             continue
         if text in code and category != "Table":
             # the document's own code paragraphs, one line each or a few joined by line breaks: one block for
             # a run of them, their indentation kept ("interface X" above " description ...")
             lines = str(element).rstrip().lstrip("\n")
-            if raws and raws[-1].kind == "code" and raws[-1].marked:
+            if in_code:
                 raws[-1].text += "\n" + lines
             else:
                 raws.append(RawBlock("code", lines, marked=True))
+            in_code = True
             continue
+        in_code = False
         if category == "Title":
             depth = getattr(md, "category_depth", None)
             raws.append(RawBlock("title", text, level=(depth or 0) + 1))
@@ -168,32 +175,46 @@ def _parse_docx(path: Path, *, max_uncompressed: int = MAX_UNCOMPRESSED_BYTES) -
 def _code_paragraphs(document: Any) -> frozenset[str]:
     """The texts (stripped) of the body paragraphs that the document sets as code, less any text it also sets
     as prose elsewhere (such a paragraph cannot be told apart by its text, which is how the elements of
-    unstructured are matched to it). None when most of its paragraphs are "code": such a document is set in a
-    monospaced font throughout, and its font says nothing about any one paragraph."""
+    unstructured are matched to it). In a document whose body text is set in a monospaced font (a typewritten
+    memo) fonts say nothing, and only a code style marks code."""
+    fonts_tell = not _MONOSPACED.search(_body_font(document))
     code: set[str] = set()
     prose: set[str] = set()
-    counts = [0, 0]
     for paragraph in document.paragraphs:
         text = paragraph.text.strip()
         if text:
-            is_code = _set_as_code(paragraph)
-            (code if is_code else prose).add(text)
-            counts[is_code] += 1
-    if counts[True] > counts[False]:
-        return frozenset()
+            (code if _set_as_code(paragraph, fonts_tell=fonts_tell) else prose).add(text)
     return frozenset(code - prose)
 
 
-def _set_as_code(paragraph: Any) -> bool:
-    """Is a paragraph set as code: in a code paragraph style (or one based on it), or with every run that has
-    text in a code character style or a monospaced font (its own, its character style's, or its paragraph
-    style's)? A heading is never code, whatever its font."""
+def _body_font(document: Any) -> str:
+    """The font of the document's body text: its Normal style's, else its default run font ("" if none)."""
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.oxml.ns import qn
+
+    normal = next(
+        (s for s in document.styles if s.type == WD_STYLE_TYPE.PARAGRAPH and s.name == "Normal"), None
+    )
+    for style in _style_chain(normal):
+        if style.font.name:
+            return str(style.font.name)
+    fonts = document.styles.element.find(qn("w:docDefaults") + "/" + qn("w:rPrDefault") + "/" + qn("w:rPr"))
+    fonts = fonts.find(qn("w:rFonts")) if fonts is not None else None
+    return str(fonts.get(qn("w:ascii")) or "") if fonts is not None else ""
+
+
+def _set_as_code(paragraph: Any, *, fonts_tell: bool = True) -> bool:
+    """Is a paragraph set as code: in a code paragraph style (or one based on it), or, where fonts tell, with
+    every run that has text in a code character style or a monospaced font (its own, its character style's,
+    or its paragraph style's)? A heading is never code, whatever its font."""
     styles = _style_chain(paragraph.style)
     names = [style.name or "" for style in styles]
     if any(_HEADING_STYLE.match(name) for name in names):
         return False
     if any(_CODE_STYLE.search(name) for name in names):
         return True
+    if not fonts_tell:
+        return False
     paragraph_font = next((style.font.name for style in styles if style.font.name), "")
     runs = [run for run in paragraph.runs if run.text.strip()]
     return bool(runs) and all(_run_is_code(run, paragraph_font) for run in runs)

@@ -27,6 +27,7 @@ _DECORATION = re.compile(r"([#=*~_-])\1{9,}")
 _WRAPPED_AT_HYPHEN = re.compile(r"[^\W_]-$")
 # "pre- and post-processing": a hyphen left hanging for a word later in the sentence, not a wrapped compound
 _CELL = re.compile(r"\S+(?: \S+)*")  # a cell of a table aligned with spaces: words one space apart
+_HEADER_CELL = re.compile(r"[^\W\d_][^\d/=_|]*")  # a column's name: "Contract number", "Level (hours)"
 _TERM_COLUMNS = re.compile(r"^(\S+(?: \S+){0,2}) {2,}(\S.*)$")  # "LOG-DLQ-HIGH   the queue holds ..."
 _LABEL_LINE = re.compile(r"^[A-Z][\w/-]*(?: [\w/-]+){0,2}:\s+\S")  # "Portal account: NW-NOC-ADMIN"
 SHORT_LINE = 60  # a line shorter than this is not a hard-wrapped line of prose
@@ -208,13 +209,15 @@ class LineWalker:
             if records:
                 yield from (RawBlock("text", _reflow(record)) for record in records)
                 continue
-            if kind == "list_item" and not self.man and (marker := _BULLET.match(group[0].text)):
-                # the item's first line reads from after its marker: lines under it at that column continue it
-                group = [Line(group[0].indent + marker.end() - 1, group[0].text), *group[1:]]
+            first_indent = group[0].indent
+            marker = _BULLET.match(group[0].text) if kind == "list_item" and not self.man else None
+            if marker and len(group) > 1 and group[1].indent > first_indent:
+                # the item's text starts after its marker: lines that hang under it there go on with it
+                group = [Line(first_indent + marker.end() - 1, group[0].text), *group[1:]]
             text = _reflow(group)
             if kind == "list_item":
                 text = _BULLET_MARK.sub("", text)
-                depth = 1 if self.man else 1 + group[0].indent // 4
+                depth = 1 if self.man else 1 + first_indent // 4
                 yield RawBlock("list_item", text, level=min(depth, 6))
                 continue
             # a lone short line followed by indented text (man: "tos TOS" before "dsfield TOS ...") names
@@ -261,8 +264,8 @@ class LineWalker:
 def _aligned_table(para: list[Line]) -> str | None:
     """A table whose columns are aligned with spaces ("Vendor    Contract number    Renewal" above its rows) as
     "a | b" rows, the first of them its header. None unless `para` is one: a header and at least two rows, as
-    many cells (two or more, two spaces or more between them) in every row, each column starting at one
-    position in every row, and a header of short labels without digits."""
+    many cells (three or more, two spaces or more between them) in every row, each column starting at one
+    position in every row, and a header of short labels (words, no digits, no option, path or setting)."""
     if len(para) < 3:
         return None
     rows: list[list[str]] = []
@@ -271,11 +274,11 @@ def _aligned_table(para: list[Line]) -> str | None:
         cells = list(_CELL.finditer(line.text))
         rows.append([cell.group() for cell in cells])
         starts.append([line.indent + cell.start() for cell in cells])
-    if len(rows[0]) < 2 or any(row_starts != starts[0] for row_starts in starts):
-        return None
+    if len(rows[0]) < 3 or any(row_starts != starts[0] for row_starts in starts):
+        return None  # (two columns are a list of terms, `_aligned_definitions`)
     if any("|" in cell for row in rows for cell in row):
         return None
-    if any(len(cell.split()) > 4 or any(ch.isdigit() for ch in cell) for cell in rows[0]):
+    if any(len(cell.split()) > 4 or not _HEADER_CELL.fullmatch(cell) for cell in rows[0]):
         return None
     return "\n".join(" | ".join(row) for row in rows)
 
@@ -326,17 +329,22 @@ def _definition_text(term: str, description: str) -> str:
 
 def _label_records(group: list[Line]) -> list[list[Line]]:
     """A block of "Label: value" lines ("Phone:  +1-555-0147", "E-mail: noc@example") as one record per label,
-    a line without a label going on with the record above it (a wrapped value), or before the first label a
-    line of its own (a name above its contact details);
+    a line without a label going on with the record above it (a wrapped value); before the first label a short
+    line is a line of its own (a name above its contact details), wrapped lines one paragraph;
     [] when fewer than two lines, or fewer than half of them, start with a label (hard-wrapped prose)."""
     labelled = [_LABEL_LINE.match(line.text) is not None for line in group]
     if sum(labelled) < 2 or 2 * sum(labelled) < len(group):
         return []
-    records: list[list[Line]] = []
-    labels_seen = False
-    for line, label in zip(group, labelled, strict=True):
-        labels_seen = labels_seen or label
-        if label or not labels_seen:
+    first = labelled.index(True)
+    above = group[:first]
+    unwrapped = all(len(x.text) < SHORT_LINE for x in above) and not any(
+        _wraps_into(x, y) for x, y in zip(above, above[1:], strict=False)
+    )
+    # the lines above the first label: each one a line of its own when short ("Quillgate Support Desk"),
+    # else one paragraph (the sentence that introduces the details)
+    records: list[list[Line]] = [[x] for x in above] if unwrapped else ([above] if above else [])
+    for line, label in zip(group[first:], labelled[first:], strict=True):
+        if label:
             records.append([line])
         else:  # a wrapped value, hanging or not, goes on with its words
             records[-1].append(Line(records[-1][0].indent, line.text))
@@ -371,7 +379,8 @@ def _reflow(group: list[Line]) -> str:
 
 def _set_off_lines(group: list[Line]) -> set[int]:
     """The positions of the lines of `group` set off under a lead-in (see `_reflow`): a run of lines indented
-    deeper than the lead-in and than the line after the run, its first line at the run's least indentation; a
+    deeper than the lead-in and than the line after the run (if any), its first line at the run's least
+    indentation; a
     run of several lines only when each is short and none wraps into the next, or all but the last end with a
     '\\' (several commands, or one continued, not a wrapped paragraph)."""
     set_off: set[int] = set()

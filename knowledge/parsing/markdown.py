@@ -127,19 +127,23 @@ def code_span_lines_kept(body: str) -> str:
 
     Markdown joins the three lines of such a paragraph or list item into one ("... policing: show policy-map
     control-plane The class ..."); a hard line break (two trailing spaces) after the lead-in and after the span
-    keeps the command on its line, as the author set it. Fenced code is left alone."""
+    keeps the command on its line, as the author set it. Fenced code, and a lead-in indented as code (four
+    spaces), are left alone."""
     lines = body.split("\n")
     fence = ""
     for at, line in enumerate(lines):
         opened = _FENCE.match(line)
         if fence:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+            closing = opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence)
+            if closing and not line[opened.end() :].strip():  # a closing fence has no info string
                 fence = ""
             continue
         if opened:
             fence = opened.group(1)
             continue
-        if at and _CODE_SPAN_LINE.match(line) and lines[at - 1].rstrip().endswith(":"):
+        lead_in = lines[at - 1] if at else ""
+        indented_code = len(lead_in) - len(lead_in.lstrip(" ")) >= 4  # inside an indented code block
+        if at and _CODE_SPAN_LINE.match(line) and lead_in.rstrip().endswith(":") and not indented_code:
             lines[at - 1] = lines[at - 1].rstrip() + "  "
             if at + 1 < len(lines) and lines[at + 1].strip():
                 lines[at] = line.rstrip() + "  "

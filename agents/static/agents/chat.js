@@ -524,6 +524,15 @@
                    code: !!code[n] });
       at += line.length + 1;
     });
+    // a blank line between two code lines is part of the code (a listing's empty line)
+    lines.forEach(function (l, n) {
+      if (l.code || l.text.trim()) { return; }
+      var before = n - 1;
+      var after = n + 1;
+      while (before >= 0 && !lines[before].text.trim()) { before -= 1; }
+      while (after < lines.length && !lines[after].text.trim()) { after += 1; }
+      if (before >= 0 && after < lines.length && lines[before].code && lines[after].code) { l.code = true; }
+    });
     var blocks = [];
     function addText(group) {
       group.forEach(function (l) {

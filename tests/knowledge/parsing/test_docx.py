@@ -71,10 +71,33 @@ def test_docx_code_set_in_a_monospaced_font_or_a_code_style_is_marked_code(tmp_p
 
 
 @pytest.mark.slow
-def test_a_docx_set_in_a_monospaced_font_throughout_marks_nothing(tmp_path):
+def test_a_docx_set_in_a_monospaced_font_throughout_marks_only_its_code_style(tmp_path):
+    """In a typewritten document fonts say nothing: only the paragraph in the "Code" style is code."""
     doc = parse_file(_runbook(tmp_path / "typewritten.docx", body_font="Courier New"))
-    assert not any(b.marked for b in doc.blocks)
-    assert any("Apply it in a change window." in b.text for b in doc.blocks)
+    assert [b.text for b in doc.blocks if b.marked] == [
+        "router bgp 64510\n neighbor 10.0.0.1 remote-as 64511"
+    ]
+    assert any("Apply it in a change window." in b.text and not b.marked for b in doc.blocks)
+
+
+@pytest.mark.slow
+def test_a_docx_that_is_mostly_configuration_keeps_it_as_code(tmp_path):
+    """A configuration guide with a line per paragraph has more code than prose: all of it is still code. A
+    script font whose name merely starts with "Mono" is no monospaced font."""
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Quillgate relay configuration", 1)
+    document.add_paragraph("Every relay runs this configuration.")
+    lines = [f" relay-peer 10.0.0.{n} hold 45" for n in range(1, 9)]
+    for line in ["relay-process 1", *lines]:
+        document.add_paragraph().add_run(line).font.name = "Consolas"
+    document.add_paragraph().add_run("With best regards from the relay team").font.name = "Monotype Corsiva"
+    document.save(str(tmp_path / "relays.docx"))
+    doc = parse_file(tmp_path / "relays.docx")
+    (code,) = [b for b in doc.blocks if b.marked]
+    assert code.text.split("\n") == ["relay-process 1", *lines]
+    assert any(b.text == "With best regards from the relay team" and b.kind == "text" for b in doc.blocks)
 
 
 @pytest.mark.parametrize(

@@ -127,7 +127,8 @@ def test_markdown_code_span_on_its_own_line_under_a_lead_in_keeps_its_line(tmp_p
         "   The class RELAY-ICMP is policed at 2000 packets per second.\n"
         "3. Look at the trend:\n"
         "   `relayctl cpu history`\n\n"
-        "```\nsettings:\n`not a span`\n```\n"
+        "```\nsettings:\n`not a span`\n```sh\nstill: fenced\n`no span`\n```\n\n"
+        "An indented example:\n\n    Example:\n    `as written`\n"
     )
     blocks = [(b.kind, b.text) for b in parse_file(path).blocks if b.kind != "title"]
     assert blocks == [
@@ -141,5 +142,7 @@ def test_markdown_code_span_on_its_own_line_under_a_lead_in_keeps_its_line(tmp_p
             "The class RELAY-ICMP is policed at 2000 packets per second.",
         ),
         ("list_item", "3. Look at the trend:\nrelayctl cpu history"),
-        ("code", "settings:\n`not a span`"),
+        ("code", "settings:\n`not a span`\n```sh\nstill: fenced\n`no span`"),
+        ("text", "An indented example:"),
+        ("code", "Example:\n`as written`"),
     ]

@@ -206,3 +206,45 @@ def test_a_command_set_off_under_its_lead_in_keeps_its_line(tmp_path):
             "query-port settings are ignored. Nothing else changes.",
         ),
     ]
+
+
+def test_two_aligned_columns_are_terms_not_a_table_and_lazy_list_lines_join(tmp_path):
+    """Two columns are a list of terms and descriptions, whatever the first entry looks like (it is no
+    header); a list item's lines that go on at its marker's column join it as before."""
+    blocks = _blocks(
+        tmp_path,
+        "  --verbose, -v     increase verbosity\n"
+        "  --quiet, -q       suppress non-error messages\n"
+        "  --archive, -a     archive mode; equals -rlptgoD (no -H,-A,-X), the usual choice.\n\n"
+        "- This is a long bullet item that wraps onto the following line without\n"
+        "any hanging indent, the lazy continuation of the item.\n",
+    )
+    assert blocks == [
+        ("text", "--verbose, -v: increase verbosity"),
+        ("text", "--quiet, -q: suppress non-error messages"),
+        ("text", "--archive, -a: archive mode; equals -rlptgoD (no -H,-A,-X), the usual choice."),
+        (
+            "list_item",
+            "This is a long bullet item that wraps onto the following line without any hanging indent, the "
+            "lazy continuation of the item.",
+        ),
+    ]
+
+
+def test_wrapped_prose_above_label_lines_stays_one_paragraph(tmp_path):
+    blocks = _blocks(
+        tmp_path,
+        "Contact the vendor's support desk for any outage that lasts longer than an\n"
+        "hour; they answer around the clock, every day of the year.\n"
+        "Phone: +1-555-0147 (24x7, ask for the duty escalation manager)\n"
+        "E-mail: desk@quillgate.example\n",
+    )
+    assert blocks == [
+        (
+            "text",
+            "Contact the vendor's support desk for any outage that lasts longer than an hour; they answer "
+            "around the clock, every day of the year.",
+        ),
+        ("text", "Phone: +1-555-0147 (24x7, ask for the duty escalation manager)"),
+        ("text", "E-mail: desk@quillgate.example"),
+    ]
