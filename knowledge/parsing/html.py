@@ -389,24 +389,42 @@ class HtmlWalker(HTMLParser):
 
 
 # a plain word, with the punctuation prose puts after it ("routers,", "day.", "don't")
-_PLAIN_WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?[,.;:!?)]*")
+# what prose in a fixed font does not have: a brace or semicolon, a comment's opening, a log line's level
+_CODE_MARK = re.compile(
+    r"[{};]|^(?:--|/\*|\*|//|#|\w+:\s*$)|^(?:warning|error|fatal|info|debug):", re.IGNORECASE
+)
+_PLAIN_WORD = re.compile(r"[A-Za-z]+(?:[-'][A-Za-z]+)*[,.;:!?)\"']*")  # "self-aware", "can't", "place."
 
 
 def _reads_as_prose(lines: list[str]) -> bool:
     """Is a <pre> block prose set in a fixed font (a mail in a list archive, an RFC), not code: of three lines or
-    more, most words in lines of eight words or more that are nearly all plain words, and no code line or prompt
-    to the plain-text parsers (`knowledge.parsing.lines`: a comment, a setting, a brace)? (Of the dev corpus's
-    3,461 <pre> blocks, two read so: a package's description and a module's introduction.)"""
+    more, no prompt, a brace, semicolon, comment or log level in no more than one line (and a fifth of them),
+    most words in lines of plain words (nine in
+    ten or more; "self-aware" and "can't" are plain) and no code line or prompt to the plain-text parsers
+    (`knowledge.parsing.lines`: a comment, a setting, a brace):
+    lines of eight words or more, and a shorter line that ends the sentence of such a line above it (a
+    paragraph's last line); or a sentence or two of plain words? (Of the dev corpus's 3,461 <pre> blocks, two read so with a stricter form of this
+    rule: a package's description and a module's introduction; a manual that sets its whole text in <pre>s
+    reads so.)"""
 
-    def prose(line: str) -> bool:
+    def plain(line: str) -> bool:
         words = line.split()
         plain = sum(bool(_PLAIN_WORD.fullmatch(word.lstrip("(\"'"))) for word in words)
-        code = CODE_LINE.search(line) or PROMPT.match(line)
-        return not code and len(words) >= 8 and plain >= 0.9 * len(words)
+        return not (CODE_LINE.search(line) or PROMPT.match(line)) and plain >= 0.9 * len(words)
 
     held = [line.strip() for line in lines if line.strip()]
+    marked = sum(1 for line in held if _CODE_MARK.search(line))
+    if any(PROMPT.match(line) for line in held) or marked >= max(2, 0.2 * len(held)):
+        return False  # a console session, or code with comments in prose
+    prose = [len(line.split()) >= 8 and plain(line) for line in held]
+    # a paragraph's last line is short: it ends the sentence that the line above it began
+    for at in range(1, len(held)):
+        prose[at] = prose[at] or (prose[at - 1] and held[at].endswith((".", "!", "?")) and plain(held[at]))
     words = sum(len(line.split()) for line in held)
-    return len(held) >= 3 and sum(len(line.split()) for line in held if prose(line)) >= 0.6 * words
+    in_prose = sum(len(line.split()) for line, is_prose in zip(held, prose, strict=True) if is_prose)
+    if len(held) < 3:  # a sentence or two: all plain words, ending as a sentence ends
+        return words >= 6 and held[-1].endswith((".", "!", "?")) and all(plain(line) for line in held)
+    return in_prose >= 0.6 * words
 
 
 def _preformatted(text: str) -> list[RawBlock]:

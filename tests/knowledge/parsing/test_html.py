@@ -119,3 +119,43 @@ def test_prose_set_in_a_pre_is_not_marked_as_code(tmp_path):
     doc = parse_file(path)
     assert not by_text(doc.blocks, "After upgrading").marked
     assert by_text(doc.blocks, "router bgp").marked
+
+
+@pytest.mark.parametrize(
+    ("pre", "marked"),
+    [
+        # a manual that sets its reference text in <pre>s: hyphenated words, "can't", a paragraph's short last
+        # line, and a sentence or two on their own are prose
+        (
+            "You can offload the relay check to another target, so you can make one place\n"
+            "managing status and weights of relays defined in Quillgate in case you can't\n"
+            "make self-aware and self-managing services. You can give an address or\n"
+            "a name, it will be resolved.",
+            False,
+        ),
+        ("Sets the time between individual keepalive probes on the relay side.", False),
+        # code with comments in prose, a console session and a log excerpt stay code
+        (
+            "static int relay_handler(request_rec *r)\n{\n    /* First off, we need to check if this is a call\n"
+            "     * for the relay handler, and if it is, we accept it and do our things */\n    return OK;\n}",
+            True,
+        ),
+        (
+            "function relay(r)\n    -- Our first yield is to signal that we are ready to receive the buckets.\n"
+            "    -- Before this yield, we can set up our environment and check for conditions.\n    coroutine.yield()\nend",
+            True,
+        ),
+        ("$ relayctl search ldap\np librelay-ldap - relay module for using LDAP as its naming service", True),
+        (
+            "warning: relay inet:host:port: can't read packet header: Unknown error\n"
+            "warning: relay inet:host:port: can't read packet header: Success",
+            True,
+        ),
+        ("external-check command /bin/true", True),
+    ],
+)
+def test_prose_in_a_pre_is_told_from_code_with_comments(tmp_path, pre, marked):  # type: ignore[no-untyped-def]
+    path = tmp_path / "manual.html"
+    path.write_text(f"<html><head><title>relay</title></head><body><pre>{pre}</pre></body></html>")
+    (block,) = [b for b in parse_file(path).blocks if b.kind == "code"]
+    assert block.marked is marked
