@@ -134,8 +134,12 @@ def code_span_lines_kept(body: str) -> str:
     for at, line in enumerate(lines):
         opened = _FENCE.match(line)
         if fence:
-            closing = opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence)
-            if closing and not line[opened.end() :].strip():  # a closing fence has no info string
+            if (
+                opened is not None
+                and opened.group(1)[0] == fence[0]
+                and len(opened.group(1)) >= len(fence)
+                and not line[opened.end() :].strip()  # a closing fence has no info string
+            ):
                 fence = ""
             continue
         if opened:
