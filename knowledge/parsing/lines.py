@@ -164,12 +164,12 @@ class LineWalker:
     def _paragraph(self, para: list[Line], end: int) -> Iterator[RawBlock]:
         if not para:
             return
+        table = None if self.man else _aligned_table(para)
+        if table is not None:  # (before code: a short table's lines are short, as a snippet's are)
+            yield RawBlock("table", table, level=1)  # its first row is the header
+            return
         if self._is_code(para):
             yield RawBlock("code", _dedent_lines(para))
-            return
-        table = None if self.man else _aligned_table(para)
-        if table is not None:
-            yield RawBlock("table", table, level=1)  # its first row is the header
             return
         entries = [] if self.man else _aligned_definitions(para)
         if entries:

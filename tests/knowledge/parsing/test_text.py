@@ -248,3 +248,14 @@ def test_wrapped_prose_above_label_lines_stays_one_paragraph(tmp_path):
         ("text", "Phone: +1-555-0147 (24x7, ask for the duty escalation manager)"),
         ("text", "E-mail: desk@quillgate.example"),
     ]
+
+
+def test_a_short_aligned_table_is_a_table_and_a_hosts_snippet_stays_code(tmp_path):
+    """Short lines read as a snippet of code; a table of short rows is still a table when its columns line up
+    under a header of labels. Two aligned columns of addresses and names are a snippet."""
+    table = "  Port   Service   Notes\n  22     ssh       admin only\n  443    https     public\n"
+    assert _blocks(tmp_path, table) == [
+        ("table", "Port | Service | Notes\n--- | --- | ---\n22 | ssh | admin only\n443 | https | public")
+    ]
+    hosts = "127.0.0.1       localhost\n192.168.1.10    relay-01\n192.168.1.11    relay-02\n"
+    assert [kind for kind, _ in _blocks(tmp_path, hosts)] == ["code"]
