@@ -1,6 +1,7 @@
 """The line walker for hard-wrapped text, shared by plain text (:mod:`knowledge.parsing.text`) and man pages
 rendered as text (:mod:`knowledge.parsing.man`): headings, bullet lists, definition terms, code and config
-samples recognised from indentation and line shapes. Pure (no Django)."""
+samples, tables and term lists aligned with spaces, "Label: value" lines and commands set off under a lead-in,
+recognised from indentation and line shapes. Pure (no Django)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ class Line:
 
 class LineWalker:
     """Walks hard-wrapped text line by line into raw blocks: setext, all-caps and numbered headings, bullet
-    lists, definition terms, code and config samples. :class:`knowledge.parsing.man.ManWalker` applies the
+    lists, definition terms, code and config samples, and (not in man pages) tables and term lists aligned
+    with spaces and "Label: value" lines. :class:`knowledge.parsing.man.ManWalker` applies the
     man-page conventions instead where :attr:`man` is checked."""
 
     man: ClassVar[bool] = False  # man page rendered as text (`man | col -bx`)
