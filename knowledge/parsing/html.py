@@ -388,42 +388,42 @@ class HtmlWalker(HTMLParser):
             self._emit(raw)
 
 
-# a plain word, with the punctuation prose puts after it ("routers,", "day.", "don't")
 # what prose in a fixed font does not have: a brace or semicolon, a comment's opening, a log line's level
 _CODE_MARK = re.compile(
     r"[{};]|^(?:--|/\*|\*|//|#|\w+:\s*$)|^(?:warning|error|fatal|info|debug):", re.IGNORECASE
 )
-_PLAIN_WORD = re.compile(r"[A-Za-z]+(?:[-'][A-Za-z]+)*[,.;:!?)\"']*")  # "self-aware", "can't", "place."
+# a plain word, with the punctuation prose puts after it ("routers,", "day.", "self-aware", "can't")
+_PLAIN_WORD = re.compile(r"[A-Za-z]+(?:[-'][A-Za-z]+)*[,.;:!?)\"']*")
 
 
 def _reads_as_prose(lines: list[str]) -> bool:
-    """Is a <pre> block prose set in a fixed font (a mail in a list archive, an RFC), not code: of three lines or
-    more, no prompt, a brace, semicolon, comment or log level in no more than one line (and a fifth of them),
-    most words in lines of plain words (nine in
-    ten or more; "self-aware" and "can't" are plain) and no code line or prompt to the plain-text parsers
-    (`knowledge.parsing.lines`: a comment, a setting, a brace):
-    lines of eight words or more, and a shorter line that ends the sentence of such a line above it (a
-    paragraph's last line); or a sentence or two of plain words? (Of the dev corpus's 3,461 <pre> blocks, two read so with a stricter form of this
-    rule: a package's description and a module's introduction; a manual that sets its whole text in <pre>s
-    reads so.)"""
+    """Is a <pre> block prose set in a fixed font (a mail in a list archive, an RFC, a manual that sets its
+    reference text so), not code?
+
+    Never with a prompt, nor with a brace, semicolon, comment or log level in two lines or more (or a fifth of
+    them). A line is plain when nine in ten of its words are plain words and the plain-text parsers see no code
+    line in it (`knowledge.parsing.lines.CODE_LINE`). A block of one or two lines is prose when all of it is
+    plain, six words or more ending as a sentence ends; a longer one when 60 percent of its words stand in
+    prose lines: plain lines of eight words or more, and a shorter plain line that ends the sentence of a prose
+    line above it (a paragraph's last line). (Of the dev corpus's 3,461 <pre> blocks, two read so: a package's
+    description and a module's introduction.)"""
 
     def plain(line: str) -> bool:
         words = line.split()
         plain = sum(bool(_PLAIN_WORD.fullmatch(word.lstrip("(\"'"))) for word in words)
-        return not (CODE_LINE.search(line) or PROMPT.match(line)) and plain >= 0.9 * len(words)
+        return not CODE_LINE.search(line) and plain >= 0.9 * len(words)
 
     held = [line.strip() for line in lines if line.strip()]
-    marked = sum(1 for line in held if _CODE_MARK.search(line))
-    if any(PROMPT.match(line) for line in held) or marked >= max(2, 0.2 * len(held)):
+    code_marked = sum(1 for line in held if _CODE_MARK.search(line))
+    if any(PROMPT.match(line) for line in held) or code_marked >= max(2, 0.2 * len(held)):
         return False  # a console session, or code with comments in prose
-    prose = [len(line.split()) >= 8 and plain(line) for line in held]
-    # a paragraph's last line is short: it ends the sentence that the line above it began
-    for at in range(1, len(held)):
-        prose[at] = prose[at] or (prose[at - 1] and held[at].endswith((".", "!", "?")) and plain(held[at]))
     words = sum(len(line.split()) for line in held)
-    in_prose = sum(len(line.split()) for line, is_prose in zip(held, prose, strict=True) if is_prose)
-    if len(held) < 3:  # a sentence or two: all plain words, ending as a sentence ends
+    if len(held) < 3:
         return words >= 6 and held[-1].endswith((".", "!", "?")) and all(plain(line) for line in held)
+    prose = [len(line.split()) >= 8 and plain(line) for line in held]
+    for at in range(1, len(held)):  # a paragraph's last line is short
+        prose[at] = prose[at] or (prose[at - 1] and held[at].endswith((".", "!", "?")) and plain(held[at]))
+    in_prose = sum(len(line.split()) for line, is_prose in zip(held, prose, strict=True) if is_prose)
     return in_prose >= 0.6 * words
 
 

@@ -294,11 +294,11 @@ def _aligned_definitions(para: list[Line]) -> list[tuple[str, str]]:
         LOG-LAG-HIGH   consumer lag is above 200,000 messages.
         LOG-INGEST-ZERO  no documents indexed for 5 minutes.
 
-    as (term, description) pairs; [] unless every line of `para` is an entry's first line (a short term without
-    a sentence's end and no bullet at the paragraph's indentation, two spaces or more, its description, in
-    which no three spaces stand together as between columns of figures) or a wrapped line
+    as (term, description) pairs; [] unless every line of `para` is an entry's first line or a wrapped line
     indented deeper, with two entries or more, and at least half of them with their description at the column
-    of the first entry's (a list aligned as one, not prose with two spaces after a sentence)."""
+    of the first entry's (a list aligned as one, not prose with two spaces after a sentence). An entry's first
+    line: a short term, without a sentence's end or a bullet, at the paragraph's indentation; two spaces or
+    more; its description, with no three spaces together (as between columns of figures)."""
     indent = para[0].indent
     entries: list[list[str]] = []
     columns: list[int] = []
@@ -339,12 +339,9 @@ def _label_records(group: list[Line]) -> list[list[Line]]:
         return []
     first = labelled.index(True)
     above = group[:first]
-    unwrapped = all(len(x.text) < SHORT_LINE for x in above) and not any(
-        _wraps_into(x, y) for x, y in zip(above, above[1:], strict=False)
-    )
     # the lines above the first label: each one a line of its own when short ("Quillgate Support Desk"),
     # else one paragraph (the sentence that introduces the details)
-    records: list[list[Line]] = [[x] for x in above] if unwrapped else ([above] if above else [])
+    records: list[list[Line]] = [[x] for x in above] if _unwrapped(above) else ([above] if above else [])
     for line, label in zip(group[first:], labelled[first:], strict=True):
         if label:
             records.append([line])
@@ -382,9 +379,8 @@ def _reflow(group: list[Line]) -> str:
 def _set_off_lines(group: list[Line]) -> set[int]:
     """The positions of the lines of `group` set off under a lead-in (see `_reflow`): a run of lines indented
     deeper than the lead-in and than the line after the run (if any), its first line at the run's least
-    indentation; a
-    run of several lines only when each is short and none wraps into the next, or all but the last end with a
-    '\\' (several commands, or one continued, not a wrapped paragraph)."""
+    indentation; a run of several lines only when they are `_unwrapped`, or all but the last end with a '\\'
+    (several commands, or one continued, not a wrapped paragraph)."""
     set_off: set[int] = set()
     at = 1
     while at < len(group):
@@ -396,13 +392,17 @@ def _set_off_lines(group: list[Line]) -> set[int]:
         while end + 1 < len(group) and group[end + 1].indent >= line.indent:
             end += 1
         run = group[at : end + 1]
-        short = all(len(x.text) < SHORT_LINE for x in run) and not any(
-            _wraps_into(x, y) for x, y in zip(run, run[1:], strict=False)
-        )
-        if len(run) == 1 or short or all(x.text.endswith("\\") for x in run[:-1]):
+        if len(run) == 1 or _unwrapped(run) or all(x.text.endswith("\\") for x in run[:-1]):
             set_off.update(range(at, end + 1))
         at = end + 1
     return set_off
+
+
+def _unwrapped(lines: list[Line]) -> bool:
+    """Are these lines each a line of its own: short, and none wrapping into the next (see `_wraps_into`)?"""
+    return all(len(x.text) < SHORT_LINE for x in lines) and not any(
+        _wraps_into(x, y) for x, y in zip(lines, lines[1:], strict=False)
+    )
 
 
 def _wraps_into(line: Line, following: Line) -> bool:
