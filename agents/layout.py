@@ -217,10 +217,31 @@ def laid_out(sentence: str, passage: str, command: str = "", marked: Collection[
     for start, end in runs:
         out += _prose(texts[at:start])
         base = min(len(fragments[k][0]) for k in range(start, end))
+        if start == 0 and found[1]:
+            base = min(base, _listing_base(sentence, passage, command, marked))
         block = "\n".join(CODE_INDENT + fragments[k][0][base:] + texts[k] for k in range(start, end))
         out += "\n\n" + block + "\n"
         at = end
     return (out + _prose(texts[at:])).rstrip("\n")
+
+
+def _listing_base(sentence: str, passage: str, command: str, marked: Collection[str]) -> int:
+    """The least indentation of the code lines right above the sentence's first line in the passage, across
+    blank lines (a listing that a blank line splits into two sentences: "backend web" / "  mode http" above
+    "  server s1 10.0.0.1:80"), so that the sentence's lines keep their indentation within the listing; a
+    large number when no code line is right above."""
+    match = _span(sentence, passage)
+    base = 1 << 16
+    if match is None:
+        return base
+    for line in reversed(passage[: match.start()].split("\n")[:-1]):
+        text = line.strip()
+        if not text:
+            continue
+        if text not in marked and not code_line(text, command):
+            break
+        base = min(base, len(line[: len(line) - len(line.lstrip())].replace("\t", CODE_INDENT)))
+    return base
 
 
 def _prose(lines: Sequence[str]) -> str:

@@ -1,7 +1,7 @@
 """The line walker for hard-wrapped text, shared by plain text (:mod:`knowledge.parsing.text`) and man pages
 rendered as text (:mod:`knowledge.parsing.man`): headings, bullet lists, definition terms, code and config
-samples, tables and term lists aligned with spaces, "Label: value" lines and commands set off under a lead-in,
-recognised from indentation and line shapes. Pure (no Django)."""
+samples, tables and term lists aligned with spaces, "Label: value" lines, commands set off under a lead-in and
+configuration right under one, recognised from indentation and line shapes. Pure (no Django)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,11 @@ _CELL = re.compile(r"\S+(?: \S+)*")  # a cell of a table aligned with spaces: wo
 _HEADER_CELL = re.compile(r"[^\W\d_][^\d/=_|]*")  # a column's name: "Contract number", "Level (hours)"
 _TERM_COLUMNS = re.compile(r"^(\S+(?: \S+){0,2}) {2,}(\S.*)$")  # "LOG-DLQ-HIGH   the queue holds ..."
 _LABEL_LINE = re.compile(r"^[A-Z][\w/-]*(?: [\w/-]+){0,2}:\s+\S")  # "Portal account: NW-NOC-ADMIN"
+_SECTION_HEADER = re.compile(r"^\[[\w .:/-]+\]$")  # an INI file's "[Service]"
+_TWO_WORDS = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")  # a lead-in reads as prose ("... to be empty:")
+_MAIL_ADDRESS = re.compile(r"<[^\s<>@]+@[^\s<>]+>")  # "<list@example.org>": no XML tag
+_COMMENT = re.compile(r"^\s*(?:#|!|//|;)")
+_PLAIN_WORDS = re.compile(r"\b[A-Za-z][a-z]*(?:[ ,]+[A-Za-z][a-z]*\b){3}")  # four plain words in a row: prose
 SHORT_LINE = 60  # a line shorter than this is not a hard-wrapped line of prose
 _SUSPENDED_BEFORE = re.compile(r"(?:and|or|nor|to)\b")
 
@@ -177,10 +182,13 @@ class LineWalker:
         if entries:
             yield from (RawBlock("text", _definition_text(term, text)) for term, text in entries)
             return
-        # runs of shell-prompt lines ("# systemctl ...", "user@host:~$ nft ...") are code inside prose
+        # runs of shell-prompt lines ("# systemctl ...", "user@host:~$ nft ...") are code inside prose, as are
+        # lines of configuration right under a lead-in ending with ':' ("... to be empty:" / "[Service]" /
+        # "CapabilityBoundingSet=~")
+        under = _configuration_under_lead_in(para)
         runs: list[tuple[bool, list[Line]]] = []
-        for line in para:
-            prompt = bool(PROMPT.match(line.text))
+        for at, line in enumerate(para):
+            prompt = bool(PROMPT.match(line.text)) or at in under
             if runs and runs[-1][0] == prompt:
                 runs[-1][1].append(line)
             else:
@@ -254,13 +262,48 @@ class LineWalker:
             and len(para) >= 2
             and all(len(line.text) < SHORT_LINE and not line.text.endswith((".", ",")) for line in para)
             and not any(_BULLET.match(line.text) for line in para)
+            and not _is_record(para)
         ):
-            return True  # several short unwrapped lines (a config snippet), not hard-wrapped prose
+            return (
+                True  # several short unwrapped lines (a config snippet), not hard-wrapped prose or a record
+            )
         prompts = sum(1 for line in para if PROMPT.match(line.text))
         if prompts and prompts >= len(para) / 2:
             return True
         codeish = sum(1 for line in para if CODE_LINE.search(line.text))
         return len(para) >= 2 and codeish >= 0.6 * len(para) and any(ch in "{}=;" for ch in para[0].text)
+
+
+def _configuration_under_lead_in(para: list[Line]) -> set[int]:
+    """The positions of lines of configuration right under a line of prose ending with ':' (two words in a row),
+    at its indentation (deeper lines are `_set_off_lines`), up to the first
+    line that is none: a setting ("CapabilityBoundingSet=~", "timeout = 16"), a section header ("[Service]"),
+    a brace, a statement's ';' or a comment; no line with four plain words in a row (prose ending with ';'),
+    and at least one setting, brace or statement among them."""
+    found: set[int] = set()
+    for at in range(1, len(para)):
+        lead_in = para[at - 1]
+        if not (lead_in.text.endswith(":") and _TWO_WORDS.search(lead_in.text)):
+            continue
+        end, depth = at, 0
+        while end < len(para) and (
+            depth > 0
+            or para[end - 1].text.endswith("\\")
+            or (para[end].indent == lead_in.indent and _configuration_line(para[end].text))
+        ):
+            depth = max(0, depth + para[end].text.count("{") - para[end].text.count("}"))
+            end += 1
+        if any(CODE_LINE.search(line.text) and not _COMMENT.match(line.text) for line in para[at:end]):
+            found.update(range(at, end))
+    return found
+
+
+def _configuration_line(text: str) -> bool:
+    if _PLAIN_WORDS.search(text) or _MAIL_ADDRESS.fullmatch(text) or text.endswith(","):
+        return (
+            False  # (values listed in a sentence end with a comma: "Unicast=00:00:00:00:00:00/01:..., ...")
+        )
+    return bool(CODE_LINE.search(text) or _SECTION_HEADER.match(text))
 
 
 def _aligned_table(para: list[Line]) -> str | None:
@@ -348,6 +391,15 @@ def _label_records(group: list[Line]) -> list[list[Line]]:
         else:  # a wrapped value, hanging or not, goes on with its words
             records[-1].append(Line(records[-1][0].indent, line.text))
     return records
+
+
+def _is_record(para: list[Line]) -> bool:
+    """Is `para` a record of "Label: value" lines ("Phone:  +1-555-0147" / "E-mail: noc@example", see
+    `_label_records`) with no line that reads as code ("failure_template = <<EOF", "# comment"): short lines
+    that are not a snippet?"""
+    return bool(_label_records(para)) and not any(
+        CODE_LINE.search(line.text) or PROMPT.match(line.text) for line in para
+    )
 
 
 def _dedent_lines(lines: list[Line]) -> str:

@@ -18,7 +18,8 @@ from knowledge.parsing.man import ManWalker, man_header_strip, man_rejoin_words,
 from knowledge.parsing.registry import ParseLimits, parser_register
 
 _HEADER_FIELD = re.compile(
-    r"^(title|author|authors|updated|last[ -]updated|last[ -]modified|date|revised|version)\s*:\s*(\S.*)$",
+    r"^(title|author|authors|updated|last[ -]updated|last[ -]modified|date|revised|version|doc[ _-]type|department"
+    r"|vendor|review[ _-]by|superseded[ _-]by|access[ _-]tier|allowed[ _-]groups)\s*:\s*(\S.*)$",
     re.IGNORECASE,
 )
 _CONFIG_NAME = re.compile(r"(?:\.conf\b|\.nft\b|\.cfg\b|\.ini\b|\.ya?ml\b|\.example\d*\b|\.sample\b|conf\.)")
@@ -43,7 +44,7 @@ def text_document(text: str, path: Path) -> ParsedDocument:
     i = first
     header: dict[str, str] = {}
     while i < len(lines) and (match := _HEADER_FIELD.match(lines[i].strip())):
-        header[match.group(1).lower().replace(" ", "_").replace("-", "_")] = match.group(2).strip()
+        header[re.sub(r"[ -]", "_", match.group(1).lower())] = match.group(2).strip()
         i += 1
     if "title" in header:
         lines = lines[:first] + lines[i:]

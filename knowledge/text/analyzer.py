@@ -42,7 +42,12 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # text a table aligned with spaces is a table, terms aligned with their descriptions one entry each, "Label:
 # value" lines lines of their own, a list item's wrapped lines one line, and a command set off under a lead-in
 # ending with ':' keeps its line, as does a Markdown code span on a line of its own under such a lead-in.
-ANALYZER_VERSION = 9
+# 10: plain text reads a short block of "Label: value" lines without code as a record, not a code block, and
+# takes "Doc-Type:", "Department:", "Vendor:", "Review-By:", "Superseded-By:", "Access-Tier:" and
+# "Allowed-Groups:" under "Title:" as the document's metadata (they were left in its text as a code block);
+# lines of configuration right under a lead-in ending with ':' at its indentation ("[Service]" /
+# "CapabilityBoundingSet=~") are a code block, not words of the sentence above.
+ANALYZER_VERSION = 10
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.

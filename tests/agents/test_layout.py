@@ -430,3 +430,21 @@ def test_lines_the_format_marks_as_code_are_code_whatever_they_read_as():
     assert text == (
         "Reference configuration:\n\n    router bgp 64510\n     bgp log-neighbor-changes\n     timers bgp 30 90 [1]"
     )
+
+
+def test_a_listing_split_by_a_blank_line_keeps_its_indentation_in_both_parts():
+    """The sentence splitter ends a sentence at a blank line inside a listing; the second part's lines keep
+    their indentation within the listing, not from their own first line."""
+    passage = "Example:\nbackend web\n  mode http\n\n  http-request cache-use hot\n  server s1 10.0.0.1:80\n"
+    marked = frozenset(["backend web", "mode http", "http-request cache-use hot", "server s1 10.0.0.1:80"])
+    assert laid_out("backend web mode http", passage, marked=marked) == "\n\n    backend web\n      mode http"
+    second = "http-request cache-use hot server s1 10.0.0.1:80"
+    assert laid_out(second, passage, marked=marked) == (
+        "\n\n      http-request cache-use hot\n      server s1 10.0.0.1:80"
+    )
+    # prose above the block is no part of the listing: the block starts at its own indentation
+    prose = "Put this in the backend:\n\n  server s1 10.0.0.1:80 check\n  server s2 10.0.0.2:80 check\n"
+    both = frozenset(["server s1 10.0.0.1:80 check", "server s2 10.0.0.2:80 check"])
+    assert laid_out("server s1 10.0.0.1:80 check server s2 10.0.0.2:80 check", prose, marked=both) == (
+        "\n\n    server s1 10.0.0.1:80 check\n    server s2 10.0.0.2:80 check"
+    )

@@ -81,12 +81,13 @@ def test_lifecycle_new_unchanged_changed_deleted(small_corpus):
     assert (again.new, again.changed, again.unchanged, again.chunks) == (0, 0, 3, 0)
 
     (small_corpus / "ntp.txt").write_text(
-        "Title: NTP drift runbook\n\nRestart chronyd when drift exceeds 50 ms.\n"
+        "Title: NTP drift runbook\nDoc-Type: runbook\nVendor: Debian\n\nRestart chronyd when drift exceeds 50 ms.\n"
     )
     changed = ingest(small_corpus)
     assert (changed.changed, changed.unchanged) == (1, 2)
     ntp = Document.objects.get(source="ntp.txt")
     assert ntp.version == 2
+    assert (ntp.doc_type, ntp.vendor) == ("runbook", "Debian")  # a plain text's fields under its title
     assert "50 ms" in "".join(ntp.chunks.values_list("text", flat=True))
     assert "100 ms" not in "".join(ntp.chunks.values_list("text", flat=True))
     stats_consistent()

@@ -259,3 +259,84 @@ def test_a_short_aligned_table_is_a_table_and_a_hosts_snippet_stays_code(tmp_pat
     ]
     hosts = "127.0.0.1       localhost\n192.168.1.10    relay-01\n192.168.1.11    relay-02\n"
     assert [kind for kind, _ in _blocks(tmp_path, hosts)] == ["code"]
+
+
+def test_a_short_record_of_label_lines_is_text_and_a_header_block_stays_code(tmp_path):
+    """A record whose lines are all short ("Phone:", "E-mail:") is read as one line per label, not as a
+    snippet of code; the same lines after a setting that opens a here-document stay code."""
+    record = "  Quillgate Support Desk\n  Phone:  +1-555-0147\n  E-mail: desk@quillgate.example\n"
+    assert _blocks(tmp_path, record) == [
+        ("text", "Quillgate Support Desk"),
+        ("text", "Phone:  +1-555-0147"),
+        ("text", "E-mail: desk@quillgate.example"),
+    ]
+    template = "notice_template = <<EOF\nCharset: us-ascii\nFrom: Relay Daemon <relayd>\nSubject: Queued\n"
+    assert _blocks(tmp_path, template) == [("code", template.strip())]
+
+
+def test_document_fields_under_the_title_are_metadata_not_text(tmp_path):
+    path = tmp_path / "runbook-relay-v1.txt"
+    path.write_text(
+        "Title: Relay restart (v1)\n"
+        "Author: Platform Team\n"
+        "Updated: 2024-02-10\n"
+        "Doc-Type: runbook\n"
+        "Department: noc\n"
+        "Vendor: Quillgate\n"
+        "Review-By: 2025-02-10\n"
+        "Superseded-By: runbook-relay.md\n"
+        "Access-Tier: restricted\n"
+        "Allowed-Groups: noc-admins\n"
+        "\n"
+        "Restart the relay with relayctl restart.\n",
+        encoding="utf-8",
+    )
+    doc = parse_file(path)
+    assert doc.title == "Relay restart (v1)"
+    assert {key: doc.metadata[key] for key in doc.metadata if key != "format"} == {
+        "updated": "2024-02-10",
+        "doc_type": "runbook",
+        "department": "noc",
+        "vendor": "Quillgate",
+        "review_by": "2025-02-10",
+        "superseded_by": "runbook-relay.md",
+        "access_tier": "restricted",
+        "allowed_groups": "noc-admins",
+    }
+    assert [(b.kind, b.text) for b in doc.blocks] == [("text", "Restart the relay with relayctl restart.")]
+
+
+def test_configuration_right_under_a_lead_in_is_code_and_values_in_a_sentence_stay_prose(tmp_path):
+    blocks = _blocks(
+        tmp_path,
+        "You may override the unit with systemctl edit relayd.service\n"
+        "and set the bounding set (or LimitNPROC) to be empty:\n"
+        "[Service]\n"
+        "CapabilityBoundingSet=~\n"
+        "The track syntax is:\n"
+        "track_group GROUP1 {\n"
+        "  group {\n"
+        "    VI_1\n"
+        "  }\n"
+        "}\n"
+        "Write it to the list of the project:\n"
+        "<relay-dev@lists.example.org>\n",
+    )
+    assert blocks == [
+        (
+            "text",
+            "You may override the unit with systemctl edit relayd.service and set the bounding set (or "
+            "LimitNPROC) to be empty:",
+        ),
+        ("code", "[Service]\nCapabilityBoundingSet=~"),
+        ("text", "The track syntax is:"),
+        ("code", "track_group GROUP1 {\n  group {\n    VI_1\n  }\n}"),
+        # a mail address in angle brackets is no tag of a configuration
+        ("text", "Write it to the list of the project: <relay-dev@lists.example.org>"),
+    ]
+    listed = (
+        "Alternatively one can name the kind of address:\n"
+        "Unicast=00:00:00:00:00:00/01:00:00:00:00:00,\n"
+        "Multicast=01:00:00:00:00:00/01:00:00:00:00:00 or any.\n"
+    )
+    assert _blocks(tmp_path, listed) == [("text", " ".join(listed.split("\n")).strip())]
