@@ -36,6 +36,7 @@ _TWO_WORDS = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")  # a lead-in reads as 
 _MAIL_ADDRESS = re.compile(r"<[^\s<>@]+@[^\s<>]+>")  # "<list@example.org>": no XML tag
 _COMMENT = re.compile(r"^\s*(?:#|!|//|;)")
 _PLAIN_WORDS = re.compile(r"\b[A-Za-z][a-z]*(?:[ ,]+[A-Za-z][a-z]*\b){3}")  # four plain words in a row: prose
+_OPENS_SENTENCE = re.compile(r"[A-Z][a-z]+[\s,]")  # "Adds an IPv6 route", not "VXLAN endpoint" or "in [0, 4]"
 SHORT_LINE = 60  # a line shorter than this is not a hard-wrapped line of prose
 _SUSPENDED_BEFORE = re.compile(r"(?:and|or|nor|to)\b")
 
@@ -417,10 +418,20 @@ def _reflow(group: list[Line]) -> str:
     a line ending with ':' (a command inside a step: "2. Replay the queue:" / "     dlq-replay --rate 2000" /
     "   The rate is per second"), or under such a line at its indentation."""
     set_off = _set_off_lines(group)
+    # the first line indented deeper than the lines above it, when they all stand at the first line's
+    # indentation and it opens a sentence: a definition under its term, the term wrapped over lines ("ip route
+    # add ... segs a,b" / "dev eth0" above "    Adds an IPv6 route ..."; not a wrapped line that goes on in
+    # lower case, "... ahead of" / "      any event ...")
+    hanging = next((at for at, line in enumerate(group) if line.indent != group[0].indent), 0)
     out = group[0].text
     for at in range(1, len(group)):
         prev, line = group[at - 1], group[at]
-        if at in set_off or at - 1 in set_off or (line.indent != prev.indent and prev is group[0]):
+        if (
+            at in set_off
+            or at - 1 in set_off
+            or (line.indent != prev.indent and prev is group[0])
+            or (at == hanging and line.indent > prev.indent and _OPENS_SENTENCE.match(line.text))
+        ):
             out += "\n"
         else:
             out += "" if wrapped_at_hyphen(prev.text, line.text) else " "

@@ -46,7 +46,9 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # takes "Doc-Type:", "Department:", "Vendor:", "Review-By:", "Superseded-By:", "Access-Tier:" and
 # "Allowed-Groups:" under "Title:" as the document's metadata (they were left in its text as a code block);
 # lines of configuration right under a lead-in ending with ':' at its indentation ("[Service]" /
-# "CapabilityBoundingSet=~") are a code block, not words of the sentence above.
+# "CapabilityBoundingSet=~") are a code block, not words of the sentence above; a description indented under a
+# term wrapped over lines starts a line of its own ("ip route add ... segs a,b" / "dev eth0" above "Adds a
+# route ...").
 ANALYZER_VERSION = 10
 
 

@@ -340,3 +340,30 @@ def test_configuration_right_under_a_lead_in_is_code_and_values_in_a_sentence_st
         "Multicast=01:00:00:00:00:00/01:00:00:00:00:00 or any.\n"
     )
     assert _blocks(tmp_path, listed) == [("text", " ".join(listed.split("\n")).strip())]
+
+
+def test_a_description_under_a_term_wrapped_over_lines_starts_a_line_of_its_own(tmp_path):
+    """A term wrapped over two lines at one indentation, then its description indented deeper: the description
+    starts its own line (so an answer shows the term apart from it); a wrapped line that goes on in lower
+    case, deeper than the lines above it, still joins them."""
+    blocks = _blocks(
+        tmp_path,
+        "relayctl route add 10.0.0.0/8 encap seg mode encap segs 10.1.1.1,10.1.1.2\n"
+        "dev eth0\n"
+        "    Adds a route with two segments attached.\n\n"
+        "The organisers must notify the desk\n"
+        "five business days ahead of\n"
+        "    any event with more than a hundred guests.\n",
+    )
+    assert blocks == [
+        (
+            "text",
+            "relayctl route add 10.0.0.0/8 encap seg mode encap segs 10.1.1.1,10.1.1.2 dev eth0\n"
+            "Adds a route with two segments attached.",
+        ),
+        (
+            "text",
+            "The organisers must notify the desk five business days ahead of any event with more than a hundred "
+            "guests.",
+        ),
+    ]
