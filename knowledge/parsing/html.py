@@ -66,6 +66,19 @@ _META_KEYS = {
     "description": "description",
     "keywords": "keywords",
 }
+# a document's own catalogue fields (`<meta name="doc_type" content="runbook">`), as Markdown front matter and a
+# plain text's header lines give them: kept in the document's metadata under these names
+DOCUMENT_FIELDS = (
+    "doc_type",
+    "department",
+    "vendor",
+    "review_by",
+    "superseded_by",
+    "access_tier",
+    "allowed_groups",
+)
+_META_KEYS.update({name: name for name in DOCUMENT_FIELDS})
+_META_KEYS.update({name.replace("_", "-"): name for name in DOCUMENT_FIELDS})
 _TERM_MAX_CHARS = 160
 
 
@@ -456,7 +469,7 @@ def html_document(text: str, path: Path, *, markdown_meta: dict[str, Any] | None
     if not blocks:
         raise ParseError("empty", f"{path.name} contains no text")
     meta: dict[str, Any] = {"format": "markdown" if markdown_meta is not None else "html"}
-    for key in ("description", "keywords"):
+    for key in ("description", "keywords", *DOCUMENT_FIELDS):
         if key in walker.meta:
             meta[key] = walker.meta[key]
     if markdown_meta:

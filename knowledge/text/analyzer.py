@@ -44,7 +44,8 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # ending with ':' keeps its line, as does a Markdown code span on a line of its own under such a lead-in.
 # 10: plain text reads a short block of "Label: value" lines without code as a record, not a code block, and
 # takes "Doc-Type:", "Department:", "Vendor:", "Review-By:", "Superseded-By:", "Access-Tier:" and
-# "Allowed-Groups:" under "Title:" as the document's metadata (they were left in its text as a code block);
+# "Allowed-Groups:" under "Title:" as the document's metadata (they were left in its text as a code block), as
+# HTML takes them from its <meta> tags (they were dropped; chunks carry the doc type, department and vendor);
 # lines of configuration right under a lead-in ending with ':' at its indentation ("[Service]" /
 # "CapabilityBoundingSet=~") are a code block, not words of the sentence above; a description indented under a
 # term wrapped over lines starts a line of its own ("ip route add ... segs a,b" / "dev eth0" above "Adds a

@@ -159,3 +159,25 @@ def test_prose_in_a_pre_is_told_from_code_with_comments(tmp_path, pre, marked): 
     path.write_text(f"<html><head><title>relay</title></head><body><pre>{pre}</pre></body></html>")
     (block,) = [b for b in parse_file(path).blocks if b.kind == "code"]
     assert block.marked is marked
+
+
+def test_a_pages_catalogue_fields_in_meta_tags_are_its_metadata(tmp_path):
+    path = tmp_path / "sop-relay-upgrade.html"
+    path.write_text(
+        "<html><head><title>Relay upgrade</title>"
+        '<meta name="doc_type" content="sop"><meta name="department" content="noc">'
+        '<meta name="vendor" content="Quillgate"><meta name="review-by" content="2027-03-25">'
+        '<meta name="superseded_by" content="sop-relay-upgrade-v2.html">'
+        '<meta name="generator" content="an editor">'
+        "</head><body><p>Drain the relay before the upgrade.</p></body></html>",
+        encoding="utf-8",
+    )
+    doc = parse_file(path)
+    assert doc.metadata == {
+        "format": "html",
+        "doc_type": "sop",
+        "department": "noc",
+        "vendor": "Quillgate",
+        "review_by": "2027-03-25",
+        "superseded_by": "sop-relay-upgrade-v2.html",
+    }
