@@ -229,7 +229,8 @@ def _listing_base(sentence: str, passage: str, command: str, marked: Collection[
     """The least indentation of the code lines right above the sentence's first line in the passage, across
     blank lines (a listing that a blank line splits into two sentences: "backend web" / "  mode http" above
     "  server s1 10.0.0.1:80"), so that the sentence's lines keep their indentation within the listing; a
-    large number when no code line is right above."""
+    large number when no code line is right above. A marked line that reads as prose (a manual that sets its
+    text in the same `<pre>` as its examples) ends the listing."""
     match = _span(sentence, passage)
     base = 1 << 16
     if match is None:
@@ -238,8 +239,8 @@ def _listing_base(sentence: str, passage: str, command: str, marked: Collection[
         text = line.strip()
         if not text:
             continue
-        if text not in marked and not code_line(text, command):
-            break
+        if not code_line(text, command) and (text not in marked or PROSE.search(text)):
+            break  # (prose that a document sets in its listing's block is no part of the listing)
         base = min(base, len(line[: len(line) - len(line.lstrip())].replace("\t", CODE_INDENT)))
     return base
 

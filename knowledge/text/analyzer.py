@@ -49,7 +49,7 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # lines of configuration right under a lead-in ending with ':' at its indentation ("[Service]" /
 # "CapabilityBoundingSet=~") are a code block, not words of the sentence above; a description indented under a
 # term wrapped over lines starts a line of its own ("ip route add ... segs a,b" / "dev eth0" above "Adds a
-# route ...").
+# route ..."); a sentence that ends a table cell goes on to the end of its row (no sentence starts with "| ").
 ANALYZER_VERSION = 10
 
 

@@ -266,7 +266,9 @@ def _segment_sentences(text: str, segment: _Segment) -> list[SentenceSpan]:
         end = m.end()
         if end >= len(joined):
             break
-        if joined[end].islower():  # "etc. and", "foo.c. then": not a sentence start
+        if joined[end].islower() or joined[end] == "|":
+            # "etc. and", "foo.c. then": not a sentence start; nor is a table's next cell ("... not answering.
+            # | server, query"): a sentence that ends a cell goes on to the end of its row
             continue
         period_only = "." in m.group(1) and "?" not in m.group(1) and "!" not in m.group(1)
         if period_only and _is_abbreviation(joined[start : m.start()].rsplit(" ", 1)[-1]):
@@ -294,7 +296,7 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     (the next term of a manual's option list: "listen-port port").
     A '#' comment line in lower case that goes on with the unfinished sentence of the '#' line above belongs to
     that sentence. Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word
-    that does not start in lower case, except after abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an
+    that does not start in lower case or with a table's cell separator, except after abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an
     initial. Periods inside version numbers, IP addresses and file names (``2.6.14``, ``ip-route.8.txt``) are
     never followed by whitespace, so they do not split. Rule lines (``---``, a table's ``--- | ---``) belong
     to no sentence.

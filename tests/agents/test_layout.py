@@ -442,9 +442,16 @@ def test_a_listing_split_by_a_blank_line_keeps_its_indentation_in_both_parts():
     assert laid_out(second, passage, marked=marked) == (
         "\n\n      http-request cache-use hot\n      server s1 10.0.0.1:80"
     )
-    # prose above the block is no part of the listing: the block starts at its own indentation
-    prose = "Put this in the backend:\n\n  server s1 10.0.0.1:80 check\n  server s2 10.0.0.2:80 check\n"
-    both = frozenset(["server s1 10.0.0.1:80 check", "server s2 10.0.0.2:80 check"])
+    # prose above the block is no part of the listing, even where the document marks it as code: the block
+    # starts at its own indentation
+    prose = "Put this in the backend of the proxy:\n\n  server s1 10.0.0.1:80 check\n  server s2 10.0.0.2:80 check\n"
+    both = frozenset(
+        [
+            "Put this in the backend of the proxy:",
+            "server s1 10.0.0.1:80 check",
+            "server s2 10.0.0.2:80 check",
+        ]
+    )
     assert laid_out("server s1 10.0.0.1:80 check server s2 10.0.0.2:80 check", prose, marked=both) == (
         "\n\n    server s1 10.0.0.1:80 check\n    server s2 10.0.0.2:80 check"
     )

@@ -730,3 +730,20 @@ def test_surface_words_give_the_question_as_written() -> None:
     assert words == ["configure", "ServerName", "directive", "RFC", "4271", "rfc4271"]
     # a term the text does not yield (a spelling correction) is given as the term, without its lane prefix
     assert surface_words("restart chronyd", ["restart", "=chronyc"]) == ["restart", "chronyc"]
+
+
+def test_a_sentence_that_ends_a_cell_goes_on_to_the_end_of_its_row() -> None:
+    """A sentence never starts with a cell separator: a cell's last sentence takes the rest of its row, while
+    a cell of several sentences still splits between them."""
+    text = (
+        "Statement | Description | Tags\n"
+        "--- | --- | ---\n"
+        "stale-answer-enable | Enables stale answers when the servers are not answering. | server, query\n"
+        "stale-refresh-time | Sets the window. The default is 30 seconds. | query\n"
+    )
+    assert sentences(text) == [
+        "Statement | Description | Tags",
+        "stale-answer-enable | Enables stale answers when the servers are not answering. | server, query",
+        "stale-refresh-time | Sets the window.",
+        "The default is 30 seconds. | query",
+    ]
