@@ -42,7 +42,8 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # text a table aligned with spaces is a table, terms aligned with their descriptions one entry each, "Label:
 # value" lines lines of their own, a list item's wrapped lines one line, and a command set off under a lead-in
 # ending with ':' keeps its line, as does a Markdown code span on a line of its own under such a lead-in.
-# 10: plain text reads a short block of "Label: value" lines without code as a record, not a code block, and
+# 10: plain text reads a short block of "Label: value" lines without code as a record, not a code block, and a
+# list of names in lower case with descriptions ("relay-common: Files used by ...") as one line per name, and
 # takes "Doc-Type:", "Department:", "Vendor:", "Review-By:", "Superseded-By:", "Access-Tier:" and
 # "Allowed-Groups:" under "Title:" as the document's metadata (they were left in its text as a code block), as
 # HTML takes them from its <meta> tags (they were dropped; chunks carry the doc type, department and vendor);

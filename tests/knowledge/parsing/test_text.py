@@ -367,3 +367,20 @@ def test_a_description_under_a_term_wrapped_over_lines_starts_a_line_of_its_own(
             "guests.",
         ),
     ]
+
+
+def test_a_list_of_names_in_lower_case_with_descriptions_is_one_line_per_name(tmp_path):
+    blocks = _blocks(
+        tmp_path,
+        "relay-common: Files used by all of the relay packages\n"
+        "relay-server: The relay server itself\n"
+        "relay-client-udeb: A stripped down client for the installer\n",
+    )
+    assert blocks == [
+        ("text", "relay-common: Files used by all of the relay packages"),
+        ("text", "relay-server: The relay server itself"),
+        ("text", "relay-client-udeb: A stripped down client for the installer"),
+    ]
+    # one such line is a wrapped sentence going on, not a label
+    wrapped = 'Q: The relay fails to start with an error like this: "relayd: bind\nfailed: Cannot assign address".\n'
+    assert _blocks(tmp_path, wrapped) == [("text", wrapped.strip().replace("\n", " "))]
