@@ -267,9 +267,8 @@ class LineWalker:
             and not any(_BULLET.match(line.text) for line in para)
             and not _is_record(para)
         ):
-            return (
-                True  # several short unwrapped lines (a config snippet), not hard-wrapped prose or a record
-            )
+            # several short unwrapped lines (a config snippet), not hard-wrapped prose or a record
+            return True
         prompts = sum(1 for line in para if PROMPT.match(line.text))
         if prompts and prompts >= len(para) / 2:
             return True
@@ -278,11 +277,11 @@ class LineWalker:
 
 
 def _configuration_under_lead_in(para: list[Line]) -> set[int]:
-    """The positions of lines of configuration right under a line of prose ending with ':' (two words in a row),
-    at its indentation (deeper lines are `_set_off_lines`), up to the first
-    line that is none: a setting ("CapabilityBoundingSet=~", "timeout = 16"), a section header ("[Service]"),
-    a brace, a statement's ';' or a comment; no line with four plain words in a row (prose ending with ';'),
-    and at least one setting, brace or statement among them."""
+    """The positions of lines of configuration right under a line of prose ending with ':' (two words in a row)
+    and at its indentation (deeper lines are `_set_off_lines`), up to the first line that is none: a setting
+    ("CapabilityBoundingSet=~", "timeout = 16"), a section header ("[Service]"), a statement's ';' or a comment
+    (`_configuration_line`), any line inside a brace the run opened, the rest of a line continued with '\\';
+    at least one setting, brace or statement among them, not only comments."""
     found: set[int] = set()
     for at in range(1, len(para)):
         lead_in = para[at - 1]
@@ -302,10 +301,11 @@ def _configuration_under_lead_in(para: list[Line]) -> set[int]:
 
 
 def _configuration_line(text: str) -> bool:
+    """A line of configuration (`_configuration_under_lead_in`): a code line or a section header, with no four
+    plain words in a row, no mail address alone and no comma at its end (values listed in a sentence:
+    "Unicast=00:00:00:00:00:00/01:00:00:00:00:00,")."""
     if _PLAIN_WORDS.search(text) or _MAIL_ADDRESS.fullmatch(text) or text.endswith(","):
-        return (
-            False  # (values listed in a sentence end with a comma: "Unicast=00:00:00:00:00:00/01:..., ...")
-        )
+        return False
     return bool(CODE_LINE.search(text) or _SECTION_HEADER.match(text))
 
 

@@ -296,8 +296,9 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     (the next term of a manual's option list: "listen-port port").
     A '#' comment line in lower case that goes on with the unfinished sentence of the '#' line above belongs to
     that sentence. Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word
-    that does not start in lower case or with a table's cell separator, except after abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an
-    initial. Periods inside version numbers, IP addresses and file names (``2.6.14``, ``ip-route.8.txt``) are
+    that does not start in lower case or with a table's cell separator (a sentence that ends a cell goes on to
+    the end of its row), except after abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an initial. Periods
+    inside version numbers, IP addresses and file names (``2.6.14``, ``ip-route.8.txt``) are
     never followed by whitespace, so they do not split. Rule lines (``---``, a table's ``--- | ---``) belong
     to no sentence.
 
