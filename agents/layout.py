@@ -34,7 +34,8 @@ here-document, a trailing pipe) are never shown alone as code. The answer shows 
 code block, and `next_line` tells when two of them are consecutive lines of the passage, so that they show as
 one block.
 
-`term_set_off` reads a definition list's term line ("-q, --quiet" above "Print nothing but errors.")
+`record_set_off` shows a record's "Label: value" lines ("Phone: ...", "E-mail: ...") one per line, as they stand in
+the passage. `term_set_off` reads a definition list's term line ("-q, --quiet" above "Print nothing but errors.")
 as "-q, --quiet: Print nothing ...", as a heading on its own line is set off.
 """
 
@@ -43,6 +44,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from functools import lru_cache
+
+from knowledge.text import LABEL_LINE
 
 CODE_INDENT = "    "
 # a "key = value" setting (not an option's "--name=VALUE"), and a file named before its lines
@@ -436,6 +439,26 @@ def term_set_off(sentence: str, passage: str) -> str | None:
     if not sentence.startswith(term):
         return None
     return f"{term}:{sentence[len(term) :]}"
+
+
+def record_set_off(sentence: str, passage: str) -> str | None:
+    """A record's "Label: value" lines, which the sentence splitter reads as one sentence ("Phone: +1-555-0147
+    E-mail: desk@example Portal account: QG-ADMIN"), one line each as the passage has them; its first line may
+    be a short line without a label above them (the name the details are for). None unless the sentence starts
+    its first line, spans two lines or more, and has two label lines or more (`knowledge.text.LABEL_LINE`).
+    Only whitespace changes."""
+    found = _fragments(sentence, passage)
+    if found is None or len(found[0]) < 2 or not found[1]:
+        return None
+    texts = [text for _, text in found[0]]
+    labelled = [LABEL_LINE.match(text) is not None for text in texts]
+    if sum(1 for text, label in zip(texts, labelled, strict=True) if label and text[:1].islower()) == 1:
+        return None  # (a name in lower case is a label only in a list of names: "... "relayd: bind" / "failed: ...")
+    first_alone = labelled[0] or (len(texts[0].split()) <= TERM_WORDS and not texts[0].endswith(SENTENCE_END))
+    if sum(labelled) < 2 or not all(labelled[1:]) or not first_alone:
+        return None
+    lines = [_prose([text]) for text in texts]
+    return "\n".join(lines) if " ".join(lines) == " ".join(sentence.split()) else None
 
 
 def manual_command(title: str) -> str:

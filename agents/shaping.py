@@ -23,7 +23,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agents.evidence import Draft, Evidence, passage_sentences
-from agents.layout import CODE_INDENT, command_line, laid_out, manual_command, next_line, term_set_off
+from agents.layout import (
+    CODE_INDENT,
+    command_line,
+    laid_out,
+    manual_command,
+    next_line,
+    record_set_off,
+    term_set_off,
+)
 from athena.choices import Choice
 from knowledge.text import column_names, is_caps_heading, is_table_rule, lines_holding, table_cells
 
@@ -109,7 +117,7 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
             return (
                 f"\n\n{CODE_INDENT}{line}"  # a command on its own line: a one-line block, spaced as written
             )
-        sentence = term_set_off(sentence, item.text) or sentence
+        sentence = record_set_off(sentence, item.text) or term_set_off(sentence, item.text) or sentence
         sentence = _set_off_heading(sentence, item)
         sentence = _continued_lines_joined(sentence, item)
         if " | " in sentence and not LABEL_CELL.match(sentence):

@@ -7,7 +7,9 @@ Two roles share the database:
 - the **application** role (web, workers, beat) has only the data rights it needs: SELECT/INSERT/UPDATE/
   DELETE on the application's tables, but only INSERT and SELECT on the audit log, read-only on
   django_migrations, no TRUNCATE anywhere, and it owns nothing, so it cannot ALTER a table, disable a trigger,
-  or (not being a superuser) set session_replication_role.
+  or (not being a superuser) set session_replication_role. On the search index's tables (registered by the
+  apps that own them) it also has MAINTAIN (PostgreSQL 17 and later), so that an ingest can ANALYZE what it
+  rewrote: the planner then plans the next question on the index as it is, not as it was.
 
 The grants are (re)applied after every `migrate` (a post_migrate handler, so new tables are covered), by the
 owner, to the role named by settings.ATHENA_DB_APP_ROLE. For the embedded PostgreSQL, `stack up` creates both
@@ -29,6 +31,17 @@ APPEND_ONLY_TABLES: set[str] = set()
 def append_only_table_register(table: str) -> None:
     """Make the application role's rights on `table` INSERT and SELECT only, from the next grant on."""
     APPEND_ONLY_TABLES.add(table)
+
+
+# Tables the application may ANALYZE after rewriting them (MAINTAIN, PostgreSQL 17 and later): the search
+# index's, registered by the app that owns them. Never the audit log.
+MAINTAINED_TABLES: set[str] = set()
+MAINTAIN_SINCE = 170000  # server_version_num of the first release with the MAINTAIN privilege
+
+
+def maintained_table_register(table: str) -> None:
+    """Let the application role ANALYZE `table` (MAINTAIN), from the next grant on."""
+    MAINTAINED_TABLES.add(table)
 
 
 def _quote(name: str) -> str:
@@ -61,6 +74,14 @@ def app_privileges_grant(*, using: str, app_role: str) -> bool:
         for table in READ_ONLY_TABLES:
             if table in present:
                 cursor.execute(f"REVOKE INSERT, UPDATE, DELETE ON {table} FROM {role}")
+        cursor.execute("SELECT current_setting('server_version_num')::int")
+        if cursor.fetchone()[0] >= MAINTAIN_SINCE:
+            cursor.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename = ANY(%s)",
+                [sorted(MAINTAINED_TABLES - APPEND_ONLY_TABLES)],
+            )
+            for (table,) in cursor.fetchall():
+                cursor.execute(f"GRANT MAINTAIN ON {_quote(table)} TO {role}")
     return True
 
 

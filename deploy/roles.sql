@@ -3,7 +3,8 @@
 -- athena_owner owns the database and runs migrations (ATHENA_MIGRATE_DATABASE_URL, used only by the
 -- migrate job); athena_app is what web, workers and beat use (DATABASE_URL). After each migrate the owner
 -- grants athena_app its rights (athena/db_roles.py): data rights on the application's tables, only INSERT
--- and SELECT on the audit log, nothing it could use to alter tables, disable triggers or truncate.
+-- and SELECT on the audit log, nothing it could use to alter tables, disable triggers or truncate; on
+-- PostgreSQL 17 and later also MAINTAIN on the search index's tables, so that an ingest can ANALYZE them.
 CREATE ROLE athena_owner LOGIN PASSWORD :owner_password NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
 CREATE ROLE athena_app LOGIN PASSWORD :app_password NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
 CREATE DATABASE athena OWNER athena_owner;

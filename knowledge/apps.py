@@ -11,6 +11,13 @@ class KnowledgeConfig(AppConfig):
         from django.contrib.auth.models import Group
         from django.db.models.signals import post_delete, pre_delete
 
+        from athena.db_roles import maintained_table_register
+        from knowledge.indexing import INDEX_TABLES
+
+        # an ingest ANALYZEs the index tables it rewrote (knowledge.indexing.index_statistics_refresh)
+        for table in INDEX_TABLES:
+            maintained_table_register(table)
+
         # A signal, against the house rule, because a Group is deleted by Django admin (or any code) without
         # passing through a service of ours; the rule itself lives in knowledge.services.
         pre_delete.connect(_group_pre_delete, sender=Group, dispatch_uid="knowledge_group_pre_delete")

@@ -30,6 +30,7 @@ from knowledge.indexing import (
     document_sync_chunk_acl,
     embedding_input,
     embedding_key,
+    index_statistics_refresh,
 )
 from knowledge.models import AccessTier, DocType, Document, DocumentStatus, IngestRun
 from knowledge.selectors import chunk_vectors_stored, vendor_gazetteer
@@ -704,7 +705,10 @@ def ingest_run_start(*, root: Path, options: IngestOptions) -> tuple[IngestRun, 
 
 
 def ingest_run_add(*, run_id: int, summary: IngestSummary) -> None:
-    """Merge a batch's summary into the run (row-locked so concurrent batches add up exactly)."""
+    """Merge a batch's summary into the run (row-locked so concurrent batches add up exactly). The batch that
+    finishes a run which indexed or removed anything refreshes the index's statistics
+    (`knowledge.indexing.index_statistics_refresh`)."""
+    finished = False
     with transaction.atomic():
         run = IngestRun.objects.select_for_update().get(pk=run_id)
         counts = run.counts
@@ -720,8 +724,11 @@ def ingest_run_add(*, run_id: int, summary: IngestSummary) -> None:
         if ingest_run_done(counts) >= run.total and run.status == "running":
             run.status = "finished"
             run.finished_at = timezone.now()
+            finished = any(counts.get(key, 0) for key in ("new", "changed", "deleted"))
         run.counts = counts
         run.save(update_fields=["counts", "status", "finished_at"])
+    if finished:
+        index_statistics_refresh()
 
 
 def ingest_run_done(counts: dict[str, Any]) -> int:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from knowledge.parsing.common import RawBlock
+from knowledge.text import LABEL_LINE
 
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+|~+|\*+|\^+|#+)\s*$")
 _SETEXT_LEVEL = {"=": 1, "#": 1, "*": 1, "-": 2, "~": 3, "^": 3}
@@ -31,9 +32,6 @@ _CELL = re.compile(r"\S+(?: \S+)*")  # a cell of a table aligned with spaces: wo
 _HEADER_CELL = re.compile(r"[^\W\d_][^\d/=_|]*")  # a column's name: "Contract number", "Level (hours)"
 _TERM_COLUMNS = re.compile(r"^(\S+(?: \S+){0,2}) {2,}(\S.*)$")  # "LOG-DLQ-HIGH   the queue holds ..."
 _SECTION_HEADER = re.compile(r"^\[[\w .:/-]+\]$")  # an INI file's "[Service]"
-# "Portal account: NW-NOC-ADMIN"; a name in lower case before a description ("relay-common: Files used by all
-# of the relay packages"), not a setting ("image: nginx")
-_LABEL_LINE = re.compile(r"^(?:[A-Z][\w/-]*(?: [\w/-]+){0,2}:\s+\S|[a-z][\w.+-]*:\s+[A-Z][\w ])")
 _TWO_WORDS = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")  # a lead-in reads as prose ("... to be empty:")
 _MAIL_ADDRESS = re.compile(r"<[^\s<>@]+@[^\s<>]+>")  # "<list@example.org>": no XML tag
 _COMMENT = re.compile(r"^\s*(?:#|!|//|;)")
@@ -380,7 +378,7 @@ def _label_records(group: list[Line]) -> list[list[Line]]:
     a line without a label going on with the record above it (a wrapped value); before the first label a short
     line is a line of its own (a name above its contact details), wrapped lines one paragraph;
     [] when fewer than two lines, or fewer than half of them, start with a label (hard-wrapped prose)."""
-    labelled = [_LABEL_LINE.match(line.text) is not None for line in group]
+    labelled = [LABEL_LINE.match(line.text) is not None for line in group]
     named = [at for at, line in enumerate(group) if labelled[at] and line.text[:1].islower()]
     if len(named) < 2:  # a name in lower case is a label only in a list of names, not a wrapped sentence that
         for at in named:  # goes on with one ("... like this: "relayd: bind" / "failed: Cannot assign ...")

@@ -27,6 +27,7 @@ from knowledge.text.distance import edit_distance
 from knowledge.text.identifier_lane import ATTACHED_VALUE, IDENTIFIER_PREFIX
 from knowledge.text.passages import passage_sentences, sentence_spans
 from knowledge.text.sentence_splitter import (
+    LABEL_LINE,
     SentenceSpan,
     column_names,
     is_caps_heading,
@@ -44,6 +45,7 @@ __all__ = [
     "ANALYZER_VERSION",
     "ATTACHED_VALUE",
     "IDENTIFIER_PREFIX",
+    "LABEL_LINE",
     "STOPWORDS",
     "SentenceSpan",
     "american",

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from agents.evidence import Draft, Evidence
-from agents.layout import code_line, command_line, laid_out, manual_command, next_line, term_set_off
+from agents.layout import (
+    code_line,
+    command_line,
+    laid_out,
+    manual_command,
+    next_line,
+    record_set_off,
+    term_set_off,
+)
 from agents.shaping import shape
 from knowledge.text.passages import passage_sentences
 
@@ -455,3 +463,17 @@ def test_a_listing_split_by_a_blank_line_keeps_its_indentation_in_both_parts():
     assert laid_out("server s1 10.0.0.1:80 check server s2 10.0.0.2:80 check", prose, marked=both) == (
         "\n\n    server s1 10.0.0.1:80 check\n    server s2 10.0.0.2:80 check"
     )
+
+
+def test_a_records_label_lines_show_one_per_line():
+    """The splitter reads a record as one sentence; the answer shows its lines as the passage has them, and a
+    name in lower case on one wrapped line is no record."""
+    passage = "SUPPORT DESK\n  Quillgate Support Desk\n  Phone:  +1-555-0147 (24x7)\n  E-mail: desk@quillgate.example\n"
+    sentence = "Quillgate Support Desk Phone: +1-555-0147 (24x7) E-mail: desk@quillgate.example"
+    assert record_set_off(sentence, passage) == (
+        "Quillgate Support Desk\nPhone: +1-555-0147 (24x7)\nE-mail: desk@quillgate.example"
+    )
+    wrapped = 'Q: The relay fails with an error like this: "relayd: bind\nfailed: Cannot assign address".'
+    assert record_set_off(" ".join(wrapped.split()), wrapped) is None
+    prose = "Note: the relay restarts by itself after a crash and\nwrites a core file."
+    assert record_set_off(" ".join(prose.split()), prose) is None

@@ -441,3 +441,14 @@ def test_a_table_row_that_opens_with_a_setting_is_a_row_and_not_code():
     assert "$relay_domains | $relay_transport" in passage_sentences(evidence[0])
     text = shape(Draft("parameter_lookup", [("$relay_domains | $relay_transport", 0)]), evidence).text
     assert text == "domains: $relay_domains; transport: $relay_transport [1]"
+
+
+def test_a_records_label_lines_are_shown_one_per_line():
+    passage = (
+        "SUPPORT DESK\nQuillgate Support Desk\nPhone:  +1-555-0147 (24x7)\nE-mail: desk@quillgate.example\n"
+    )
+    evidence = [Evidence(1, "contacts.txt", "Contacts", "SUPPORT DESK", passage, 1.0)]
+    record = "Quillgate Support Desk Phone: +1-555-0147 (24x7) E-mail: desk@quillgate.example"
+    assert shape(Draft("parameter_lookup", [(record, 0)]), evidence).text == (
+        "Quillgate Support Desk\nPhone: +1-555-0147 (24x7)\nE-mail: desk@quillgate.example [1]"
+    )

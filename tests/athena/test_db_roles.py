@@ -76,6 +76,23 @@ def test_the_application_role_can_append_and_read_the_audit_log(app_db) -> None:
         cursor.execute("DELETE FROM knowledge_vendor WHERE name = 'ProbeCo 2'")
 
 
+def test_the_application_role_may_analyze_the_index_but_not_the_audit_log(app_db) -> None:  # type: ignore[no-untyped-def]
+    """An ingest refreshes the planner's statistics of the index it rewrote (MAINTAIN, PostgreSQL 17 and later);
+    the audit log gets no such right."""
+    with app_db.cursor() as cursor:
+        cursor.execute("SELECT current_setting('server_version_num')::int")
+        if cursor.fetchone()[0] < 170000:
+            pytest.skip("no MAINTAIN privilege before PostgreSQL 17")
+        cursor.execute(
+            "SELECT has_table_privilege(current_user, 'knowledge_chunk', 'MAINTAIN'), "
+            "has_table_privilege(current_user, 'knowledge_posting', 'MAINTAIN'), "
+            "has_table_privilege(current_user, 'audit_auditevent', 'MAINTAIN'), "
+            "has_table_privilege(current_user, 'knowledge_document', 'MAINTAIN')"
+        )
+        assert cursor.fetchone() == (True, True, False, False)
+        cursor.execute("ANALYZE knowledge_chunk")
+
+
 @pytest.mark.parametrize(
     "attack",
     [

@@ -389,6 +389,11 @@ def test_ingest_command_through_celery_worker(small_corpus, celery_worker_proces
     docs = Document.objects.filter(status="indexed")
     assert docs.count() == 3
     assert all(list(d.allowed_groups.values_list("name", flat=True)) == ["noc-admins"] for d in docs)
+    with connection.cursor() as cursor:
+        # the worker, as the application role, ANALYZEd the index it wrote when the run finished (the table was
+        # emptied before this test, which leaves it with no statistics: -1)
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'knowledge_chunk'")
+        assert cursor.fetchone()[0] == Chunk.objects.count()
     chunk = Chunk.objects.first()
     assert chunk.acl_groups and not chunk.acl_open and chunk.embedding is not None
     from knowledge.embedders import get_embedder
