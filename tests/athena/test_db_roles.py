@@ -77,12 +77,10 @@ def test_the_application_role_can_append_and_read_the_audit_log(app_db) -> None:
 
 
 def test_the_application_role_may_analyze_the_index_but_not_the_audit_log(app_db) -> None:  # type: ignore[no-untyped-def]
-    """An ingest refreshes the planner's statistics of the index it rewrote (MAINTAIN, PostgreSQL 17 and later);
-    the audit log gets no such right."""
+    """An ingest refreshes the planner's statistics of the index it rewrote (MAINTAIN); the audit log gets no such
+    right. The project's PostgreSQL (embedded, 18) has MAINTAIN; an older server would fail here, which is the
+    point: there the ingest's ANALYZE is skipped with a warning and the statistics wait for autovacuum."""
     with app_db.cursor() as cursor:
-        cursor.execute("SELECT current_setting('server_version_num')::int")
-        if cursor.fetchone()[0] < 170000:
-            pytest.skip("no MAINTAIN privilege before PostgreSQL 17")
         cursor.execute(
             "SELECT has_table_privilege(current_user, 'knowledge_chunk', 'MAINTAIN'), "
             "has_table_privilege(current_user, 'knowledge_posting', 'MAINTAIN'), "
@@ -90,7 +88,13 @@ def test_the_application_role_may_analyze_the_index_but_not_the_audit_log(app_db
             "has_table_privilege(current_user, 'knowledge_document', 'MAINTAIN')"
         )
         assert cursor.fetchone() == (True, True, False, False)
+        # the table was emptied before this test, which leaves it without statistics (-1); the application
+        # role's ANALYZE takes effect (a skipped one would leave the -1)
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'knowledge_chunk'")
+        assert cursor.fetchone() == (-1,)
         cursor.execute("ANALYZE knowledge_chunk")
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'knowledge_chunk'")
+        assert cursor.fetchone() == (0,)
 
 
 @pytest.mark.parametrize(
