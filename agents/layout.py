@@ -44,8 +44,9 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
-from knowledge.text import LABEL_LINE
+from knowledge.text import LABEL_LINE, PROSE, TWO_WORDS
 
 CODE_INDENT = "    "
 # a "key = value" setting (not an option's "--name=VALUE"), and a file named before its lines
@@ -87,8 +88,6 @@ MAN_REFERENCES = re.compile(r"[\w.+-]+\([1-9][a-z]*\)(?:,?\s+[\w.+-]+\([1-9][a-z
 # that prose can carry too ("... the ticket;", "lines that begin with # are ignored"), so it counts only where
 # the code part does not read as prose
 AFTER_CODE_COMMENT = re.compile(r"\S\s+#\s")
-# four plain words in a row: prose
-PROSE = re.compile(r"\b[A-Za-z][a-z]*(?:[ ,]+[A-Za-z][a-z]*\b){3}")
 # a comment line of code or configuration ("# every 5 seconds", "/* ... */", "! pool"): code
 # between code lines, not code on its own
 COMMENT = re.compile(r"^(?:#|//|/\*|\*/|;|!\s)")
@@ -141,12 +140,20 @@ def _span(sentence: str, passage: str) -> re.Match[str] | None:
     return re.search(r"\s+".join(re.escape(word) for word in words), passage)
 
 
+class _Found(NamedTuple):
+    """Where a sentence stands in its passage over two lines or more (`_fragments`)."""
+
+    lines: tuple[tuple[str, str], ...]  # (indentation, text) of each of its lines
+    starts_line: bool  # whether it starts its first line
+    start: int  # where it starts in the passage
+
+
 @lru_cache(maxsize=256)
-def _fragments(sentence: str, passage: str) -> tuple[tuple[tuple[str, str], ...], bool] | None:
-    """The sentence's lines in the passage as (indentation, text), and whether it starts its first line; None
-    when it stands on one line or is not found as written. The first line's indentation is the passage line's
-    where the sentence starts it ("" otherwise). Cached: `laid_out` and `term_set_off` both ask for each
-    sentence an answer shows."""
+def _fragments(sentence: str, passage: str) -> _Found | None:
+    """The sentence's lines in the passage as (indentation, text), whether it starts its first line, and where
+    it starts; None when it stands on one line or is not found as written. The first line's indentation is the
+    passage line's where the sentence starts it ("" otherwise). Cached: `laid_out`, `record_set_off` and
+    `term_set_off` each ask for every sentence an answer shows."""
     match = _span(sentence, passage)
     if match is None or "\n" not in match.group(0):
         return None
@@ -155,7 +162,8 @@ def _fragments(sentence: str, passage: str) -> tuple[tuple[tuple[str, str], ...]
     lines = match.group(0).split("\n")
     out = [(head if starts_line else "", lines[0].strip())]
     out += [(line[: len(line) - len(line.lstrip())], line.strip()) for line in lines[1:]]
-    return tuple((indent.replace("\t", CODE_INDENT), text) for indent, text in out if text), starts_line
+    fragments = tuple((indent.replace("\t", CODE_INDENT), text) for indent, text in out if text)
+    return _Found(fragments, starts_line, match.start())
 
 
 def _code_at(
@@ -211,7 +219,7 @@ def laid_out(sentence: str, passage: str, command: str = "", marked: Collection[
     found = _fragments(sentence, passage)
     if found is None:
         return None
-    fragments = found[0]
+    fragments = found.lines
     texts = [text for _, text in fragments]
     runs = _code_runs(fragments, command, marked)
     if not runs:
@@ -220,25 +228,22 @@ def laid_out(sentence: str, passage: str, command: str = "", marked: Collection[
     for start, end in runs:
         out += _prose(texts[at:start])
         base = min(len(fragments[k][0]) for k in range(start, end))
-        if start == 0 and found[1]:
-            base = min(base, _listing_base(sentence, passage, command, marked))
+        if start == 0 and found.starts_line:
+            base = min(base, _listing_base(passage[: found.start], command, marked))
         block = "\n".join(CODE_INDENT + fragments[k][0][base:] + texts[k] for k in range(start, end))
         out += "\n\n" + block + "\n"
         at = end
     return (out + _prose(texts[at:])).rstrip("\n")
 
 
-def _listing_base(sentence: str, passage: str, command: str, marked: Collection[str]) -> int:
-    """The least indentation of the code lines right above the sentence's first line in the passage, across
+def _listing_base(above: str, command: str, marked: Collection[str]) -> int:
+    """The least indentation of the code lines at the end of `above` (the passage up to the sentence), across
     blank lines (a listing that a blank line splits into two sentences: "backend web" / "  mode http" above
     "  server s1 10.0.0.1:80"), so that the sentence's lines keep their indentation within the listing; a
     large number when no code line is right above. A marked line that reads as prose (a manual that sets its
     text in the same `<pre>` as its examples) ends the listing."""
-    match = _span(sentence, passage)
     base = 1 << 16
-    if match is None:
-        return base
-    for line in reversed(passage[: match.start()].split("\n")[:-1]):
+    for line in reversed(above.split("\n")[:-1]):
         text = line.strip()
         if not text:
             continue
@@ -328,9 +333,6 @@ def _unfinished(line: str) -> bool:
     return UNFINISHED.search(line) is not None or line.endswith("\\")
 
 
-# two words of letters in a row: a lead-in that reads as prose ("... run as root:", "client configurations:";
-# not "mail.info :relay:")
-TWO_WORDS = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")
 # a lead-in of one word ("Example:", "FreeBSD:"): comments follow it as often as commands
 ONE_WORD_LEAD_IN = re.compile(r"[A-Za-z][\w-]*:")
 # an argument that only a command has: a path, an option, a number, a setting ("mkdir /run/relay"); a comment in
@@ -431,9 +433,9 @@ def term_set_off(sentence: str, passage: str) -> str | None:
     term line of its own in the passage (at most TERM_WORDS words, no punctuation at its end) and its next
     line starts a sentence with a capitalised word; None otherwise."""
     found = _fragments(sentence, passage)
-    if found is None or len(found[0]) < 2 or not found[1]:
+    if found is None or len(found.lines) < 2 or not found.starts_line:
         return None
-    term, following = found[0][0][1], found[0][1][1]
+    term, following = found.lines[0][1], found.lines[1][1]
     if len(term.split()) > TERM_WORDS or term.endswith(SENTENCE_END) or not STARTS_SENTENCE.match(following):
         return None
     if not sentence.startswith(term):
@@ -448,9 +450,9 @@ def record_set_off(sentence: str, passage: str) -> str | None:
     its first line, spans two lines or more, and has two label lines or more (`knowledge.text.LABEL_LINE`).
     Only whitespace changes."""
     found = _fragments(sentence, passage)
-    if found is None or len(found[0]) < 2 or not found[1]:
+    if found is None or len(found.lines) < 2 or not found.starts_line:
         return None
-    texts = [text for _, text in found[0]]
+    texts = [text for _, text in found.lines]
     labelled = [LABEL_LINE.match(text) is not None for text in texts]
     if sum(1 for text, label in zip(texts, labelled, strict=True) if label and text[:1].islower()) == 1:
         return None  # (a name in lower case is a label only in a list of names: "... "relayd: bind" / "failed: ...")

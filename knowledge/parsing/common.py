@@ -89,6 +89,19 @@ _MAX_TERM_CHAIN = 4
 
 TABLE_RULE_CELL = "---"
 
+# a document's own catalogue fields, under the names Markdown front matter gives them; a plain text's header
+# lines ("Doc-Type: runbook") and an HTML page's <meta> tags (name="doc_type" or "doc-type") give them too, and
+# knowledge.services reads them from the metadata under these names
+DOCUMENT_FIELDS = (
+    "doc_type",
+    "department",
+    "vendor",
+    "review_by",
+    "superseded_by",
+    "access_tier",
+    "allowed_groups",
+)
+
 
 def _rule_under_header(text: str, header_rows: int) -> str:
     """A table's text with a rule line ("--- | ---") under its header rows: the chunk text then says which

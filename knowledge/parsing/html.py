@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from knowledge.parsing.common import (
+    DOCUMENT_FIELDS,
     WHITESPACE,
     ParsedDocument,
     ParseError,
@@ -66,17 +67,7 @@ _META_KEYS = {
     "description": "description",
     "keywords": "keywords",
 }
-# a document's own catalogue fields (`<meta name="doc_type" content="runbook">`), as Markdown front matter and a
-# plain text's header lines give them: kept in the document's metadata under these names
-DOCUMENT_FIELDS = (
-    "doc_type",
-    "department",
-    "vendor",
-    "review_by",
-    "superseded_by",
-    "access_tier",
-    "allowed_groups",
-)
+# a page's own catalogue fields (`<meta name="doc_type" content="runbook">`)
 _META_KEYS.update({name: name for name in DOCUMENT_FIELDS})
 _META_KEYS.update({name.replace("_", "-"): name for name in DOCUMENT_FIELDS})
 _TERM_MAX_CHARS = 160

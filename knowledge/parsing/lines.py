@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from knowledge.parsing.common import RawBlock
-from knowledge.text import LABEL_LINE
+from knowledge.text import LABEL_LINE, PROSE, TWO_WORDS
 
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+|~+|\*+|\^+|#+)\s*$")
 _SETEXT_LEVEL = {"=": 1, "#": 1, "*": 1, "-": 2, "~": 3, "^": 3}
@@ -32,10 +32,8 @@ _CELL = re.compile(r"\S+(?: \S+)*")  # a cell of a table aligned with spaces: wo
 _HEADER_CELL = re.compile(r"[^\W\d_][^\d/=_|]*")  # a column's name: "Contract number", "Level (hours)"
 _TERM_COLUMNS = re.compile(r"^(\S+(?: \S+){0,2}) {2,}(\S.*)$")  # "LOG-DLQ-HIGH   the queue holds ..."
 _SECTION_HEADER = re.compile(r"^\[[\w .:/-]+\]$")  # an INI file's "[Service]"
-_TWO_WORDS = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")  # a lead-in reads as prose ("... to be empty:")
 _MAIL_ADDRESS = re.compile(r"<[^\s<>@]+@[^\s<>]+>")  # "<list@example.org>": no XML tag
 _COMMENT = re.compile(r"^\s*(?:#|!|//|;)")
-_PLAIN_WORDS = re.compile(r"\b[A-Za-z][a-z]*(?:[ ,]+[A-Za-z][a-z]*\b){3}")  # four plain words in a row: prose
 _OPENS_SENTENCE = re.compile(r"[A-Z][a-z]+[\s,]")  # "Adds an IPv6 route", not "VXLAN endpoint" or "in [0, 4]"
 SHORT_LINE = 60  # a line shorter than this is not a hard-wrapped line of prose
 _SUSPENDED_BEFORE = re.compile(r"(?:and|or|nor|to)\b")
@@ -283,7 +281,7 @@ def _configuration_under_lead_in(para: list[Line]) -> set[int]:
     found: set[int] = set()
     for at in range(1, len(para)):
         lead_in = para[at - 1]
-        if not (lead_in.text.endswith(":") and _TWO_WORDS.search(lead_in.text)):
+        if not (lead_in.text.endswith(":") and TWO_WORDS.search(lead_in.text)):
             continue
         end, depth = at, 0
         while end < len(para) and (
@@ -302,7 +300,7 @@ def _configuration_line(text: str) -> bool:
     """A line of configuration (`_configuration_under_lead_in`): a code line or a section header, with no four
     plain words in a row, no mail address alone and no comma at its end (values listed in a sentence:
     "Unicast=00:00:00:00:00:00/01:00:00:00:00:00,")."""
-    if _PLAIN_WORDS.search(text) or _MAIL_ADDRESS.fullmatch(text) or text.endswith(","):
+    if PROSE.search(text) or _MAIL_ADDRESS.fullmatch(text) or text.endswith(","):
         return False
     return bool(CODE_LINE.search(text) or _SECTION_HEADER.match(text))
 

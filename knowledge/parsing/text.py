@@ -11,15 +11,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from knowledge.parsing.common import ParsedDocument, ParseError, assemble_blocks, dedupe, parse_date
+from knowledge.parsing.common import (
+    DOCUMENT_FIELDS,
+    ParsedDocument,
+    ParseError,
+    assemble_blocks,
+    dedupe,
+    parse_date,
+)
 from knowledge.parsing.decoding import decode_text
 from knowledge.parsing.lines import LineWalker
 from knowledge.parsing.man import ManWalker, man_header_strip, man_rejoin_words, man_title
 from knowledge.parsing.registry import ParseLimits, parser_register
 
 _HEADER_FIELD = re.compile(
-    r"^(title|author|authors|updated|last[ -]updated|last[ -]modified|date|revised|version|doc[ _-]type|department"
-    r"|vendor|review[ _-]by|superseded[ _-]by|access[ _-]tier|allowed[ _-]groups)\s*:\s*(\S.*)$",
+    r"^(title|author|authors|updated|last[ -]updated|last[ -]modified|date|revised|version|"
+    + "|".join(name.replace("_", "[ _-]") for name in DOCUMENT_FIELDS)
+    + r")\s*:\s*(\S.*)$",
     re.IGNORECASE,
 )
 _CONFIG_NAME = re.compile(r"(?:\.conf\b|\.nft\b|\.cfg\b|\.ini\b|\.ya?ml\b|\.example\d*\b|\.sample\b|conf\.)")

@@ -25,9 +25,9 @@ from knowledge.text.analyzer import (
 )
 from knowledge.text.distance import edit_distance
 from knowledge.text.identifier_lane import ATTACHED_VALUE, IDENTIFIER_PREFIX
+from knowledge.text.line_shapes import LABEL_LINE, PROSE, TWO_WORDS
 from knowledge.text.passages import passage_sentences, sentence_spans
 from knowledge.text.sentence_splitter import (
-    LABEL_LINE,
     SentenceSpan,
     column_names,
     is_caps_heading,
@@ -46,7 +46,9 @@ __all__ = [
     "ATTACHED_VALUE",
     "IDENTIFIER_PREFIX",
     "LABEL_LINE",
+    "PROSE",
     "STOPWORDS",
+    "TWO_WORDS",
     "SentenceSpan",
     "american",
     "analyze",

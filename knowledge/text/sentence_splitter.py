@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from knowledge.text.stopwords import word_set
 
 __all__ = [
-    "LABEL_LINE",
     "SentenceSpan",
     "column_names",
     "is_caps_heading",
@@ -170,11 +169,6 @@ def _table_rows(lines: list[str]) -> set[int]:
         if cells[k] > 0 and cells[k] == cells[k + 1]:
             rows.update((k, k + 1))
     return rows
-
-
-# a record's "Label: value" line ("Portal account: NW-NOC-ADMIN"), or a name in lower case before its
-# description ("relay-common: Files used by all of the relay packages"; not a setting, "image: nginx")
-LABEL_LINE = re.compile(r"^(?:[A-Z][\w/-]*(?: [\w/-]+){0,2}:\s+\S|[a-z][\w.+-]*:\s+[A-Z][\w ])")
 
 
 def _segments(text: str) -> list[_Segment]:

@@ -1,0 +1,18 @@
+"""Shapes of a line of text that both the parsers (knowledge.parsing) and answering (agents.layout) read: prose,
+a lead-in, a record's label. One definition each, so that a line the parser keeps apart reads the same way when
+an answer shows it."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["LABEL_LINE", "PROSE", "TWO_WORDS"]
+
+# four plain words in a row: prose, not code ("set the bounding set to be empty" vs "CapabilityBoundingSet=~")
+PROSE = re.compile(r"\b[A-Za-z][a-z]*(?:[ ,]+[A-Za-z][a-z]*\b){3}")
+# two words of letters in a row: a lead-in that reads as prose ("... run as root:", "client configurations:";
+# not "mail.info :relay:")
+TWO_WORDS = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")
+# a record's "Label: value" line ("Portal account: NW-NOC-ADMIN"), or a name in lower case before its
+# description ("relay-common: Files used by all of the relay packages"; not a setting, "image: nginx")
+LABEL_LINE = re.compile(r"^(?:[A-Z][\w/-]*(?: [\w/-]+){0,2}:\s+\S|[a-z][\w.+-]*:\s+[A-Z][\w ])")
