@@ -248,12 +248,22 @@ def shot(browser, request) -> Callable[[str], Path]:  # type: ignore[no-untyped-
 
 
 def wait(driver: Any, condition: Callable[[Any], Any], timeout: float = 90) -> Any:
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
+
+    def looked_at(d: Any) -> Any:
+        # Chrome names an element that a script replaced between its lookup and its read in two ways: "stale
+        # element", or an "unknown error" that the node "does not belong to the document". Both mean look again.
+        try:
+            return condition(d)
+        except WebDriverException as error:
+            if "does not belong to the document" in str(error):
+                raise StaleElementReferenceException(str(error)) from error
+            raise
 
     # an element read while the page is being replaced (a form submitted) is stale: look again
     return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
-        condition
+        looked_at
     )
 
 
