@@ -51,7 +51,9 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # "CapabilityBoundingSet=~") are a code block, not words of the sentence above; a description indented under a
 # term wrapped over lines starts a line of its own ("ip route add ... segs a,b" / "dev eth0" above "Adds a
 # route ..."); a sentence that ends a table cell goes on to the end of its row (no sentence starts with "| ").
-ANALYZER_VERSION = 10
+# 11: in a manual's option list, an option term alone on its line starts a new sentence even when the
+# description above it did not end with a period ("... as they are destroyed" / "-Z, --context").
+ANALYZER_VERSION = 11
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.

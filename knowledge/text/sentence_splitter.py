@@ -32,6 +32,13 @@ _LIST_ITEM_RE = re.compile(
 _HEADING_RE = re.compile(r"\s*#{1,6}\s+")
 _TERM_ITEM_RE = re.compile(r"[a-z][\w-]* - \S")
 _RULE_RE = re.compile(r"\s*(?:[-=*_~]\s*){3,}")
+# A manual's option term alone on its line, its description on the lines below: "-K, --kill", "-P port",
+# "-t, --config-test[=FILE]", "--help [short|recursive]". One option is a name, then a value in capitals or
+# brackets joined by "=" or one argument word; "-o name=value" and "--server=/a/b" (settings, not terms) are not.
+_OPTION = (
+    r"--?[A-Za-z0-9?][\w.?-]*(?:\[?=[A-Z][\w|]*\]?)?(?: (?:[a-z][\w-]*|[A-Z][A-Z_]*|\[[^\]\s]+\]|<[^>\s]+>))?"
+)
+_OPTION_TERM_RE = re.compile(rf"{_OPTION}(?:,? {_OPTION}){{0,2}}")
 _BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
 # Words after which a period never ends a sentence (the next word may well be capitalised: "e.g. Cisco").
 # "no" is left out: "set it to no. Then ..." is common in configuration text.
@@ -185,6 +192,7 @@ def _segments(text: str) -> list[_Segment]:
         offset = block_start
         raw_lines = text[block_start:block_end].splitlines(keepends=True)
         rows = _table_rows([raw.strip() for raw in raw_lines])
+        option_list = False  # has this block shown an option term line (see _OPTION_TERM_RE)?
         for at, raw_line in enumerate(raw_lines):
             line_start, offset = offset, offset + len(raw_line)
             line = raw_line.splitlines()[0]
@@ -237,6 +245,20 @@ def _segments(text: str) -> list[_Segment]:
                     # the following types:" / "discard - the packet is dropped silently.")
                     segments.append(_Segment(paragraph_start, paragraph_words))
                     paragraph, paragraph_words = [], []
+                term = _OPTION_TERM_RE.fullmatch(stripped) is not None
+                if (
+                    term
+                    and option_list
+                    and paragraph
+                    and not _OPTION_TERM_RE.fullmatch(paragraph[-1])
+                    and not paragraph[-1].endswith("\\")
+                ):
+                    # the next term of an option list whose description did not end with a period ("-E,
+                    # --events" / "Continually display sockets as they are destroyed" / "-Z, --context"); a
+                    # term's second spelling on the line below it, or a shell line continued, is not one
+                    segments.append(_Segment(paragraph_start, paragraph_words))
+                    paragraph, paragraph_words = [], []
+                option_list = option_list or term
                 if not paragraph:
                     paragraph_start = first
                 paragraph.append(stripped)

@@ -543,6 +543,41 @@ def test_sentences_a_term_dash_description_line_is_a_new_entry() -> None:
     ]
 
 
+def test_sentences_an_option_term_line_starts_the_next_entry_of_an_option_list() -> None:
+    """A manual's option list with a description that does not end with a period: the next term is a new
+    sentence, not the last words of that description ("... as they are destroyed -Z, --context As the ...")."""
+    text = (
+        "OPTIONS\n"
+        "-q, --quiet\n"
+        "Print nothing. Exit with the status only.\n"
+        "-E, --events\n"
+        "Continually show sockets as they close\n"
+        "-P port\n"
+        "The port to connect to\n"
+        "-t, --config-test[=FILE]\n"
+        "Check the configuration"
+    )
+    assert sentences(text) == [
+        "OPTIONS",
+        "-q, --quiet Print nothing.",
+        "Exit with the status only.",
+        "-E, --events Continually show sockets as they close",
+        "-P port The port to connect to",
+        "-t, --config-test[=FILE] Check the configuration",
+    ]
+    # a term's second spelling on the next line, a line continued with a backslash and a setting passed with
+    # "-o" are not new entries; nor is the first option line of a text, which may sit under a heading
+    assert sentences("-V\n--version\nShow the version\n-h, --help\nShow help") == [
+        "-V --version Show the version",
+        "-h, --help Show help",
+    ]
+    assert sentences("-x, --exec\nrun it as\nrelay --server=/a/b \\\n--local") == [
+        "-x, --exec run it as relay --server=/a/b \\ --local"
+    ]
+    assert sentences("-x, --exec\nRun it with\n-o name=value") == ["-x, --exec Run it with -o name=value"]
+    assert sentences("Options\n-l\nUse local time") == ["Options -l Use local time"]
+
+
 def test_sentences_join_a_comment_wrapped_over_several_lines() -> None:
     text = (
         '# Note: The "</dev/tcp/127.0.0.1/80" syntax for a script\n'
