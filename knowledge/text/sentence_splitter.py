@@ -33,11 +33,13 @@ _HEADING_RE = re.compile(r"\s*#{1,6}\s+")
 _TERM_ITEM_RE = re.compile(r"[a-z][\w-]* - \S")
 _RULE_RE = re.compile(r"\s*(?:[-=*_~]\s*){3,}")
 # A manual's option term alone on its line, its description on the lines below: "-K, --kill", "-P port",
-# "-t, --config-test[=FILE]", "--help [short|recursive]". One option is a name, then a value in capitals or
-# brackets joined by "=" or one argument word; "-o name=value" and "--server=/a/b" (settings, not terms) are not.
-_OPTION = (
-    r"--?[A-Za-z0-9?][\w.?-]*(?:\[?=[A-Z][\w|]*\]?)?(?: (?:[a-z][\w-]*|[A-Z][A-Z_]*|\[[^\]\s]+\]|<[^>\s]+>))?"
-)
+# "-t, --config-test[=FILE]", "--help [short|recursive]"; up to three spellings. One option is a name, a value
+# joined by "=" in capitals or angle brackets, and one argument word; "-o name=value" and "--server=/a/b"
+# (settings, not terms) are not options here.
+_OPTION_NAME = r"--?[A-Za-z0-9?][\w.?-]*"
+_OPTION_VALUE = r"(?:\[?=(?:[A-Z][\w|]*|<[^>\s]+>)\]?)?"  # "=FILE", "[=FILE]", "=<size>"
+_OPTION_ARGUMENT = r"(?: (?:[a-z][\w-]*|[A-Z][A-Z_]*|\[[^\]\s]+\]|<[^>\s]+>))?"  # " port", " [a|b]"
+_OPTION = _OPTION_NAME + _OPTION_VALUE + _OPTION_ARGUMENT
 _OPTION_TERM_RE = re.compile(rf"{_OPTION}(?:,? {_OPTION}){{0,2}}")
 _BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
 # Words after which a period never ends a sentence (the next word may well be capitalised: "e.g. Cisco").

@@ -555,7 +555,9 @@ def test_sentences_an_option_term_line_starts_the_next_entry_of_an_option_list()
         "-P port\n"
         "The port to connect to\n"
         "-t, --config-test[=FILE]\n"
-        "Check the configuration"
+        "Check the configuration\n"
+        "-1, --enable-bus[=<service-name>]\n"
+        "Allow updates over the bus"
     )
     assert sentences(text) == [
         "OPTIONS",
@@ -564,6 +566,7 @@ def test_sentences_an_option_term_line_starts_the_next_entry_of_an_option_list()
         "-E, --events Continually show sockets as they close",
         "-P port The port to connect to",
         "-t, --config-test[=FILE] Check the configuration",
+        "-1, --enable-bus[=<service-name>] Allow updates over the bus",
     ]
     # a term's second spelling on the next line, a line continued with a backslash and a setting passed with
     # "-o" are not new entries; nor is the first option line of a text, which may sit under a heading
