@@ -318,8 +318,8 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     ``SYNOPSIS``) always start a new sentence, and the last two end theirs; wrapped lines inside a
     paragraph are joined, except a short line starting in lower case right after a line that ended a sentence
     (the next term of a manual's option list: "listen-port port"), and an option term alone on its line
-    ("-Z, --context") once the text has shown one, whatever the line above ended with (a description
-    without a period).
+    ("-Z, --context") once its block (up to a blank line) has shown one, whatever the line above ended with (a
+    description without a period).
     A '#' comment line in lower case that goes on with the unfinished sentence of the '#' line above belongs to
     that sentence. Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word
     that does not start in lower case or with a table's cell separator (a sentence that ends a cell goes on to
