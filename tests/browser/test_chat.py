@@ -195,6 +195,14 @@ def test_compliance_finds_the_question_and_exports_it(
     _one(driver, "#f-text").send_keys("reload-delay mlag")
     _one(driver, "#f-user").send_keys("alice")
     _one(driver, "#audit-search").click()
+    # the unfiltered page lists the question too: read the results once the search's own page has loaded
+    wait(
+        driver,
+        lambda d: (
+            "text=reload-delay" in d.current_url
+            and d.execute_script("return document.readyState") == "complete"
+        ),
+    )
     wait(driver, lambda d: question in _one(d, "#audit-results").text)
     assert "Hash chain intact" in _one(driver, "#chain-status").text
     shot("01-search")
