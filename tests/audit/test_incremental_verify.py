@@ -41,6 +41,11 @@ def _page_chain(client: Client) -> dict:
     return dict(page.context["chain"]) | {"html": page.content.decode()}
 
 
+def test_the_page_counts_one_verified_event_in_the_singular(auditor) -> None:  # type: ignore[no-untyped-def]
+    _events(1)
+    assert "Hash chain intact (1 event verified)." in _page_chain(auditor)["html"]
+
+
 def test_a_page_load_verifies_only_the_events_since_the_last_verification(auditor) -> None:  # type: ignore[no-untyped-def]
     _events(30)
     first = _page_chain(auditor)  # nothing remembered yet: the whole chain
