@@ -446,7 +446,8 @@ def term_set_off(sentence: str, passage: str) -> str | None:
 def record_set_off(sentence: str, passage: str) -> str | None:
     """A record's "Label: value" lines, which the sentence splitter reads as one sentence ("Phone: +1-555-0147
     E-mail: desk@example Portal account: QG-ADMIN"), one line each as the passage has them; its first line may
-    be a short line without a label above them (the name the details are for). None unless the sentence starts
+    be a short line without a label above them (the name the details are for) or a lead-in ending with ':'
+    ("The package builds these binaries:"). None unless the sentence starts
     its first line, spans two lines or more, and has two label lines or more (`knowledge.text.LABEL_LINE`).
     Only whitespace changes."""
     found = _fragments(sentence, passage)
@@ -456,7 +457,11 @@ def record_set_off(sentence: str, passage: str) -> str | None:
     labelled = [LABEL_LINE.match(text) is not None for text in texts]
     if sum(1 for text, label in zip(texts, labelled, strict=True) if label and text[:1].islower()) == 1:
         return None  # (a name in lower case is a label only in a list of names: "... "relayd: bind" / "failed: ...")
-    first_alone = labelled[0] or (len(texts[0].split()) <= TERM_WORDS and not texts[0].endswith(SENTENCE_END))
+    first_alone = (
+        labelled[0]
+        or (len(texts[0].split()) <= TERM_WORDS and not texts[0].endswith(SENTENCE_END))
+        or texts[0].endswith(":")  # a lead-in: "... produce the following packages:" above "name: what it is"
+    )
     if sum(labelled) < 2 or not all(labelled[1:]) or not first_alone:
         return None
     lines = [_prose([text]) for text in texts]

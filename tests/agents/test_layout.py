@@ -477,3 +477,11 @@ def test_a_records_label_lines_show_one_per_line():
     assert record_set_off(" ".join(wrapped.split()), wrapped) is None
     prose = "Note: the relay restarts by itself after a crash and\nwrites a core file."
     assert record_set_off(" ".join(prose.split()), prose) is None
+    # a lead-in ending with ':' above the records stays the first line
+    listed = "The relay source builds these packages:\nrelay-common: Files all packages use\nrelay-server: The relay itself\n"
+    assert record_set_off(" ".join(listed.split()), listed) == (
+        "The relay source builds these packages:\nrelay-common: Files all packages use\nrelay-server: The relay itself"
+    )
+    # a long first line that is no lead-in is not set off
+    long_first = "The relay source builds these packages for each of the releases\nrelay-common: Files\nrelay-server: It\n"
+    assert record_set_off(" ".join(long_first.split()), long_first) is None
