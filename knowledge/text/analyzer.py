@@ -51,8 +51,9 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # "CapabilityBoundingSet=~") are a code block, not words of the sentence above; a description indented under a
 # term wrapped over lines starts a line of its own ("ip route add ... segs a,b" / "dev eth0" above "Adds a
 # route ..."); a sentence that ends a table cell goes on to the end of its row (no sentence starts with "| ").
-# 11: in a manual's option list, an option term alone on its line starts a new sentence even when the
-# description above it did not end with a period ("... as they are destroyed" / "-Z, --context").
+# 11: in a manual's list of options or settings, a term alone on its line starts a new sentence even when the
+# description above it did not end with a period ("... as they are destroyed" / "-Z, --context"; "Netmask
+# (number of bits) deprecated" / "metric metric").
 ANALYZER_VERSION = 11
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from knowledge.text.stopwords import word_set
+from knowledge.text.stopwords import STOPWORDS, word_set
 
 __all__ = [
     "SentenceSpan",
@@ -41,6 +41,9 @@ _OPTION_VALUE = r"(?:\[?=(?:[A-Z][\w|]*|<[^>\s]+>)\]?)?"  # "=FILE", "[=FILE]", 
 _OPTION_ARGUMENT = r"(?: (?:[a-z][\w-]*|[A-Z][A-Z_]*|\[[^\]\s]+\]|<[^>\s]+>))?"  # " port", " [a|b]"
 _OPTION = _OPTION_NAME + _OPTION_VALUE + _OPTION_ARGUMENT
 _OPTION_TERM_RE = re.compile(rf"{_OPTION}(?:,? {_OPTION}){{0,2}}")
+# A setting's name and its argument alone on a line, a capitalised description below it: "netmask mask" /
+# "Netmask (number of bits)", "accept_ra int". Up to three words in lower case, the first no function word.
+_WORD_TERM_RE = re.compile(r"[a-z][\w.-]*(?: [a-z][\w.-]*){0,2}")
 _BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
 # Words after which a period never ends a sentence (the next word may well be capitalised: "e.g. Cisco").
 # "no" is left out: "set it to no. Then ..." is common in configuration text.
@@ -194,7 +197,7 @@ def _segments(text: str) -> list[_Segment]:
         offset = block_start
         raw_lines = text[block_start:block_end].splitlines(keepends=True)
         rows = _table_rows([raw.strip() for raw in raw_lines])
-        option_list = False  # has this block shown an option term line (see _OPTION_TERM_RE)?
+        term_list = False  # has this block shown a term line (see _OPTION_TERM_RE, _WORD_TERM_RE)?
         for at, raw_line in enumerate(raw_lines):
             line_start, offset = offset, offset + len(raw_line)
             line = raw_line.splitlines()[0]
@@ -247,20 +250,28 @@ def _segments(text: str) -> list[_Segment]:
                     # the following types:" / "discard - the packet is dropped silently.")
                     segments.append(_Segment(paragraph_start, paragraph_words))
                     paragraph, paragraph_words = [], []
-                term = _OPTION_TERM_RE.fullmatch(stripped) is not None
+                following = raw_lines[at + 1].strip() if at + 1 < len(raw_lines) else ""
+                term = _OPTION_TERM_RE.fullmatch(stripped) is not None or (
+                    _WORD_TERM_RE.fullmatch(stripped) is not None
+                    and following[:1].isupper()
+                    and stripped.split()[0] not in STOPWORDS  # "or WEB_AUTH:url" goes on with a sentence
+                )
                 if (
                     term
-                    and option_list
+                    and term_list
                     and paragraph
                     and not _OPTION_TERM_RE.fullmatch(paragraph[-1])
-                    and not paragraph[-1].endswith("\\")
+                    and not _WORD_TERM_RE.fullmatch(paragraph[-1])
+                    and not paragraph[-1].endswith(("\\", ":"))
                 ):
-                    # the next term of an option list whose description did not end with a period ("-E,
-                    # --events" / "Continually display sockets as they are destroyed" / "-Z, --context"); a
-                    # term's second spelling on the line below it, or a shell line continued, is not one
+                    # the next term of a list of options or settings whose description did not end with a
+                    # period ("-E, --events" / "Continually display sockets as they are destroyed" / "-Z,
+                    # --context"; "netmask mask" / "Netmask (number of bits) deprecated" / "metric metric"); a
+                    # term's second spelling on the line below it, a shell line continued, or the line a lead-in
+                    # introduces ("To print the traffic of host x:" / "tcpdump host x") is not one
                     segments.append(_Segment(paragraph_start, paragraph_words))
                     paragraph, paragraph_words = [], []
-                option_list = option_list or term
+                term_list = term_list or term
                 if not paragraph:
                     paragraph_start = first
                 paragraph.append(stripped)
@@ -317,9 +328,10 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     neighbouring ``a | b`` lines with as many cells) and a line of one to five words in capitals (a man page's
     ``SYNOPSIS``) always start a new sentence, and the last two end theirs; wrapped lines inside a
     paragraph are joined, except a short line starting in lower case right after a line that ended a sentence
-    (the next term of a manual's option list: "listen-port port"), and an option term alone on its line
-    ("-Z, --context") once its block (up to a blank line) has shown one, whatever the line above ended with (a
-    description without a period).
+    (the next term of a manual's option list: "listen-port port"), and a term alone on its line, an option
+    ("-Z, --context") or a setting above a capitalised description ("netmask mask"), once its block (up to a
+    blank line) has shown one, whatever the line above ended with (a description without a period) unless it
+    is a lead-in (':') or the term's other spelling.
     A '#' comment line in lower case that goes on with the unfinished sentence of the '#' line above belongs to
     that sentence. Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word
     that does not start in lower case or with a table's cell separator (a sentence that ends a cell goes on to

@@ -581,6 +581,36 @@ def test_sentences_an_option_term_line_starts_the_next_entry_of_an_option_list()
     assert sentences("Options\n-l\nUse local time") == ["Options -l Use local time"]
 
 
+def test_sentences_a_setting_term_line_starts_the_next_entry_of_a_list_of_settings() -> None:
+    """A list of settings, each a name and its argument in lower case above a capitalised description without
+    a period: each entry is a sentence of its own."""
+    text = (
+        "Options\n"
+        "address address\n"
+        "Address (dotted quad) required\n"
+        "netmask mask\n"
+        "Netmask (number of bits) deprecated\n"
+        "accept_ra int\n"
+        "Accept router advertisements (0=off, 1=on)"
+    )
+    assert sentences(text) == [
+        "Options address address Address (dotted quad) required",
+        "netmask mask Netmask (number of bits) deprecated",
+        "accept_ra int Accept router advertisements (0=off, 1=on)",
+    ]
+    # a line that goes on with a sentence ("or ..."), one under a lead-in, and one that is followed by a line in
+    # lower case are not entries
+    assert sentences("mode mode\nThe value should be url\nor auth:url\nThe url method is old.") == [
+        "mode mode The value should be url or auth:url The url method is old."
+    ]
+    assert sentences("host name\nThe host\nTo print its traffic:\ntcpdump host sundown\nTo print all.") == [
+        "host name The host To print its traffic: tcpdump host sundown To print all."
+    ]
+    assert sentences("host name\nThe host\nport number\nthe port") == [
+        "host name The host port number the port"
+    ]
+
+
 def test_sentences_join_a_comment_wrapped_over_several_lines() -> None:
     text = (
         '# Note: The "</dev/tcp/127.0.0.1/80" syntax for a script\n'
