@@ -606,6 +606,10 @@ def test_sentences_a_setting_term_line_starts_the_next_entry_of_a_list_of_settin
     assert sentences("host name\nThe host\nTo print its traffic:\ntcpdump host sundown\nTo print all.") == [
         "host name The host To print its traffic: tcpdump host sundown To print all."
     ]
+    assert sentences("host name\nThe host for the\nconnection.\nThe port.") == [
+        "host name The host for the connection.",
+        "The port.",
+    ]
     assert sentences("host name\nThe host\nport number\nthe port") == [
         "host name The host port number the port"
     ]
