@@ -43,8 +43,10 @@ _OPTION = _OPTION_NAME + _OPTION_VALUE + _OPTION_ARGUMENT
 _OPTION_TERM_RE = re.compile(rf"{_OPTION}(?:,? {_OPTION}){{0,2}}")
 # A setting's name and its argument alone on a line, a capitalised description below it: "netmask mask" /
 # "Netmask (number of bits)", "accept_ra int". Up to three words in lower case, the first no function word.
-# (Not a word with a period at its end: "connection." ends a wrapped sentence.)
-_WORD_TERM_RE = re.compile(r"[a-z][\w.-]*(?: [a-z][\w.-]*){0,2}(?<!\.)")
+# A period only inside a word ("debug.level") or as the "..." of an argument that may be repeated
+# ("sourcedir directory..."): "connection." ends a wrapped sentence.
+_TERM_WORD = r"[\w-]*(?:\.[\w-]+)*"
+_WORD_TERM_RE = re.compile(rf"[a-z]{_TERM_WORD}(?: [a-z]{_TERM_WORD}){{0,2}}(?:\.\.\.)?")
 _BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
 # Words after which a period never ends a sentence (the next word may well be capitalised: "e.g. Cisco").
 # "no" is left out: "set it to no. Then ..." is common in configuration text.

@@ -606,6 +606,11 @@ def test_sentences_a_setting_term_line_starts_the_next_entry_of_a_list_of_settin
     assert sentences("host name\nThe host\nTo print its traffic:\ntcpdump host sundown\nTo print all.") == [
         "host name The host To print its traffic: tcpdump host sundown To print all."
     ]
+    assert sentences("include pattern...\nThe file\nport number\nThe port") == [
+        "include pattern...",  # (a sentence ends at "..." before a capital, as it did)
+        "The file",
+        "port number The port",
+    ]
     assert sentences("host name\nThe host for the\nconnection.\nThe port.") == [
         "host name The host for the connection.",
         "The port.",
