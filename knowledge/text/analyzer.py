@@ -53,7 +53,8 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # route ..."); a sentence that ends a table cell goes on to the end of its row (no sentence starts with "| ").
 # 11: in a manual's list of options or settings, a term alone on its line starts a new sentence even when the
 # description above it did not end with a period ("... as they are destroyed" / "-Z, --context"; "Netmask
-# (number of bits) deprecated" / "metric metric").
+# (number of bits) deprecated" / "metric metric"; a command with its syntax, "isis hello-interval (1-600)
+# [level-1 | level-2]"; a setting with its default, "queue_run_delay (default: 300s)").
 ANALYZER_VERSION = 11
 
 

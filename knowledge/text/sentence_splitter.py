@@ -46,7 +46,12 @@ _OPTION_TERM_RE = re.compile(rf"{_OPTION}(?:,? {_OPTION}){{0,2}}")
 # A period only inside a word ("debug.level") or as the "..." of an argument that may be repeated
 # ("sourcedir directory..."): "connection." ends a wrapped sentence.
 _TERM_WORD = r"[\w-]*(?:\.[\w-]+)*"
-_WORD_TERM_RE = re.compile(rf"[a-z]{_TERM_WORD}(?: [a-z]{_TERM_WORD}){{0,2}}(?:\.\.\.)?")
+# A command's syntax may follow each word: placeholders in capitals and bracketed parts ("isis hello-interval
+# (1-600) [level-1 | level-2]", "peer A.B.C.D <name>").
+_SYNTAX_PART = r" (?:[A-Z][A-Z0-9_.:|-]*|\[[^\[\]]*\]|\([^()]*\)|<[^<>]*>|\{[^{}]*\})"
+_WORD_TERM_RE = re.compile(
+    rf"[a-z]{_TERM_WORD}(?:{_SYNTAX_PART})*(?: [a-z]{_TERM_WORD}(?:{_SYNTAX_PART})*){{0,2}}(?:\.\.\.)?"
+)
 _BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
 # Words after which a period never ends a sentence (the next word may well be capitalised: "e.g. Cisco").
 # "no" is left out: "set it to no. Then ..." is common in configuration text.

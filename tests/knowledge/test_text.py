@@ -598,6 +598,15 @@ def test_sentences_a_setting_term_line_starts_the_next_entry_of_a_list_of_settin
         "netmask mask Netmask (number of bits) deprecated",
         "accept_ra int Accept router advertisements (0=off, 1=on)",
     ]
+    # a command with its syntax, and a setting with its default in brackets, are terms too
+    assert sentences(
+        "area hello\nAdd padding to hello packets.\narea hello-interval (1-600) [level-1 | level-2]\n"
+        "Set the hello interval\nqueue_delay (default: 300 seconds)\nHow often the queue is scanned."
+    ) == [
+        "area hello Add padding to hello packets.",
+        "area hello-interval (1-600) [level-1 | level-2] Set the hello interval",
+        "queue_delay (default: 300 seconds) How often the queue is scanned.",
+    ]
     # a line that goes on with a sentence ("or ..."), one under a lead-in, and one that is followed by a line in
     # lower case are not entries
     assert sentences("mode mode\nThe value should be url\nor auth:url\nThe url method is old.") == [
