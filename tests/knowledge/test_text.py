@@ -541,6 +541,14 @@ def test_sentences_a_term_dash_description_line_is_a_new_entry() -> None:
         "blackhole - the rule prescribes to silently drop the packet.",
         "It is used for rules - not a new entry: the line above did not end.",
     ]
+    # an en or em dash between term and description, as typeset documentation writes it
+    assert sentences(
+        "Possible values:\nnone \u2013 Nothing is kept.\nchanges \u2014 The changes are kept."
+    ) == [
+        "Possible values:",
+        "none \u2013 Nothing is kept.",
+        "changes \u2014 The changes are kept.",
+    ]
 
 
 def test_sentences_an_option_term_line_starts_the_next_entry_of_an_option_list() -> None:
