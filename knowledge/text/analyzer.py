@@ -55,7 +55,8 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # description above it did not end with a period ("... as they are destroyed" / "-Z, --context"; "Netmask
 # (number of bits) deprecated" / "metric metric"; a command with its syntax, "isis hello-interval (1-600)
 # [level-1 | level-2]"; a setting with its default, "queue_run_delay (default: 300s)"); a "term - description"
-# item written with an en or em dash starts a new sentence after a finished one, as one with a hyphen did.
+# item written with an en or em dash, or with placeholders after its term ("query_count COUNT - set ..."),
+# starts a new sentence after a finished one, as "term - description" did.
 ANALYZER_VERSION = 11
 
 

@@ -30,8 +30,11 @@ _LIST_ITEM_RE = re.compile(
     r"\s*(?:[-*+\u2022\u2023\u25e6\u25aa]|\d{1,3}[.)]|\(?(?:[a-zA-Z]|[ivxIVX]{1,4}|\d{1,3})\))\s+"
 )
 _HEADING_RE = re.compile(r"\s*#{1,6}\s+")
-# "discard - the packet is dropped", "none - Nothing is kept" (a hyphen, an en dash or an em dash)
-_TERM_ITEM_RE = re.compile(r"[a-z][\w-]* [-\u2013\u2014] \S")
+# "discard - the packet is dropped", "none - Nothing is kept" (a hyphen, an en dash or an em dash), the term
+# perhaps with placeholders: "mcast_startup_query_count STARTUP_QUERY_COUNT - set the number of ..."
+_TERM_ITEM_RE = re.compile(
+    r"[a-z][\w-]*(?: (?:[A-Z][A-Z0-9_]*|\[[^\]]*\]|<[^>]*>|\{[^}]*\}))* [-\u2013\u2014] \S"
+)
 _RULE_RE = re.compile(r"\s*(?:[-=*_~]\s*){3,}")
 # A manual's option term alone on its line, its description on the lines below: "-K, --kill", "-P port",
 # "-t, --config-test[=FILE]", "--help [short|recursive]"; up to three spellings. One option is a name, a value

@@ -541,6 +541,15 @@ def test_sentences_a_term_dash_description_line_is_a_new_entry() -> None:
         "blackhole - the rule prescribes to silently drop the packet.",
         "It is used for rules - not a new entry: the line above did not end.",
     ]
+    # a term with placeholders, each entry ending with a period
+    assert sentences(
+        "query_count COUNT - set the number of queries (defaults to 2).\n"
+        "query_interval INTERVAL - interval between queries.\nencap { fou | none } - the encapsulation."
+    ) == [
+        "query_count COUNT - set the number of queries (defaults to 2).",
+        "query_interval INTERVAL - interval between queries.",
+        "encap { fou | none } - the encapsulation.",
+    ]
     # an en or em dash between term and description, as typeset documentation writes it
     assert sentences(
         "Possible values:\nnone \u2013 Nothing is kept.\nchanges \u2014 The changes are kept."
