@@ -447,9 +447,8 @@ def record_set_off(sentence: str, passage: str) -> str | None:
     """A record's "Label: value" lines, which the sentence splitter reads as one sentence ("Phone: +1-555-0147
     E-mail: desk@example Portal account: QG-ADMIN"), one line each as the passage has them; its first line may
     be a short line without a label above them (the name the details are for) or a lead-in ending with ':'
-    ("The package builds these binaries:"). None unless the sentence starts
-    its first line, spans two lines or more, and has two label lines or more (`knowledge.text.LABEL_LINE`).
-    Only whitespace changes."""
+    ("The package builds these binaries:"). None unless the sentence starts its first line, spans two lines or
+    more, and has two label lines or more (`knowledge.text.LABEL_LINE`). Only whitespace changes."""
     found = _fragments(sentence, passage)
     if found is None or len(found.lines) < 2 or not found.starts_line:
         return None

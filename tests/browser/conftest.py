@@ -252,8 +252,9 @@ def wait(driver: Any, condition: Callable[[Any], Any], timeout: float = 90) -> A
     from selenium.webdriver.support.ui import WebDriverWait
 
     def looked_at(d: Any) -> Any:
-        # Chrome names an element that a script replaced between its lookup and its read in two ways: "stale
-        # element", or an "unknown error" that the node "does not belong to the document". Both mean look again.
+        # Chrome names an element whose page was replaced (a form submitted, a script run) between its lookup
+        # and its read in two ways: "stale element", or an "unknown error" that the node "does not belong to the
+        # document". Both mean look again.
         try:
             return condition(d)
         except WebDriverException as error:
