@@ -2,14 +2,16 @@
 """How answers read: counts of the text defects a reader trips over, over a predictions file of `devset.py eval`
 (or `manage.py evaluate`).
 
-    python tests/benchmarks/answer_text.py PRED.jsonl [--split train|validation|all] [--save F.json]
-                                          [--compare OLD.json]
+    python tests/benchmarks/answer_text.py PRED.jsonl [--split train|validation|all] [--questions Q.jsonl]
+                                          [--save F.json] [--compare OLD.json]
 
 Counts, over the answered runs of the split: words broken across lines ("con- tact"; "pre- and post-" is
 written so and not counted), table cell separators shown (" | "), man page headings run into the text
 ("SYNOPSIS keepalived"), headings standing alone as a sentence ("DESCRIPTION [3]"), code blocks shown with
-their lines, and the answers' length in words (median, p95). Only figures are printed, never a question or an
-answer, so it may be run on the validation split too.
+their lines, runs of prose of more than LONG_RUN words between two citations (entries of a list run together:
+"-E, --events Continually display ... -Z, --context As the -p option ..."), and the answers' length in words
+(median, p95). Only figures are printed, never a question or an answer, so it may be run on the validation
+split too. `--questions` names another question file (the extra set: tests/benchmarks/extra_questions.jsonl).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ CELL_SEPARATOR = " | "
 RUN_IN_HEADING = re.compile(r"\b(?:NAME|SYNOPSIS|DESCRIPTION|OPTIONS|EXAMPLES|FILES|SEE ALSO) [a-z]")
 CODE_INDENT = "    "  # a code line that keeps its line (agents/layout.py)
 BARE_HEADING = re.compile(r"(?:^|\] )[A-Z][A-Z0-9]{3,}(?: [A-Z][A-Z0-9]+){0,4} \[\d+\]")
+CITATION = re.compile(r"\[\d+\]")
+LONG_RUN = 45  # words of prose between two citations: about two long sentences, or entries run together
 
 
 def code_blocks(answer: str) -> int:
@@ -40,8 +44,16 @@ def code_blocks(answer: str) -> int:
     )
 
 
-def profile(predictions: Path, split: str) -> dict[str, float]:
-    asked = {question["id"] for question in load_questions(DEVSET / "questions.jsonl", split)}
+def long_runs(answer: str) -> int:
+    """How many stretches of prose between two citations hold more than LONG_RUN words (a stretch that shows a
+    code block is not counted: its lines are the code's)."""
+    return sum(
+        1 for run in CITATION.split(answer) if f"\n{CODE_INDENT}" not in run and len(run.split()) > LONG_RUN
+    )
+
+
+def profile(predictions: Path, split: str, questions: Path = DEVSET / "questions.jsonl") -> dict[str, float]:
+    asked = {question["id"] for question in load_questions(questions, split)}
     answers = []
     for line in predictions.read_text().splitlines():
         if not line.strip():
@@ -57,6 +69,7 @@ def profile(predictions: Path, split: str) -> dict[str, float]:
         "run_in_headings": sum(len(RUN_IN_HEADING.findall(a)) for a in answers),
         "bare_headings": sum(len(BARE_HEADING.findall(a)) for a in answers),
         "code_blocks": sum(code_blocks(a) for a in answers),
+        "long_runs": sum(long_runs(a) for a in answers),
         "median_words": statistics.median(words) if words else 0.0,
         "p95_words": percentile([float(w) for w in words], 0.95) if words else 0.0,
     }
@@ -68,10 +81,11 @@ def main() -> None:
     )
     parser.add_argument("predictions", type=Path)
     parser.add_argument("--split", choices=("train", "validation", "all"), default="train")
+    parser.add_argument("--questions", type=Path, default=DEVSET / "questions.jsonl")
     parser.add_argument("--save", type=Path)
     parser.add_argument("--compare", type=Path)
     args = parser.parse_args()
-    figures = profile(args.predictions, args.split)
+    figures = profile(args.predictions, args.split, args.questions)
     for name, value in figures.items():
         print(f"{name:18s} {value:>8g}")
     results_save(figures, args.save, args.compare)

@@ -256,3 +256,31 @@ def test_extra_corpus_builder_answers_help_instead_of_building_into_a_folder_nam
     )
     assert missing.returncode == 2 and "outdir" in missing.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_answer_text_counts_a_list_run_together_on_a_question_file_of_its_own(tmp_path: Path):
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(
+        "".join(json.dumps({"id": f"q{i}", "split": "train", "question": "?"}) + "\n" for i in range(3))
+    )
+    run_on = " ".join(
+        f"-{letter} Does thing {letter} for you" for letter in "abcdefghij"
+    )  # 50 words, no citation
+    listed = "\n\n    -a\n    -b [1] Short. [1]"
+    answers = [
+        {"id": "q0", "answer": f"{run_on} [1]"},
+        {"id": "q1", "answer": listed},
+        {"id": "q2", "abstained": True},
+    ]
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps(answer) + "\n" for answer in answers))
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "benchmarks" / "answer_text.py"), str(predictions)]
+        + ["--questions", str(questions), "--save", str(tmp_path / "figures.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    figures = json.loads((tmp_path / "figures.json").read_text())
+    assert figures["answered"] == 2 and figures["long_runs"] == 1 and figures["code_blocks"] == 1, figures
