@@ -23,23 +23,10 @@ from knowledge.text import ANALYZER_VERSION, is_table_rule, passage_sentences, s
 # One advisory lock serialises the statistics updates of concurrent ingests (df, N, total length), keeping
 # them exact without hot per-row triggers; it is held only for the final part of each transaction.
 BM25_STATS_LOCK = 7_413_001
-# posting blocks: when a term has this many blocks on one level, they are merged into one on the next, so a
-# term keeps fewer than BLOCK_FANOUT blocks per level and rewrites each posting about log4(documents) times
 # the tables an ingest rewrites and a question's plan reads the statistics of (see index_statistics_refresh)
 INDEX_TABLES = ("knowledge_chunk", "knowledge_posting", "knowledge_postingblock", "knowledge_termstat")
-
-
-def index_statistics_refresh() -> None:
-    """ANALYZE the index's tables after an ingest changed them. Until autovacuum gets to it (a minute or more
-    later on a large rewrite), the planner would plan the next questions from the statistics of the index as
-    it was, and the same question could be answered from another plan a minute later: seen on the dev set as
-    a few answers that changed between two runs over one index. The application role may do this where the
-    server has the MAINTAIN privilege (athena.db_roles); an older server skips it with a warning, and autovacuum
-    catches up as before."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {', '.join(INDEX_TABLES)}")
-
-
+# posting blocks: when a term has this many blocks on one level, they are merged into one on the next, so a
+# term keeps fewer than BLOCK_FANOUT blocks per level and rewrites each posting about log4(documents) times
 BLOCK_FANOUT = 4
 REPACK_LEVEL = 30  # a repacked block sits above every level merges reach
 # the whole postings table as one block per term (records as knowledge.postings.POSTING_RECORD)
@@ -100,6 +87,17 @@ class StagedDocument:
     embedding_keys: list[str] | None = None  # per chunk, `embedding_key` of what the vectors were made from
     embedding_model: str = ""
     options: dict = field(default_factory=dict)
+
+
+def index_statistics_refresh() -> None:
+    """ANALYZE the index's tables after an ingest changed them. Until autovacuum gets to it (a minute or more
+    later on a large rewrite), the planner would plan the next questions from the statistics of the index as
+    it was, and the same question could be answered from another plan a minute later: seen on the dev set as
+    a few answers that changed between two runs over one index. The application role may do this where the
+    server has the MAINTAIN privilege (athena.db_roles); an older server skips it with a warning, and autovacuum
+    catches up as before."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {', '.join(INDEX_TABLES)}")
 
 
 def embedding_text(title: str, section_path: str, text: str) -> str:
