@@ -428,14 +428,23 @@ def next_line(first: str, second: str, passage: str) -> bool:
     return any(at in after for at, _ in _where(second, lines))
 
 
+def _own_lines(sentence: str, passage: str) -> list[str] | None:
+    """The text of each passage line the sentence spans, when it starts its first line and spans two or more
+    (a term above its description, a record's label lines); None otherwise."""
+    found = _fragments(sentence, passage)
+    if found is None or len(found.lines) < 2 or not found.starts_line:
+        return None
+    return [text for _, text in found.lines]
+
+
 def term_set_off(sentence: str, passage: str) -> str | None:
     """ "-q, --quiet Print nothing ..." -> "-q, --quiet: Print nothing ..." when the sentence's first line is a
     term line of its own in the passage (at most TERM_WORDS words, no punctuation at its end) and its next
     line starts a sentence with a capitalised word; None otherwise."""
-    found = _fragments(sentence, passage)
-    if found is None or len(found.lines) < 2 or not found.starts_line:
+    texts = _own_lines(sentence, passage)
+    if texts is None:
         return None
-    term, following = found.lines[0][1], found.lines[1][1]
+    term, following = texts[0], texts[1]
     if len(term.split()) > TERM_WORDS or term.endswith(SENTENCE_END) or not STARTS_SENTENCE.match(following):
         return None
     if not sentence.startswith(term):
@@ -449,10 +458,9 @@ def record_set_off(sentence: str, passage: str) -> str | None:
     be a short line without a label above them (the name the details are for) or a lead-in ending with ':'
     ("The package builds these binaries:"). None unless the sentence starts its first line, spans two lines or
     more, and has two label lines or more (`knowledge.text.LABEL_LINE`). Only whitespace changes."""
-    found = _fragments(sentence, passage)
-    if found is None or len(found.lines) < 2 or not found.starts_line:
+    texts = _own_lines(sentence, passage)
+    if texts is None:
         return None
-    texts = [text for _, text in found.lines]
     labelled = [LABEL_LINE.match(text) is not None for text in texts]
     if sum(1 for text, label in zip(texts, labelled, strict=True) if label and text[:1].islower()) == 1:
         return None  # (a name in lower case is a label only in a list of names: "... "relayd: bind" / "failed: ...")
