@@ -46,7 +46,7 @@ from collections.abc import Collection, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from knowledge.text import LABEL_LINE, PROSE, TWO_WORDS
+from knowledge.text import LABEL_LINE, PROSE, TERM_ITEM, TWO_WORDS
 
 CODE_INDENT = "    "
 # a "key = value" setting (not an option's "--name=VALUE"), and a file named before its lines
@@ -98,7 +98,6 @@ COMMAND_WITH_ARGUMENTS = re.compile(r"^[a-z][\w.+-]*\s+\S")
 NOTED_PARAMETER = re.compile(r"^[a-z][\w.-]*\s+\([^=\"()<>]*\)$")
 # a manual's "term - description" item ("gre - GRE encapsulation"); not "relayctl -q - < list", an option and
 # standard input
-TERM_ITEM = re.compile(r"^[a-z][\w-]* - \S")
 TERM_WORDS = 8
 # a root shell's prompt ("# mkdir /run/relay"), or a comment's mark: the sentence splitter drops it
 ROOT_PROMPT = re.compile(r"^#\s+(?=\S)")

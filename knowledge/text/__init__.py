@@ -25,7 +25,7 @@ from knowledge.text.analyzer import (
 )
 from knowledge.text.distance import edit_distance
 from knowledge.text.identifier_lane import ATTACHED_VALUE, IDENTIFIER_PREFIX
-from knowledge.text.line_shapes import LABEL_LINE, PROSE, TWO_WORDS
+from knowledge.text.line_shapes import LABEL_LINE, PROSE, TERM_ITEM, TWO_WORDS
 from knowledge.text.passages import passage_sentences, sentence_spans
 from knowledge.text.sentence_splitter import (
     SentenceSpan,
@@ -48,6 +48,7 @@ __all__ = [
     "LABEL_LINE",
     "PROSE",
     "STOPWORDS",
+    "TERM_ITEM",
     "TWO_WORDS",
     "SentenceSpan",
     "american",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["LABEL_LINE", "PROSE", "TWO_WORDS"]
+__all__ = ["LABEL_LINE", "PROSE", "TERM_ITEM", "TWO_WORDS"]
 
 # four plain words in a row: prose, not code ("set the bounding set to be empty" vs "CapabilityBoundingSet=~")
 PROSE = re.compile(r"\b[A-Za-z][a-z]*(?:[ ,]+[A-Za-z][a-z]*\b){3}")
@@ -16,3 +16,8 @@ TWO_WORDS = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")
 # a record's "Label: value" line ("Portal account: NW-NOC-ADMIN"), or a name in lower case before its
 # description ("relay-common: Files used by all of the relay packages"; not a setting, "image: nginx")
 LABEL_LINE = re.compile(r"^(?:[A-Z][\w/-]*(?: [\w/-]+){0,2}:\s+\S|[a-z][\w.+-]*:\s+[A-Z][\w ])")
+# a manual's "term - description" item ("discard - the packet is dropped", "none - Nothing is kept": a hyphen,
+# an en dash or an em dash), the term perhaps with placeholders ("query_count COUNT - set the number of ...")
+TERM_ITEM = re.compile(
+    r"[a-z][\w-]*(?: (?:[A-Z][A-Z0-9_]*|\[[^\]]*\]|<[^>]*>|\{[^}]*\}))* [-\u2013\u2014] \S"
+)

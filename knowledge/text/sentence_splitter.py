@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from knowledge.text.line_shapes import TERM_ITEM
 from knowledge.text.stopwords import STOPWORDS, word_set
 
 __all__ = [
@@ -30,11 +31,6 @@ _LIST_ITEM_RE = re.compile(
     r"\s*(?:[-*+\u2022\u2023\u25e6\u25aa]|\d{1,3}[.)]|\(?(?:[a-zA-Z]|[ivxIVX]{1,4}|\d{1,3})\))\s+"
 )
 _HEADING_RE = re.compile(r"\s*#{1,6}\s+")
-# "discard - the packet is dropped", "none - Nothing is kept" (a hyphen, an en dash or an em dash), the term
-# perhaps with placeholders: "mcast_startup_query_count STARTUP_QUERY_COUNT - set the number of ..."
-_TERM_ITEM_RE = re.compile(
-    r"[a-z][\w-]*(?: (?:[A-Z][A-Z0-9_]*|\[[^\]]*\]|<[^>]*>|\{[^}]*\}))* [-\u2013\u2014] \S"
-)
 _RULE_RE = re.compile(r"\s*(?:[-=*_~]\s*){3,}")
 # A manual's option term alone on its line, its description on the lines below: "-K, --kill", "-P port",
 # "-t, --config-test[=FILE]", "--help [short|recursive]"; up to three spellings. One option is a name, a value
@@ -253,7 +249,7 @@ def _segments(text: str) -> list[_Segment]:
                     and stripped[0].islower()
                     and (
                         (len(stripped.split()) <= 5 and ended)
-                        or (_TERM_ITEM_RE.match(stripped) and (ended or paragraph[-1].endswith(":")))
+                        or (TERM_ITEM.match(stripped) and (ended or paragraph[-1].endswith(":")))
                     )
                 ):
                     # a line that ended a sentence, then a short one in lower case: not a wrapped sentence but
