@@ -29,7 +29,10 @@ if TYPE_CHECKING:
 
 WORD = re.compile(r"[^\W\d_]{2}")
 NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?:/\d+)?(?![\w])")
-STEP_LINE = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
+# a procedure's step: an item of a numbered list. A bulleted list (a passage's items start with "- ", see
+# knowledge.chunking.ITEM_MARKER) is a set of things, not an order to do them in: a table of contents, the
+# commands for each of several cases
+STEP_LINE = re.compile(r"^\s*\d+[.)]\s+")
 SUPPORT_THRESHOLD = 0.70  # answers whose supported-sentence share is below this are rejected (DESIGN §6)
 # Answer types a question announces: a quantity, or the name of a thing (an option, command, setting ...).
 EXPECTS_NUMBER = re.compile(

@@ -12,7 +12,9 @@ Pure module (no Django). Rules, in order of priority:
    ``overlap_ratio`` of the budget, and only by sentences that read the same at the end of the one chunk and
    at the start of the next.
 
-Sentences are those of :func:`knowledge.text.locate_sentences`, the splitter answering reads chunks with.
+Sentences are those of :func:`knowledge.text.locate_sentences`, the splitter answering reads chunks with. A
+list item opens with its marker in the chunk's text (``- `` where its format's bullet did not reach the block),
+so that each item is a sentence of its own.
 
 ``max_tokens`` defaults to 200 because all-MiniLM-L6-v2 reads 256 word-pieces and the title and heading
 trail are prepended when embedding.
@@ -22,10 +24,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from knowledge.parsing import Block, ParsedDocument
-from knowledge.text import locate_sentences, sentences
+from knowledge.text import locate_sentences, opens_list_item, sentences
 
 __all__ = ["ChunkDraft", "chunk_blocks", "make_token_counter"]
 
@@ -35,6 +37,10 @@ _MIN_FILL_RATIO = 0.40
 # ...and even a top-level heading does not close a chunk this small: a man page's one-line NAME section
 # alone is a poor chunk, NAME + SYNOPSIS is a good one.
 _TINY_RATIO = 0.10
+# A list item's marker in the chunk's text where its format's marker (a bullet, an HTML <li>) did not reach
+# the block's text: the splitter reads each item as a sentence of its own, so that items written without a
+# period ("Fix refclock sample validation" / "Fix -4/-6 options in chronyc") do not run into one another
+ITEM_MARKER = "- "
 _JOIN = "\n"  # whitespace: word-piece counts of joined parts add up exactly
 
 
@@ -225,6 +231,8 @@ def _units(
     split_budget = max(1, max_tokens - overlap)
     units: list[_Unit] = []
     for index, block in enumerate(blocks):
+        if block.kind == "list_item" and not opens_list_item(block.text):
+            block = replace(block, text=ITEM_MARKER + block.text)
         tokens = count(block.text)
         path, page = block.section_path, block.page
         if block.kind == "table":

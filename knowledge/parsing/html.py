@@ -96,6 +96,11 @@ class _List:
     ordered: bool
     number: int
     ctx_base: int
+    first_out: int = 0  # where its items start in the walker's output
+    items: int = 0  # the text parts of its items read so far
+    # is every part of its items (and of the lists inside them) the text of a link into the page itself, as a
+    # table of contents is ("Topics covered in this document:" above links to the page's sections)?
+    links_only: bool = True
 
 
 _BR = "\u2028"  # <br> marker; every other source whitespace is an ordinary space
@@ -122,6 +127,9 @@ class HtmlWalker(HTMLParser):
         self._li_prefix = ""  # "3. " for the first text of an ordered list item
         self._tables: list[_Table] = []
         self._admonition_title = False  # Sphinx "Note"/"Warning" label: glued to the paragraph after it
+        self._anchors: list[bool] = []  # the open <a> tags: is each a link into this page ("#section")?
+        self._text_linked = False  # the text being collected has words inside a link into the page
+        self._text_plain = False  # ... and words outside one
 
     # -- tag events
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -150,6 +158,7 @@ class HtmlWalker(HTMLParser):
             return
         if tag == "a":
             href = attr.get("href", "").strip()
+            self._anchors.append(href.startswith("#") and len(href) > 1)
             if href and not href.startswith(("#", "javascript:", "mailto:", "data:")):
                 (self.toc_links if self._toc else self.links).append(href)
             return
@@ -176,7 +185,9 @@ class HtmlWalker(HTMLParser):
         elif tag in ("ul", "ol", "menu"):
             self._flush()
             start = attr.get("start", "1")
-            self._lists.append(_List(tag == "ol", int(start) if start.isdigit() else 1, len(self._ctx)))
+            self._lists.append(
+                _List(tag == "ol", int(start) if start.isdigit() else 1, len(self._ctx), len(self.out))
+            )
         elif tag == "li":
             self._flush()
             if self._lists:
@@ -233,6 +244,10 @@ class HtmlWalker(HTMLParser):
         if tag == "title":
             self._in_title = False
             return
+        if tag == "a":
+            if self._anchors:
+                self._anchors.pop()
+            return
         if self._pre:
             if tag == "pre":
                 text = "".join(self._buf)
@@ -246,12 +261,15 @@ class HtmlWalker(HTMLParser):
             if self._heading is not None:
                 text = WHITESPACE.sub(" ", "".join(self._buf).replace(_BR, " ").replace("\n", " "))
                 self._buf = []
+                self._text_linked = self._text_plain = False
                 self._heading = None
                 self._emit(RawBlock("title", text, level=_HEADING_TAGS[tag]))
         elif tag in ("ul", "ol", "menu"):
             self._flush()
             if self._lists:
-                del self._ctx[self._lists.pop().ctx_base :]
+                closed = self._lists.pop()
+                del self._ctx[closed.ctx_base :]
+                self._close_list(closed)
         elif tag == "li":
             self._flush()
             if self._ctx and self._ctx[-1] == "li":
@@ -288,6 +306,11 @@ class HtmlWalker(HTMLParser):
         if self._in_title:
             self.title_parts.append(data)
             return
+        if data.strip() and not self._pre:
+            if self._anchors and self._anchors[-1]:
+                self._text_linked = True
+            else:
+                self._text_plain = True
         self._buf.append(data)
 
     def close(self) -> None:
@@ -318,6 +341,8 @@ class HtmlWalker(HTMLParser):
         if self._heading is not None:
             return  # a block tag inside a heading: keep collecting the heading text
         self._buf = []
+        linked, self._text_linked = self._text_linked and not self._text_plain, False
+        self._text_plain = False
         lines = (
             WHITESPACE.sub(" ", part.replace("\n", " ").replace("\r", " ")).strip()
             for part in text.split(_BR)
@@ -327,12 +352,25 @@ class HtmlWalker(HTMLParser):
             return
         inner = self._ctx[-1] if self._ctx else ""
         if inner == "li":
+            if self._lists:
+                self._lists[-1].items += 1
+                self._lists[-1].links_only &= linked
             prefix, self._li_prefix = self._li_prefix, ""
             self._emit(RawBlock("list_item", prefix + text, level=len(self._lists) or 1))
         else:
             term = (inner == "dt" or self._admonition_title) and len(text) <= _TERM_MAX_CHARS
             self._admonition_title = False
             self._emit(RawBlock("text", text, term=term))
+
+    def _close_list(self, closed: _List) -> None:
+        """A list whose items are all links into the page (two or more) is a table of contents: its items are
+        read as one (`RawBlock.toc`), dropped unless the page holds nothing else. A list inside it with other
+        text makes the list around it not one either."""
+        if closed.items >= 2 and closed.links_only:
+            for raw in self.out[closed.first_out :]:
+                raw.toc = True
+        elif self._lists and not closed.links_only:
+            self._lists[-1].links_only = False
 
     def _emit(self, raw: RawBlock) -> None:
         raw.toc = bool(self._toc)

@@ -34,6 +34,7 @@ from knowledge.text.sentence_splitter import (
     is_table_rule,
     lines_holding,
     locate_sentences,
+    opens_list_item,
     sentences,
     table_cells,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "is_table_rule",
     "lines_holding",
     "locate_sentences",
+    "opens_list_item",
     "passage_sentences",
     "query_terms",
     "sentence_spans",

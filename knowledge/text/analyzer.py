@@ -56,8 +56,11 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # (number of bits) deprecated" / "metric metric"; a command with its syntax, "isis hello-interval (1-600)
 # [level-1 | level-2]"; a setting with its default, "queue_run_delay (default: 300s)"); a "term - description"
 # item written with an en or em dash, or with placeholders after its term ("query_count COUNT - set ..."),
-# starts a new sentence after a finished one, as "term - description" did.
-ANALYZER_VERSION = 11
+# starts a new sentence after a finished one, as "term - description" did. 12: a list item whose marker did not
+# reach its block's text (a bullet, an HTML <li>) starts with "- " in its chunk, so that items without a
+# period are sentences of their own; an HTML list whose items are all links into the page is a table of
+# contents, dropped as the lists that the page marks as one were.
+ANALYZER_VERSION = 12
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.

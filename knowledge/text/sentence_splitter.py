@@ -21,6 +21,7 @@ __all__ = [
     "is_table_rule",
     "lines_holding",
     "locate_sentences",
+    "opens_list_item",
     "sentences",
     "table_cells",
 ]
@@ -65,6 +66,12 @@ _NO_SPLIT_AFTER = word_set(
 
 _WORD_RE = re.compile(r"\S+")
 _LINE_END_RE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
+
+
+def opens_list_item(line: str) -> bool:
+    """Does the line open with a list item's marker ("- ", "* ", "1. ", "a) ") before its text?"""
+    item = _LIST_ITEM_RE.match(line)
+    return item is not None and item.end() < len(line)
 
 
 def _is_abbreviation(word: str) -> bool:

@@ -130,6 +130,18 @@ def test_procedure_lists_the_steps_the_best_sentence_introduces():
     ]
 
 
+def test_a_bulleted_list_is_not_a_procedures_steps():
+    # a table of contents or the commands of several cases, bulleted: a set of things, not steps in order
+    evidence = _evidence(
+        "Use systemctl to start the tunnels. The syntax is:\n- client configurations:\n- server configurations:"
+        "\n- Examples Say your server configuration is tun0.conf, you start it like this:"
+    )
+    best = _pick("Examples Say your server configuration is tun0.conf, you start it like this:")
+    draft = compose_extractive("procedure_sop", "how do I start the tunnel", [best], evidence)
+    assert draft.preface != "Steps:"
+    assert _answer(draft)[0] == "Examples Say your server configuration is tun0.conf, you start it like this:"
+
+
 def test_procedure_takes_a_list_from_the_best_sentences_document_only():
     """A step of another document's list among the next best sentences does not replace the answer the best
     sentence gives; a step of the best sentence's own document's list does."""

@@ -192,6 +192,31 @@ def test_oversized_list_item_and_code_split_only_then():
     assert code_lines == code.splitlines()  # code split at line boundaries, each line whole
 
 
+def test_a_list_item_without_its_marker_gets_one_and_is_a_sentence_of_its_own():
+    # an HTML <li> or a stripped bullet reaches the block without its marker; items without a period ran into
+    # one sentence ("Fix refclock sample validation Fix -4/-6 options in chronyc")
+    trail = ("News",)
+    doc = doc_of(
+        para("Changes in this release:", trail),  # a paragraph: no marker
+        para("Fix refclock sample validation with sub-second polling", trail, "list_item"),
+        para("Fix -4/-6 options in chronyc", trail, "list_item"),
+        para("2. Restart the daemon", trail, "list_item"),  # its marker kept: not marked twice
+    )
+    (chunk,) = chunk_blocks(doc, count_tokens=words, max_tokens=200)
+    assert chunk.text.splitlines() == [
+        "Changes in this release:",
+        "- Fix refclock sample validation with sub-second polling",
+        "- Fix -4/-6 options in chronyc",
+        "2. Restart the daemon",
+    ]
+    assert sentences(chunk.text) == [
+        "Changes in this release:",
+        "Fix refclock sample validation with sub-second polling",
+        "Fix -4/-6 options in chronyc",
+        "Restart the daemon",
+    ]
+
+
 def test_a_chunk_records_the_lines_of_code_its_format_marks_as_code():
     marked = Block(
         "code", "router bgp 64510\n timers bgp 30 90\n\n timers bgp 30 90", ("S",), None, None, True

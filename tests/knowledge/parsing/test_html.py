@@ -88,6 +88,38 @@ def test_html_toc_only_page_keeps_its_toc(tmp_path):
     assert doc.title == "index"  # no <title>, no heading: the file name
 
 
+def test_a_list_of_links_into_the_page_is_a_table_of_contents(tmp_path):
+    # no class names it a table of contents: its items, each a link to a section of the page, do
+    path = tmp_path / "stress.html"
+    path.write_text(
+        "<html><body><h1>Stress</h1><p>Topics covered in this document:</p>"
+        '<ul><li><a href="#symptoms">Symptoms of overload</a></li><li><a href="#auto">Automatic mode</a>'
+        '<ul><li><a href="#auto-on">Forcing it on</a></li></ul></li></ul>'
+        '<h2 id="symptoms">Symptoms of overload</h2><p>Mail queues up.</p>'
+        '<ul><li><a href="#symptoms">Symptoms</a> come first</li><li><a href="#auto">Automatic mode</a></li></ul>'
+        '<ul><li><a href="#auto">Automatic mode</a><ul><li>Turn it on</li></ul></li><li><a href="#a">A</a></li></ul>'
+        '<ul><li><a href="other.html">Other page</a></li><li><a href="more.html">More</a></li></ul>'
+        '<ul><li><a href="#symptoms">Symptoms</a></li></ul>'
+        "</body></html>",
+        encoding="utf-8",
+    )
+    doc = parse_file(path)
+    assert [(b.kind, b.text) for b in doc.blocks if b.kind != "title"] == [
+        ("text", "Topics covered in this document:"),
+        ("text", "Mail queues up."),
+        # an item with words outside its link, or a list inside with other text, or another page's links,
+        # or a single link: not a table of contents
+        ("list_item", "Symptoms come first"),
+        ("list_item", "Automatic mode"),
+        ("list_item", "Automatic mode"),
+        ("list_item", "Turn it on"),
+        ("list_item", "A"),
+        ("list_item", "Other page"),
+        ("list_item", "More"),
+        ("list_item", "Symptoms"),
+    ]
+
+
 def test_a_man_page_rendered_in_a_pre_is_not_marked_as_code(tmp_path):
     path = tmp_path / "relayd.8.html"
     page = (
