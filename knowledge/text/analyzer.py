@@ -58,8 +58,9 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # item written with an en or em dash, or with placeholders after its term ("query_count COUNT - set ..."),
 # starts a new sentence after a finished one, as "term - description" did. 12: a list item whose marker did not
 # reach its block's text (a bullet, an HTML <li>) starts with "- " in its chunk, so that items without a
-# period are sentences of their own; an HTML list whose items are all links into the page is a table of
-# contents, dropped as the lists that the page marks as one were.
+# period are sentences of their own, and end before a capitalised line after them (the next paragraph or
+# heading) unless the item is a term of one word; an HTML list whose items are all links into the page is a
+# table of contents, dropped as the lists that the page marks as one were.
 ANALYZER_VERSION = 12
 
 

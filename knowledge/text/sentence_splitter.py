@@ -53,6 +53,9 @@ _SYNTAX_PART = r" (?:[A-Z][A-Z0-9_.:|-]*|\[[^\[\]]*\]|\([^()]*\)|<[^<>]*>|\{[^{}
 _WORD_TERM_RE = re.compile(
     rf"[a-z]{_TERM_WORD}(?:{_SYNTAX_PART})*(?: [a-z]{_TERM_WORD}(?:{_SYNTAX_PART})*){{0,2}}(?:\.\.\.)?"
 )
+# a list item of this many words above a line keeps it: a term and its description ("SEND_HEADERS" / "Send a
+# set of headers back to the browser.", "Warning" / "Default hash implementation is non-crypto.")
+_ITEM_TERM_WORDS = 1
 _BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
 # Words after which a period never ends a sentence (the next word may well be capitalised: "e.g. Cisco").
 # "no" is left out: "set it to no. Then ..." is common in configuration text.
@@ -213,6 +216,7 @@ def _segments(text: str) -> list[_Segment]:
         raw_lines = text[block_start:block_end].splitlines(keepends=True)
         rows = _table_rows([raw.strip() for raw in raw_lines])
         term_list = False  # has this block shown a term line (see _OPTION_TERM_RE, _WORD_TERM_RE)?
+        item_line = False  # is the paragraph so far a list item's first line alone?
         for at, raw_line in enumerate(raw_lines):
             line_start, offset = offset, offset + len(raw_line)
             line = raw_line.splitlines()[0]
@@ -220,6 +224,7 @@ def _segments(text: str) -> list[_Segment]:
             if not stripped:
                 continue
             first = line_start + len(line) - len(line.lstrip())  # the line's first visible character
+            after_item, item_line = item_line, False
             heading = _HEADING_RE.match(line)
             if heading and segments and _continues_comment(previous, line[heading.end() :]):
                 # a '#' comment wrapped over several lines of a configuration file ("# Note: the ... syntax
@@ -249,6 +254,7 @@ def _segments(text: str) -> list[_Segment]:
             elif item and item.end() < len(line):
                 paragraph, paragraph_start = [line[item.end() :].strip()], first
                 paragraph_words = _words(text, line_start + item.end(), line_start + len(line))
+                item_line = True
             else:
                 ended = _ends_sentence(paragraph[-1]) if paragraph else False
                 if (
@@ -263,6 +269,19 @@ def _segments(text: str) -> list[_Segment]:
                     # the next term of a manual's option list ("... the standard NTP port)." / "listen-port port");
                     # likewise a "term - description" item after a finished sentence or a lead-in ("... rules of
                     # the following types:" / "discard - the packet is dropped silently.")
+                    segments.append(_Segment(paragraph_start, paragraph_words))
+                    paragraph, paragraph_words = [], []
+                if (
+                    after_item
+                    and paragraph
+                    and stripped[0].isupper()
+                    and len(paragraph[-1].split()) > _ITEM_TERM_WORDS
+                    and not paragraph[-1].endswith((":", ","))
+                ):
+                    # the line after a list item that did not end with a period: the next paragraph or heading
+                    # ("- WebSocket, using mod_proxy_wstunnel" / "The Load balancing scheduler algorithm is ..."),
+                    # not a wrapped line of the item (a chunk holds an item on one line); a term of one word keeps
+                    # the description under it ("SEND_HEADERS" / "Send a set of headers ...")
                     segments.append(_Segment(paragraph_start, paragraph_words))
                     paragraph, paragraph_words = [], []
                 following = raw_lines[at + 1].strip() if at + 1 < len(raw_lines) else ""
@@ -346,7 +365,9 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     (the next term of a manual's option list: "listen-port port"), and a term alone on its line, an option
     ("-Z, --context") or a setting above a capitalised description ("netmask mask"), once its block (up to a
     blank line) has shown one, whatever the line above ended with (a description without a period) unless it
-    is a lead-in (':') or the term's other spelling.
+    is a lead-in (':') or the term's other spelling. A list item of more than one word that did not end its
+    sentence ends at a capitalised line under it (a chunk holds an item on one line: that is the next paragraph
+    or heading), unless it ends with ':' or ','.
     A '#' comment line in lower case that goes on with the unfinished sentence of the '#' line above belongs to
     that sentence. Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word
     that does not start in lower case or with a table's cell separator (a sentence that ends a cell goes on to

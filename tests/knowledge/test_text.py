@@ -466,6 +466,32 @@ def test_sentences_list_items() -> None:
     ]
 
 
+def test_sentences_a_list_item_without_a_period_ends_before_the_next_paragraph() -> None:
+    # a chunk holds a list item on one line: a capitalised line after it is the next block (a paragraph, a
+    # heading), not the item going on
+    text = (
+        "- Add serverstats command to report packet statistics\n"
+        "Bug fixes\n"
+        "- Fix refclock sample validation\n"
+        "On other platforms the daemon uses IPv4.\n"
+        "- SEND_HEADERS\n"  # a term of one word keeps its description
+        "Send a set of headers back to the browser.\n"
+        "- Set the variable to the directory\n"
+        "and rebuild it\n"  # a line in lower case goes on with the item
+        "- Options for the listener:\n"  # nor does a lead-in end there
+        "Port and address"
+    )
+    assert sentences(text) == [
+        "Add serverstats command to report packet statistics",
+        "Bug fixes",
+        "Fix refclock sample validation",
+        "On other platforms the daemon uses IPv4.",
+        "SEND_HEADERS Send a set of headers back to the browser.",
+        "Set the variable to the directory and rebuild it",
+        "Options for the listener: Port and address",
+    ]
+
+
 def test_sentences_headings_tables_and_rules() -> None:
     text = "# Title\nIntro text.\n---\n| a | b |\n| 1 | 2 |\nAfter."
     assert sentences(text) == ["Title", "Intro text.", "| a | b |", "| 1 | 2 |", "After."]
