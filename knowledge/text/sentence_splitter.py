@@ -56,6 +56,10 @@ _WORD_TERM_RE = re.compile(
 # a list item of this many words above a line keeps it: a term and its description ("SEND_HEADERS" / "Send a
 # set of headers back to the browser.", "Warning" / "Default hash implementation is non-crypto.")
 _ITEM_TERM_WORDS = 1
+# words a sentence does not end on: articles, conjunctions, prepositions ("it", "also", "same" may end one)
+_GOES_ON_AFTER = word_set(
+    "a an the and or but nor of to in into onto on for with without by from at as via per than"
+)
 _BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
 # Words after which a period never ends a sentence (the next word may well be capitalised: "e.g. Cisco").
 # "no" is left out: "set it to no. Then ..." is common in configuration text.
@@ -75,6 +79,19 @@ def opens_list_item(line: str) -> bool:
     """Does the line open with a list item's marker ("- ", "* ", "1. ", "a) ") before its text?"""
     item = _LIST_ITEM_RE.match(line)
     return item is not None and item.end() < len(line)
+
+
+def _breaks_off(line: str) -> bool:
+    """Does the line stop in mid-sentence: on a function word ("... formatted as YYYYMMDD or") or inside a
+    bracket or quote it opened ("... the ingress hook (since Linux")?"""
+    last = line.rsplit(" ", 1)[-1].lower()
+    return (
+        last in _GOES_ON_AFTER
+        or line.count("(") > line.count(")")
+        or line.count("[") > line.count("]")
+        or line.count('"') % 2 == 1
+        or line.count("\u201c") > line.count("\u201d")
+    )
 
 
 def _is_abbreviation(word: str) -> bool:
@@ -277,11 +294,13 @@ def _segments(text: str) -> list[_Segment]:
                     and stripped[0].isupper()
                     and len(paragraph[-1].split()) > _ITEM_TERM_WORDS
                     and not paragraph[-1].endswith((":", ","))
+                    and not _breaks_off(paragraph[-1])
                 ):
                     # the line after a list item that did not end with a period: the next paragraph or heading
                     # ("- WebSocket, using mod_proxy_wstunnel" / "The Load balancing scheduler algorithm is ..."),
-                    # not a wrapped line of the item (a chunk holds an item on one line); a term of one word keeps
-                    # the description under it ("SEND_HEADERS" / "Send a set of headers ...")
+                    # not a wrapped line of the item (a chunk holds an item on one line, but a man page's hanging
+                    # reference may keep its lines: "... formatted as YYYYMMDD or" / "YYYYMMDDHHMM[SS]."); a term
+                    # of one word keeps the description under it ("SEND_HEADERS" / "Send a set of headers ...")
                     segments.append(_Segment(paragraph_start, paragraph_words))
                     paragraph, paragraph_words = [], []
                 following = raw_lines[at + 1].strip() if at + 1 < len(raw_lines) else ""

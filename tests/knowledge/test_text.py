@@ -479,7 +479,11 @@ def test_sentences_a_list_item_without_a_period_ends_before_the_next_paragraph()
         "- Set the variable to the directory\n"
         "and rebuild it\n"  # a line in lower case goes on with the item
         "- Options for the listener:\n"  # nor does a lead-in end there
-        "Port and address"
+        "Port and address\n"
+        "- A date in the system time zone formatted as YYYYMMDD or\n"  # nor a line that stops mid-sentence
+        "YYYYMMDDHHMM[SS].\n"
+        '- Sally Floyd, "Link-sharing and Resource Management Models for\n'
+        'Packet Networks", IEEE/ACM Transactions'
     )
     assert sentences(text) == [
         "Add serverstats command to report packet statistics",
@@ -489,6 +493,8 @@ def test_sentences_a_list_item_without_a_period_ends_before_the_next_paragraph()
         "SEND_HEADERS Send a set of headers back to the browser.",
         "Set the variable to the directory and rebuild it",
         "Options for the listener: Port and address",
+        "A date in the system time zone formatted as YYYYMMDD or YYYYMMDDHHMM[SS].",
+        'Sally Floyd, "Link-sharing and Resource Management Models for Packet Networks", IEEE/ACM Transactions',
     ]
 
 
