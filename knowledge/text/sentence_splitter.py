@@ -386,7 +386,8 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     blank line) has shown one, whatever the line above ended with (a description without a period) unless it
     is a lead-in (':') or the term's other spelling. A list item of more than one word that did not end its
     sentence ends at a capitalised line under it (a chunk holds an item on one line: that is the next paragraph
-    or heading), unless it ends with ':' or ','.
+    or heading), unless it ends with ':' or ',' or stops in mid-sentence (on an article, conjunction or
+    preposition, or inside a bracket or quote it opened).
     A '#' comment line in lower case that goes on with the unfinished sentence of the '#' line above belongs to
     that sentence. Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word
     that does not start in lower case or with a table's cell separator (a sentence that ends a cell goes on to
