@@ -96,8 +96,7 @@ COMMAND_WITH_ARGUMENTS = re.compile(r"^[a-z][\w.+-]*\s+\S")
 # a parameter and its default in parentheses ("relay_limit (100)", "queue_dir (see 'relayctl -d' output)"):
 # an entry of a manual's list, not a line to paste (a call's arguments have '=' or quotes: 'template (name="x")')
 NOTED_PARAMETER = re.compile(r"^[a-z][\w.-]*\s+\([^=\"()<>]*\)$")
-# a manual's "term - description" item ("gre - GRE encapsulation"); not "relayctl -q - < list", an option and
-# standard input
+# the most words a term line above its description holds (term_set_off, record_set_off)
 TERM_WORDS = 8
 # a root shell's prompt ("# mkdir /run/relay"), or a comment's mark: the sentence splitter drops it
 ROOT_PROMPT = re.compile(r"^#\s+(?=\S)")

@@ -17,7 +17,8 @@ TWO_WORDS = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")
 # description ("relay-common: Files used by all of the relay packages"; not a setting, "image: nginx")
 LABEL_LINE = re.compile(r"^(?:[A-Z][\w/-]*(?: [\w/-]+){0,2}:\s+\S|[a-z][\w.+-]*:\s+[A-Z][\w ])")
 # a manual's "term - description" item ("discard - the packet is dropped", "none - Nothing is kept": a hyphen,
-# an en dash or an em dash), the term perhaps with placeholders ("query_count COUNT - set the number of ...")
+# an en dash or an em dash), the term perhaps with placeholders ("query_count COUNT - set the number of ..."); not
+# "relayctl -q - < list", an option and standard input
 TERM_ITEM = re.compile(
     r"[a-z][\w-]*(?: (?:[A-Z][A-Z0-9_]*|\[[^\]]*\]|<[^>]*>|\{[^}]*\}))* [-\u2013\u2014] \S"
 )
