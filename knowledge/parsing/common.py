@@ -24,7 +24,8 @@ class Block:
     list items, number of header rows (repeated when the table is split) for tables, None otherwise.
     Table text is one row per line, cells joined with `` | ``; a table's header rows end with a rule line
     (``--- | ---``), counted in ``level``. ``marked``: a ``code`` block that the format itself marks as code (an
-    HTML ``<pre>``, a Markdown code block), not one a plain-text parser took for code by its indentation.
+    HTML ``<pre>``, a Markdown code block, a man page's example: unfilled lines set deeper than the paragraph
+    above them), not one a plain-text parser took for code by what its lines read as.
     """
 
     kind: str

@@ -103,6 +103,8 @@ class _List:
     links_only: bool = True
 
 
+# one sentence ending with ':' (no sentence end before it): the lead-in of a table of contents
+_ANNOUNCES = re.compile(r"(?:[^.!?:]|[.!?:](?!\s))+:")
 _BR = "\u2028"  # <br> marker; every other source whitespace is an ordinary space
 
 
@@ -364,11 +366,15 @@ class HtmlWalker(HTMLParser):
 
     def _close_list(self, closed: _List) -> None:
         """A list whose items are all links into the page (two or more) is a table of contents: its items are
-        read as one (`RawBlock.toc`), dropped unless the page holds nothing else. A list inside it with other
+        read as one (`RawBlock.toc`), dropped unless the page holds nothing else, and so is the one sentence
+        right above it that only announces it ("Topics covered in this document:"). A list inside it with other
         text makes the list around it not one either."""
         if closed.items >= 2 and closed.links_only:
             for raw in self.out[closed.first_out :]:
                 raw.toc = True
+            above = self.out[closed.first_out - 1] if closed.first_out > 0 and not self._lists else None
+            if above is not None and above.kind == "text" and _ANNOUNCES.fullmatch(above.text.strip()):
+                above.toc = True
         elif self._lists and not closed.links_only:
             self._lists[-1].links_only = False
 

@@ -31,6 +31,10 @@ _WRAPPED_AT_HYPHEN = re.compile(r"[^\W_]-$")
 _CELL = re.compile(r"\S+(?: \S+)*")  # a cell of a table aligned with spaces: words one space apart
 _HEADER_CELL = re.compile(r"[^\W\d_][^\d/=_|]*")  # a column's name: "Contract number", "Level (hours)"
 _TERM_COLUMNS = re.compile(r"^(\S+(?: \S+){0,2}) {2,}(\S.*)$")  # "LOG-DLQ-HIGH   the queue holds ..."
+# the rules of a table drawn with box characters (`_box_table`): its top, a rule inside it, its bottom
+_BOX_TOP = re.compile(r"┌[─┬]+┐")
+_BOX_INNER = re.compile(r"[├╞][─═┼╪]+[┤╡]")
+_BOX_BOTTOM = re.compile(r"└[─┴]+┘")
 _SECTION_HEADER = re.compile(r"^\[[\w .:/-]+\]$")  # an INI file's "[Service]"
 _MAIL_ADDRESS = re.compile(r"<[^\s<>@]+@[^\s<>]+>")  # "<list@example.org>": no XML tag
 _COMMENT = re.compile(r"^\s*(?:#|!|//|;)")
@@ -72,6 +76,7 @@ class LineWalker:
             if line and line.indent == 0 and self._blank(k - 1) and re.match(r"^\d+\.\d+\.?\s", line.text):
                 multi += 1
         self.numbered = not self.man and multi >= 2
+        self._above: Line | None = None  # the last line of the paragraph before this one, under one heading
 
     def _looks_like_config(self) -> bool:
         present = [line for line in self.lines if line]
@@ -94,6 +99,7 @@ class LineWalker:
             line = self.lines[k]
             if line is None:
                 yield from self._paragraph(para, k)
+                self._above = para[-1] if para else self._above
                 para = []
                 k += 1
                 continue
@@ -102,6 +108,7 @@ class LineWalker:
                 level, text, consumed = heading
                 yield from self._paragraph(para, k)
                 para = []
+                self._above = None
                 yield RawBlock("title", text, level=level)
                 k += consumed
                 continue
@@ -170,9 +177,20 @@ class LineWalker:
     def _paragraph(self, para: list[Line], end: int) -> Iterator[RawBlock]:
         if not para:
             return
+        boxed = _box_table(para)
+        if boxed is not None:  # (its caption may sit right above it: "Table 18. Keywords ...")
+            before, rows, header_rows, after = boxed
+            yield from self._paragraph(before, end)
+            yield RawBlock("table", rows, level=header_rows or None)
+            yield from self._paragraph(after, end)
+            return
         table = None if self.man else _aligned_table(para)
         if table is not None:  # (before code: a short table's lines are short, as a snippet's are)
             yield RawBlock("table", table, level=1)  # its first row is the header
+            return
+        if self.man and self._set_off_example(para):
+            # the page's own mark of an example (groff's no-fill display, set in): code whatever it reads as
+            yield RawBlock("code", _dedent_lines(para), marked=True)
             return
         if self._is_code(para):
             yield RawBlock("code", _dedent_lines(para))
@@ -271,6 +289,22 @@ class LineWalker:
         codeish = sum(1 for line in para if CODE_LINE.search(line.text))
         return len(para) >= 2 and codeish >= 0.6 * len(para) and any(ch in "{}=;" for ch in para[0].text)
 
+    def _set_off_example(self, para: list[Line]) -> bool:
+        """A man page indents its whole text, so an example is told by its depth: two lines or more indented
+        deeper than the line above them (the paragraph before, under the same heading), each a line of its own
+        (`_unwrapped`) or continued with a '\\', none ending with '.' or ',' and none a bullet: a configuration
+        ("server foo.example.net offline" / "driftfile /var/lib/chrony/drift"), commands, a command's forms, a
+        program's output. Read as prose, its lines ran into one ("settime 16:30 settime 16:30:05 ..."). It is
+        the page's own mark of code (groff sets a display unfilled and indented), so the block is `marked`."""
+        above = self._above
+        return (
+            above is not None
+            and len(para) >= 2
+            and min(line.indent for line in para) > above.indent
+            and (_unwrapped(para) or all(line.text.endswith("\\") for line in para[:-1]))
+            and not any(line.text.endswith((".", ",")) or _BULLET.match(line.text) for line in para)
+        )
+
 
 def _configuration_under_lead_in(para: list[Line]) -> set[int]:
     """The positions of lines of configuration right under a line of prose ending with ':' (two words in a row)
@@ -303,6 +337,41 @@ def _configuration_line(text: str) -> bool:
     if PROSE.search(text) or _MAIL_ADDRESS.fullmatch(text) or text.endswith(","):
         return False
     return bool(CODE_LINE.search(text) or _SECTION_HEADER.match(text))
+
+
+def _box_table(para: list[Line]) -> tuple[list[Line], str, int, list[Line]] | None:
+    """A table drawn with box characters, as groff's tbl draws one in a man page ("┌─────┬─────┐" /
+    "│Name │ Keyword │" / "├─────┼─────┤" / ... / "└─────┴─────┘"): the lines above it, its "a | b" rows, how
+    many of them are its header (the rows above its first inner rule) and the lines below it. A line whose
+    first cell is empty goes on with the row above it (a cell wrapped over lines reads as one; a spacer line
+    adds nothing); a rule or a first cell with text starts a row. None when `para` holds no such table."""
+    top = next((at for at, line in enumerate(para) if _BOX_TOP.fullmatch(line.text)), None)
+    if top is None:
+        return None
+    bottom = next((at for at in range(top + 1, len(para)) if _BOX_BOTTOM.fullmatch(para[at].text)), None)
+    if bottom is None:
+        return None
+    rows: list[list[list[str]]] = []  # each row's cells, each cell its lines' texts
+    header_rows, ruled = 0, True  # (a rule closes the row above it)
+    for line in para[top + 1 : bottom]:
+        if _BOX_INNER.fullmatch(line.text):
+            header_rows = header_rows or len(rows)
+            ruled = True
+            continue
+        if not line.text.startswith("│"):
+            return None
+        cells = [cell.strip() for cell in line.text.strip("│").split("│")]
+        if ruled or (cells[0] and rows):
+            rows.append([[] for _ in cells])
+            ruled = False
+        for k, cell in enumerate(cells):
+            if cell and k < len(rows[-1]):
+                rows[-1][k].append(cell)
+    texts = [[" ".join(cell) for cell in row] for row in rows if any(row)]
+    if len(texts) < 2:
+        return None
+    header_rows = sum(1 for row in rows[:header_rows] if any(row)) if header_rows < len(rows) else 0
+    return para[:top], "\n".join(" | ".join(row) for row in texts), header_rows, para[bottom + 1 :]
 
 
 def _aligned_table(para: list[Line]) -> str | None:

@@ -60,8 +60,11 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # reach its block's text (a bullet, an HTML <li>) starts with "- " in its chunk, so that items without a
 # period are sentences of their own, and end before a capitalised line after them (the next paragraph or
 # heading) unless the item is a term of one word; an HTML list whose items are all links into the page is a
-# table of contents, dropped as the lists that the page marks as one were.
-ANALYZER_VERSION = 12
+# table of contents, dropped as the lists that the page marks as one were. 13: a man page's paragraph of short
+# lines set deeper than the one above it is an example (code) and keeps its lines; a table drawn with box
+# characters is a table; a caption's number ("Table 5.4.") ends no sentence; the one sentence above a table of
+# contents that only announces it ("Topics covered in this document:") is dropped with it.
+ANALYZER_VERSION = 13
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.

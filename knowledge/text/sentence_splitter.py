@@ -61,6 +61,8 @@ _GOES_ON_AFTER = word_set(
     "a an the and or but nor of to in into onto on for with without by from at as via per than"
 )
 _BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
+# a caption's number ("Table 5.4. List of low level network commands"): its period ends no sentence
+_CAPTION_NUMBER_RE = re.compile(r"(?:Table|Figure) \d+(?:\.\d+)*")
 # Words after which a period never ends a sentence (the next word may well be capitalised: "e.g. Cisco").
 # "no" is left out: "set it to no. Then ..." is common in configuration text.
 _NO_SPLIT_AFTER = word_set(
@@ -338,7 +340,7 @@ def _segments(text: str) -> list[_Segment]:
 
 def _segment_sentences(text: str, segment: _Segment) -> list[SentenceSpan]:
     """Split one segment at sentence ends: ``.``/``!``/``?`` (and closing quotes or brackets), whitespace, and a
-    word that does not start in lower case, unless the period follows an abbreviation."""
+    word that does not start in lower case, unless the period follows an abbreviation or a caption's number."""
     if not segment.words:
         return []
     words = [text[start:end] for start, end in segment.words]
@@ -359,7 +361,10 @@ def _segment_sentences(text: str, segment: _Segment) -> list[SentenceSpan]:
             # | server, query"): a sentence that ends a cell goes on to the end of its row
             continue
         period_only = "." in m.group(1) and "?" not in m.group(1) and "!" not in m.group(1)
-        if period_only and _is_abbreviation(joined[start : m.start()].rsplit(" ", 1)[-1]):
+        if period_only and (
+            _is_abbreviation(joined[start : m.start()].rsplit(" ", 1)[-1])
+            or _CAPTION_NUMBER_RE.fullmatch(joined[start : m.start()])
+        ):
             continue
         cuts.append(word_at[end])  # the boundary's whitespace is one space between two words
         start = end
@@ -391,7 +396,8 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     A '#' comment line in lower case that goes on with the unfinished sentence of the '#' line above belongs to
     that sentence. Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word
     that does not start in lower case or with a table's cell separator (a sentence that ends a cell goes on to
-    the end of its row), except after abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an initial. Periods
+    the end of its row), except after abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an initial, and after
+    the number that opens a caption (``Table 5.4.``). Periods
     inside version numbers, IP addresses and file names (``2.6.14``, ``ip-route.8.txt``) are
     never followed by whitespace, so they do not split. Rule lines (``---``, a table's ``--- | ---``) belong
     to no sentence.

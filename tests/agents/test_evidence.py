@@ -617,6 +617,31 @@ def test_the_selectors_sentences_become_units_with_what_they_need_around_them():
     assert texts == [*texts[:2], "Uploads larger than 2 GB are split."]
 
 
+def test_a_caption_is_no_answer_sentence():
+    """A table's caption ("Table 3. Queue limits") names what is below it: it is no candidate, and it does not
+    come after a pick as the sentence that follows it (the table it announces is not shown)."""
+    from agents.evidence import compose_ranked
+
+    evidence = _evidence(
+        "A queue holds at most 500 messages by default.\nTable 3. Queue limits\nName | Default\n--- | ---\n"
+        "bulk | 500",
+        "Each queue is flushed every minute. The flush interval is not configurable.",
+    )
+    draft = compose_ranked(
+        "parameter_lookup", "q", [_pick("A queue holds at most 500 messages by default.")], evidence
+    )
+    assert _answer(draft) == ["A queue holds at most 500 messages by default."]
+    draft = compose_ranked(
+        "parameter_lookup", "q", [_pick("Each queue is flushed every minute.", 1)], evidence
+    )
+    assert _answer(draft) == [
+        "Each queue is flushed every minute.",
+        "The flush interval is not configurable.",
+    ]
+    ranked = score_sentences("What are the queue limits?", evidence)
+    assert ranked and not any(s.text.startswith("Table 3.") for s in ranked)
+
+
 def test_the_word_budget_goes_to_the_probable_sentences_before_the_ones_that_follow_them(settings):
     """Each pick brings the sentence after it, but a later pick has the stronger claim on the budget."""
     from agents.evidence import compose_ranked

@@ -412,6 +412,21 @@ def test_sentences_basic() -> None:
     ]
 
 
+def test_a_caption_keeps_its_number() -> None:
+    """A caption's numbered label does not end a sentence ("Table 5.4." is no sentence of its own); the same
+    number at the end of a sentence does."""
+    table = "Table 5.4. List of relay commands\ncommand | use\n--- | ---\nrelayctl stats | counters\nrelayctl flush | send all"
+    assert sentences(table)[0] == "Table 5.4. List of relay commands"
+    assert sentences("Figure 2. The relay at work. It forwards mail.") == [
+        "Figure 2. The relay at work.",
+        "It forwards mail.",
+    ]
+    assert sentences("The limits are in Table 3. The defaults follow.") == [
+        "The limits are in Table 3.",
+        "The defaults follow.",
+    ]
+
+
 def test_sentences_keep_abbreviations_versions_ips_and_files() -> None:
     text = (
         "Set max_wal_size, e.g. to 4GB, i.e. Debian defaults vary. Linux 2.6.14 added it. "

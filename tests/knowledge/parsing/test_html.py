@@ -95,7 +95,9 @@ def test_a_list_of_links_into_the_page_is_a_table_of_contents(tmp_path):
         "<html><body><h1>Stress</h1><p>Topics covered in this document:</p>"
         '<ul><li><a href="#symptoms">Symptoms of overload</a></li><li><a href="#auto">Automatic mode</a>'
         '<ul><li><a href="#auto-on">Forcing it on</a></li></ul></li></ul>'
-        '<h2 id="symptoms">Symptoms of overload</h2><p>Mail queues up.</p>'
+        '<h2 id="symptoms">Symptoms of overload</h2><p>Mail queues up. Topics in this section:</p>'
+        '<ul><li><a href="#slow">Slow clients</a></li><li><a href="#many">Many clients</a></li></ul>'
+        "<p>The signs are these:</p>"
         '<ul><li><a href="#symptoms">Symptoms</a> come first</li><li><a href="#auto">Automatic mode</a></li></ul>'
         '<ul><li><a href="#auto">Automatic mode</a><ul><li>Turn it on</li></ul></li><li><a href="#a">A</a></li></ul>'
         '<ul><li><a href="other.html">Other page</a></li><li><a href="more.html">More</a></li></ul>'
@@ -105,8 +107,9 @@ def test_a_list_of_links_into_the_page_is_a_table_of_contents(tmp_path):
     )
     doc = parse_file(path)
     assert [(b.kind, b.text) for b in doc.blocks if b.kind != "title"] == [
-        ("text", "Topics covered in this document:"),
-        ("text", "Mail queues up."),
+        # the one sentence that announces a table of contents goes with it; a paragraph that says more stays
+        ("text", "Mail queues up. Topics in this section:"),
+        ("text", "The signs are these:"),
         # an item with words outside its link, or a list inside with other text, or another page's links,
         # or a single link: not a table of contents
         ("list_item", "Symptoms come first"),

@@ -100,3 +100,86 @@ def test_a_man_page_inside_an_html_pre_has_its_words_mended(tmp_path):
     assert "failed connection\n       after retry_time (default: 60s)" in man.text
     assert "DEMO(8)" not in man.text
     assert code.kind == "code" and code.text == "apt install build-\nessential"  # no man page: as written
+
+
+def test_a_man_pages_examples_keep_their_lines(tmp_path):
+    """A man page indents everything, so an example is the paragraph set deeper than the one above it: its
+    lines stay lines (a configuration, commands continued with '\\'). A deeper paragraph of prose, a deeper
+    list, one line alone, or the first paragraph under a heading is not an example."""
+    page = tmp_path / "relayd.5.txt"
+    page.write_text(
+        "RELAYD(5)                        File Formats Manual                        RELAYD(5)\n\n"
+        "EXAMPLES\n"
+        "       With three relays, your relayd.conf could contain:\n\n"
+        "           relay alpha.example.net offline\n"
+        "           relay beta.example.net offline\n"
+        "           spooldir /var/spool/relayd\n\n"
+        "       A filter that sends marked packets to the second queue:\n\n"
+        "           relayctl filter add dev eth0 parent 1: \\\n"
+        "               mark 0x2a queue 2\n\n"
+        "       The spool directory must exist before the daemon starts:\n\n"
+        "           It is not created for you, and the daemon stops at once when it\n"
+        "           is missing, with a message in the system log.\n\n"
+        "       The following relays can be named:\n\n"
+        "           o alpha for the first site\n"
+        "           o beta for the second site\n\n"
+        "       Only one is needed:\n\n"
+        "           relay alpha.example.net\n\n"
+        "FILES\n"
+        "       /etc/relayd.conf\n"
+        "       /var/spool/relayd\n\n"
+        "relayd 1.0                               2024-01-01                              RELAYD(5)\n"
+    )
+    blocks = parse_file(page).blocks
+    config = by_text(blocks, "relay alpha.example.net offline")
+    assert (config.kind, config.marked, config.text) == (
+        "code",
+        True,  # a line of it is code in an answer whatever it reads as ("relay alpha.example.net offline")
+        "relay alpha.example.net offline\nrelay beta.example.net offline\nspooldir /var/spool/relayd",
+    )
+    command = by_text(blocks, "relayctl filter add")
+    assert command.kind == "code"
+    assert command.text.splitlines()[0] == "relayctl filter add dev eth0 parent 1: \\"
+    prose = by_text(blocks, "It is not created for you")
+    assert (prose.kind, prose.text.count("\n")) == ("text", 0)
+    assert [b.kind for b in blocks if "site" in b.text] == ["list_item", "list_item"]
+    assert [b.kind for b in blocks if b.text == "relay alpha.example.net"] == ["text"]
+    assert by_text(blocks, "/etc/relayd.conf").kind == "text"
+
+
+def test_a_table_drawn_with_box_characters_is_a_table(tmp_path):
+    """groff draws a man page's tables with box characters: a line with an empty first cell goes on with the
+    row above (a cell wrapped over lines reads as one), a spacer line adds nothing, the rows above the first
+    inner rule are the header, and a caption right above the table stays text."""
+    page = tmp_path / "relayctl.8.txt"
+    page.write_text(
+        "RELAYCTL(8)                      System Manager's Manual                      RELAYCTL(8)\n\n"
+        "QUEUES\n"
+        "       Table 3. Queue keywords\n"
+        "       ┌─────────┬──────────────────────┬───────┐\n"
+        "       │Keyword  │ Description          │ Value │\n"
+        "       ├─────────┼──────────────────────┼───────┤\n"
+        "       │         │                      │       │\n"
+        "       │bulk     │ mail that can wait   │ 0     │\n"
+        "       ├─────────┼──────────────────────┼───────┤\n"
+        "       │urgent   │ pages the on-call    │ 7     │\n"
+        "       │         │ engineer at once     │       │\n"
+        "       │relay    │ the default route    │ 3     │\n"
+        "       └─────────┴──────────────────────┴───────┘\n"
+        "       The default queue is bulk.\n\n"
+        "relayctl 1.0                             2024-01-01                            RELAYCTL(8)\n"
+    )
+    blocks = parse_file(page).blocks
+    table = next(b for b in blocks if b.kind == "table")
+    assert table.text.split("\n") == [
+        "Keyword | Description | Value",
+        "--- | --- | ---",
+        "bulk | mail that can wait | 0",
+        "urgent | pages the on-call engineer at once | 7",
+        "relay | the default route | 3",  # (no rule above it: its first cell starts the row)
+    ]
+    assert [b.text for b in blocks if b.kind == "text"] == [
+        "Table 3. Queue keywords",
+        "The default queue is bulk.",
+    ]
+    assert not any("│" in b.text or "─" in b.text for b in blocks)
