@@ -33,7 +33,14 @@ from agents.layout import (
     term_set_off,
 )
 from athena.choices import Choice
-from knowledge.text import column_names, is_caps_heading, is_table_rule, lines_holding, table_cells
+from knowledge.text import (
+    column_names,
+    is_caps_heading,
+    is_numbered_heading,
+    is_table_rule,
+    lines_holding,
+    table_cells,
+)
 
 # a short answer, about four sentences of a manual (ATHENA_ANSWER_MAX_WORDS). Validation EM by limit: 80 words
 # .398, 100 words .435, 120 words .454 (tests/benchmarks/README.md): containment rewards length, readers do not
@@ -170,9 +177,14 @@ def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) ->
 
 
 def _is_heading(sentence: str, item: Evidence) -> bool:
-    """Is `sentence` a heading standing as a sentence of its own: a line in capitals ("DESCRIPTION"), or the
-    passage's own section heading (a runbook's "Fix" above its numbered list)?"""
-    return is_caps_heading(sentence) or sentence.strip() == _section_heading(item) != ""
+    """Is `sentence` a heading standing as a sentence of its own: a line in capitals ("DESCRIPTION"), a section's
+    number and title ("4.2. I keep getting the error 501"), or the passage's own section heading (a runbook's
+    "Fix" above its numbered list)?"""
+    return (
+        is_caps_heading(sentence)
+        or is_numbered_heading(sentence)
+        or sentence.strip() == _section_heading(item) != ""
+    )
 
 
 def _section_heading(item: Evidence) -> str:

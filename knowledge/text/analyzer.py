@@ -62,7 +62,8 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # heading) unless the item is a term of one word; an HTML list whose items are all links into the page is a
 # table of contents, dropped as the lists that the page marks as one were. 13: a man page's paragraph of short
 # lines set deeper than the one above it is an example (code) and keeps its lines; a table drawn with box
-# characters is a table; a caption's number ("Table 5.4.") ends no sentence; the one sentence above a table of
+# characters is a table; a caption's or a section heading's number ("Table 5.4.", "2.5.") ends no sentence, and
+# a numbered heading's line ("2.5. Debian package management internals") is a sentence of its own; the one sentence above a table of
 # contents that only announces it ("Topics covered in this document:") is dropped with it.
 ANALYZER_VERSION = 13
 

@@ -61,8 +61,9 @@ _GOES_ON_AFTER = word_set(
     "a an the and or but nor of to in into onto on for with without by from at as via per than"
 )
 _BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
-# a caption's number ("Table 5.4. List of low level network commands"): its period ends no sentence
-_CAPTION_NUMBER_RE = re.compile(r"(?:Table|Figure) \d+(?:\.\d+)*")
+# a caption's number ("Table 5.4. List of low level network commands") or a section's ("2.5. Debian package
+# management internals") opening a sentence: its period ends no sentence
+_LABEL_NUMBER_RE = re.compile(r"(?:Table|Figure) \d+(?:\.\d+)*|\d+(?:\.\d+)+")
 # Words after which a period never ends a sentence (the next word may well be capitalised: "e.g. Cisco").
 # "no" is left out: "set it to no. Then ..." is common in configuration text.
 _NO_SPLIT_AFTER = word_set(
@@ -162,6 +163,9 @@ def _words(text: str, begin: int, end: int) -> list[tuple[int, int]]:
 
 
 # a section heading in capitals ("SYNOPSIS", "EXIT STATUS"): the text below it does not go on with it
+# a section's number and its title ("2.5. Debian package ...", "4.2 I keep ..."); not an address ("127.0.1.1 host")
+_NUMBERED_HEADING_RE = re.compile(r"\d{1,2}(?:\.\d{1,2}){1,3}\.? +[A-Z\"\u201c(].*")
+MAX_HEADING_WORDS = 12
 _CAPS_HEADING_RE = re.compile(r"(?=(?:\S *){4})[A-Z][A-Z0-9]*(?: +[A-Z][A-Z0-9]*){0,4}")  # 4+ characters
 # a table cell separator: a bar between spaces, or at a line's edge ("foo | 1 | " keeps its empty last cell)
 _BAR_RE = re.compile(r"(?:^|(?<=\s))\|(?=\s|$)")
@@ -173,6 +177,19 @@ def is_caps_heading(line: str) -> bool:
     """Is this line one to five words in capitals, four characters or more, as a man page's section headings
     are ("SYNOPSIS", "SEE ALSO")? Such a line is a sentence of its own."""
     return _CAPS_HEADING_RE.fullmatch(line.strip()) is not None
+
+
+def is_numbered_heading(line: str) -> bool:
+    """Is this line a section's heading by its number: a number of two to four parts ("2.5.", "4.2.1") before a
+    capitalised title of at most MAX_HEADING_WORDS words that does not end as a sentence or a lead-in does
+    ("2.5. Debian package management internals", "4.2. I keep getting the error 501 Not authorised")? Such a
+    line is a sentence of its own (an FAQ's question heading may end with '?')."""
+    text = line.strip()
+    return (
+        _NUMBERED_HEADING_RE.fullmatch(text) is not None
+        and len(text.split()) <= MAX_HEADING_WORDS + 1
+        and not text.endswith((".", ":", ";", ","))
+    )
 
 
 def table_cells(line: str) -> list[str]:
@@ -256,8 +273,9 @@ def _segments(text: str) -> list[_Segment]:
             is_rule = _RULE_RE.fullmatch(line) is not None or is_table_rule(stripped)
             row = stripped.startswith("|") or at in rows
             # a man page's "SYNOPSIS" stands alone, as a row does (a chunk holds a paragraph per line, so a
-            # line of nothing but capitals is a heading or a term, not a wrapped piece of a sentence)
-            row = row or is_caps_heading(stripped)
+            # line of nothing but capitals is a heading or a term, not a wrapped piece of a sentence); so does a
+            # numbered section's heading ("2.5. Debian package management internals")
+            row = row or is_caps_heading(stripped) or is_numbered_heading(stripped)
             starts_segment = is_rule or heading or row or (item and item.end() < len(line))
             if starts_segment and paragraph:
                 segments.append(_Segment(paragraph_start, paragraph_words))
@@ -340,7 +358,7 @@ def _segments(text: str) -> list[_Segment]:
 
 def _segment_sentences(text: str, segment: _Segment) -> list[SentenceSpan]:
     """Split one segment at sentence ends: ``.``/``!``/``?`` (and closing quotes or brackets), whitespace, and a
-    word that does not start in lower case, unless the period follows an abbreviation or a caption's number."""
+    word that does not start in lower case, unless the period follows an abbreviation or the number of a caption or a section."""
     if not segment.words:
         return []
     words = [text[start:end] for start, end in segment.words]
@@ -363,7 +381,7 @@ def _segment_sentences(text: str, segment: _Segment) -> list[SentenceSpan]:
         period_only = "." in m.group(1) and "?" not in m.group(1) and "!" not in m.group(1)
         if period_only and (
             _is_abbreviation(joined[start : m.start()].rsplit(" ", 1)[-1])
-            or _CAPTION_NUMBER_RE.fullmatch(joined[start : m.start()])
+            or _LABEL_NUMBER_RE.fullmatch(joined[start : m.start()])
         ):
             continue
         cuts.append(word_at[end])  # the boundary's whitespace is one space between two words
@@ -397,7 +415,7 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     that sentence. Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word
     that does not start in lower case or with a table's cell separator (a sentence that ends a cell goes on to
     the end of its row), except after abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an initial, and after
-    the number that opens a caption (``Table 5.4.``). Periods
+    the number that opens a caption or a section's heading (``Table 5.4.``, ``2.5.``). Periods
     inside version numbers, IP addresses and file names (``2.6.14``, ``ip-route.8.txt``) are
     never followed by whitespace, so they do not split. Rule lines (``---``, a table's ``--- | ---``) belong
     to no sentence.

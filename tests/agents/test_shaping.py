@@ -262,6 +262,22 @@ def test_the_passages_own_section_heading_opens_the_sentence_below_it_or_is_left
         assert sentence in passage_sentences(RUNBOOK[0]) + passage_sentences(RUNBOOK[1])
 
 
+def test_a_numbered_heading_inside_a_passage_opens_the_sentence_below_it():
+    # a section that begins inside a passage keeps its number and title on a line of its own
+    faq = Evidence(
+        1,
+        "faq/relay.txt",
+        "Relay FAQ",
+        "4. Issues with relayctl",
+        "Check the firewall too.\n4.2. I keep getting the error 501 Not authorised\nThe command went over UDP.",
+        1.0,
+    )
+    assert passage_sentences(faq)[1] == "4.2. I keep getting the error 501 Not authorised"
+    draft = Draft("troubleshooting", [(s, 0) for s in passage_sentences(faq)[1:]])
+    text = shape(draft, [faq]).text
+    assert text == "4.2. I keep getting the error 501 Not authorised: The command went over UDP. [1]"
+
+
 def test_a_row_of_a_table_with_a_header_reads_with_its_column_names():
     # the parser puts a rule line under a table's header rows; a row below it is shown with the names
     passage = (

@@ -413,13 +413,23 @@ def test_sentences_basic() -> None:
 
 
 def test_a_caption_keeps_its_number() -> None:
-    """A caption's numbered label does not end a sentence ("Table 5.4." is no sentence of its own); the same
-    number at the end of a sentence does."""
+    """A caption's or a section heading's number does not end a sentence ("Table 5.4.", "2.5." are no sentences
+    of their own), and a numbered heading's line is a sentence; the same number at the end of a sentence ends
+    it."""
     table = "Table 5.4. List of relay commands\ncommand | use\n--- | ---\nrelayctl stats | counters\nrelayctl flush | send all"
     assert sentences(table)[0] == "Table 5.4. List of relay commands"
     assert sentences("Figure 2. The relay at work. It forwards mail.") == [
         "Figure 2. The relay at work.",
         "It forwards mail.",
+    ]
+    # a section's number stays with its heading, a line and a sentence of its own (not an address's line)
+    assert sentences("2.5. Relay internals\nThe relay keeps a queue. It is small.") == [
+        "2.5. Relay internals",
+        "The relay keeps a queue.",
+        "It is small.",
+    ]
+    assert sentences("Add this line:\n127.0.1.1 Relayhost\n10.2 Mbit/s is the cap.") == [
+        "Add this line: 127.0.1.1 Relayhost 10.2 Mbit/s is the cap."
     ]
     assert sentences("The limits are in Table 3. The defaults follow.") == [
         "The limits are in Table 3.",
