@@ -162,10 +162,10 @@ def _words(text: str, begin: int, end: int) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in _WORD_RE.finditer(text, begin, end)]
 
 
-# a section heading in capitals ("SYNOPSIS", "EXIT STATUS"): the text below it does not go on with it
 # a section's number and its title ("2.5. Debian package ...", "4.2 I keep ..."); not an address ("127.0.1.1 host")
 _NUMBERED_HEADING_RE = re.compile(r"\d{1,2}(?:\.\d{1,2}){1,3}\.? +[A-Z\"\u201c(].*")
-MAX_HEADING_WORDS = 12
+_NUMBERED_HEADING_WORDS = 12  # at most, in its title
+# a section heading in capitals ("SYNOPSIS", "EXIT STATUS"): the text below it does not go on with it
 _CAPS_HEADING_RE = re.compile(r"(?=(?:\S *){4})[A-Z][A-Z0-9]*(?: +[A-Z][A-Z0-9]*){0,4}")  # 4+ characters
 # a table cell separator: a bar between spaces, or at a line's edge ("foo | 1 | " keeps its empty last cell)
 _BAR_RE = re.compile(r"(?:^|(?<=\s))\|(?=\s|$)")
@@ -181,13 +181,13 @@ def is_caps_heading(line: str) -> bool:
 
 def is_numbered_heading(line: str) -> bool:
     """Is this line a section's heading by its number: a number of two to four parts ("2.5.", "4.2.1") before a
-    capitalised title of at most MAX_HEADING_WORDS words that does not end as a sentence or a lead-in does
+    capitalised title of at most _NUMBERED_HEADING_WORDS words that does not end as a sentence or a lead-in does
     ("2.5. Debian package management internals", "4.2. I keep getting the error 501 Not authorised")? Such a
     line is a sentence of its own (an FAQ's question heading may end with '?')."""
     text = line.strip()
     return (
         _NUMBERED_HEADING_RE.fullmatch(text) is not None
-        and len(text.split()) <= MAX_HEADING_WORDS + 1
+        and len(text.split()) <= _NUMBERED_HEADING_WORDS + 1
         and not text.endswith((".", ":", ";", ","))
     )
 
@@ -358,7 +358,8 @@ def _segments(text: str) -> list[_Segment]:
 
 def _segment_sentences(text: str, segment: _Segment) -> list[SentenceSpan]:
     """Split one segment at sentence ends: ``.``/``!``/``?`` (and closing quotes or brackets), whitespace, and a
-    word that does not start in lower case, unless the period follows an abbreviation or the number of a caption or a section."""
+    word that does not start in lower case, unless the period follows an abbreviation or the number of a caption
+    or a section."""
     if not segment.words:
         return []
     words = [text[start:end] for start, end in segment.words]
@@ -401,8 +402,9 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     """Split technical text into sentences, each with its span in the text.
 
     Blank lines, list items (``-``, ``*``, ``1.``, ``a)``), Markdown headings, table rows (``| a | b |``, or
-    neighbouring ``a | b`` lines with as many cells) and a line of one to five words in capitals (a man page's
-    ``SYNOPSIS``) always start a new sentence, and the last two end theirs; wrapped lines inside a
+    neighbouring ``a | b`` lines with as many cells), a line of one to five words in capitals (a man page's
+    ``SYNOPSIS``) and a numbered section's heading (``2.5. Debian package management internals``) always start
+    a new sentence, and the last three end theirs; wrapped lines inside a
     paragraph are joined, except a short line starting in lower case right after a line that ended a sentence
     (the next term of a manual's option list: "listen-port port"), and a term alone on its line, an option
     ("-Z, --context") or a setting above a capitalised description ("netmask mask"), once its block (up to a
