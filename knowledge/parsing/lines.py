@@ -303,7 +303,15 @@ class LineWalker:
             and min(line.indent for line in para) > above.indent
             and (_unwrapped(para) or all(line.text.endswith("\\") for line in para[:-1]))
             and not any(line.text.endswith((".", ",")) or _BULLET.match(line.text) for line in para)
+            and not _hanging_definition(para)
         )
+
+
+def _hanging_definition(para: list[Line]) -> bool:
+    """Is `para` a term above its description, set deeper under it ("local address" / "       Address of the
+    local endpoint (IPv4 dotted quad)"), not an example whose first line opens what is set deeper under it (a
+    brace, a command continued with '\\')?"""
+    return para[1].indent > para[0].indent and not para[0].text.endswith(("\\", "{", "(", "["))
 
 
 def _configuration_under_lead_in(para: list[Line]) -> set[int]:

@@ -105,7 +105,8 @@ def test_a_man_page_inside_an_html_pre_has_its_words_mended(tmp_path):
 def test_a_man_pages_examples_keep_their_lines(tmp_path):
     """A man page indents everything, so an example is the paragraph set deeper than the one above it: its
     lines stay lines (a configuration, commands continued with '\\'). A deeper paragraph of prose, a deeper
-    list, one line alone, or the first paragraph under a heading is not an example."""
+    list, a term above its description, one line alone, or the first paragraph under a heading is not an
+    example."""
     page = tmp_path / "relayd.5.txt"
     page.write_text(
         "RELAYD(5)                        File Formats Manual                        RELAYD(5)\n\n"
@@ -125,6 +126,9 @@ def test_a_man_pages_examples_keep_their_lines(tmp_path):
         "           o beta for the second site\n\n"
         "       Only one is needed:\n\n"
         "           relay alpha.example.net\n\n"
+        "       Options\n\n"
+        "              spool path\n"
+        "                     Spool directory (absolute path) required\n\n"
         "FILES\n"
         "       /etc/relayd.conf\n"
         "       /var/spool/relayd\n\n"
@@ -144,6 +148,8 @@ def test_a_man_pages_examples_keep_their_lines(tmp_path):
     assert (prose.kind, prose.text.count("\n")) == ("text", 0)
     assert [b.kind for b in blocks if "site" in b.text] == ["list_item", "list_item"]
     assert [b.kind for b in blocks if b.text == "relay alpha.example.net"] == ["text"]
+    # a term with its description set deeper under it is a definition, not an example
+    assert by_text(blocks, "Spool directory (absolute path)").kind == "text"
     assert by_text(blocks, "/etc/relayd.conf").kind == "text"
 
 
