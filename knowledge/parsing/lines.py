@@ -1,7 +1,8 @@
 """The line walker for hard-wrapped text, shared by plain text (:mod:`knowledge.parsing.text`) and man pages
 rendered as text (:mod:`knowledge.parsing.man`): headings, bullet lists, definition terms, code and config
-samples, tables and term lists aligned with spaces, "Label: value" lines, commands set off under a lead-in and
-configuration right under one, recognised from indentation and line shapes. Pure (no Django)."""
+samples (in a man page, an example set deeper than the text above it), tables drawn with box characters or
+aligned with spaces, term lists, "Label: value" lines, commands set off under a lead-in and configuration right
+under one, recognised from indentation and line shapes. Pure (no Django)."""
 
 from __future__ import annotations
 
@@ -60,9 +61,9 @@ class Line:
 
 class LineWalker:
     """Walks hard-wrapped text line by line into raw blocks: setext, all-caps and numbered headings, bullet
-    lists, definition terms, code and config samples, and (not in man pages) tables and term lists aligned
-    with spaces and "Label: value" lines. :class:`knowledge.parsing.man.ManWalker` applies the
-    man-page conventions instead where :attr:`man` is checked."""
+    lists, definition terms, code and config samples, tables drawn with box characters, and (not in man pages)
+    tables and term lists aligned with spaces and "Label: value" lines. :class:`knowledge.parsing.man.ManWalker`
+    applies the man-page conventions instead where :attr:`man` is checked (its examples: `_set_off_example`)."""
 
     man: ClassVar[bool] = False  # man page rendered as text (`man | col -bx`)
 
