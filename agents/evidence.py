@@ -14,6 +14,7 @@ import numpy as np
 from agents.layout import command_line, manual_command
 from knowledge.text import (
     ATTACHED_VALUE,
+    CAPTION,
     analyze,
     column_names,
     identifiers,
@@ -28,9 +29,6 @@ if TYPE_CHECKING:
     from knowledge.embedders import SpanVectors
 
 WORD = re.compile(r"[^\W\d_]{2}")
-# a table's or figure's caption ("Table 64. limit statement values"): it names what comes below it, so it is no
-# answer sentence (the table it announces is not shown with it), neither picked nor following a pick
-CAPTION = re.compile(r"(?:Table|Figure)\s+\d+(?:\.\d+)*\.\s")
 NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?:/\d+)?(?![\w])")
 # a procedure's step: an item of a numbered list. A bulleted list (a passage's items start with "- ", see
 # knowledge.chunking.ITEM_MARKER) is a set of things, not an order to do them in: a table of contents, the
@@ -310,7 +308,7 @@ def score_sentences(
                 lead_in = None
             elif lead_in is None:
                 lead_in = position - 1
-            if 3 <= len(sentence.split()) <= 90 and not CAPTION.match(sentence):
+            if 3 <= len(sentence.split()) <= 90 and not CAPTION.match(sentence):  # (a caption: no answer)
                 context = previous = parts[position - 1] if position else ""
                 around_at = [position - 1] if position else []  # where its context sentences sit
                 if is_item and lead_in is not None and max(0, position - 29) <= lead_in < position - 1:
@@ -878,6 +876,7 @@ def compose_ranked(
                 rest = [s for s in _passage(evidence[successor]) if s not in shared]
                 following = (rest[0], successor) if rest else None
         # the sentence after the pick, unless it is the heading of the next section ("DESCRIPTION") or a caption
+        # (it announces a table the answer does not show)
         if (
             following
             and len(following[0].split()) <= 40

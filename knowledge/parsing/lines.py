@@ -302,7 +302,7 @@ class LineWalker:
             above is not None
             and len(para) >= 2
             and min(line.indent for line in para) > above.indent
-            and (_unwrapped(para) or all(line.text.endswith("\\") for line in para[:-1]))
+            and _lines_of_their_own(para)
             and not any(line.text.endswith((".", ",")) or _BULLET.match(line.text) for line in para)
             and not _hanging_definition(para)
         )
@@ -364,7 +364,7 @@ def _box_table(para: list[Line]) -> tuple[list[Line], str, int, list[Line]] | No
     header_rows, ruled = 0, True  # (a rule closes the row above it)
     for line in para[top + 1 : bottom]:
         if _BOX_INNER.fullmatch(line.text):
-            header_rows = header_rows or len(rows)
+            header_rows = header_rows or sum(1 for row in rows if any(row))
             ruled = True
             continue
         if not line.text.startswith("│"):
@@ -379,7 +379,7 @@ def _box_table(para: list[Line]) -> tuple[list[Line], str, int, list[Line]] | No
     texts = [[" ".join(cell) for cell in row] for row in rows if any(row)]
     if len(texts) < 2:
         return None
-    header_rows = sum(1 for row in rows[:header_rows] if any(row)) if header_rows < len(rows) else 0
+    header_rows = header_rows if header_rows < len(texts) else 0  # (no row below the first rule: no header)
     return para[:top], "\n".join(" | ".join(row) for row in texts), header_rows, para[bottom + 1 :]
 
 
@@ -522,8 +522,7 @@ def _reflow(group: list[Line]) -> str:
 def _set_off_lines(group: list[Line]) -> set[int]:
     """The positions of the lines of `group` set off under a lead-in (see `_reflow`): a run of lines indented
     deeper than the lead-in and than the line after the run (if any), its first line at the run's least
-    indentation; a run of several lines only when they are `_unwrapped`, or all but the last end with a '\\'
-    (several commands, or one continued, not a wrapped paragraph)."""
+    indentation; a run of several lines only when they are `_lines_of_their_own` (not a wrapped paragraph)."""
     set_off: set[int] = set()
     at = 1
     while at < len(group):
@@ -535,10 +534,16 @@ def _set_off_lines(group: list[Line]) -> set[int]:
         while end + 1 < len(group) and group[end + 1].indent >= line.indent:
             end += 1
         run = group[at : end + 1]
-        if len(run) == 1 or _unwrapped(run) or all(x.text.endswith("\\") for x in run[:-1]):
+        if len(run) == 1 or _lines_of_their_own(run):
             set_off.update(range(at, end + 1))
         at = end + 1
     return set_off
+
+
+def _lines_of_their_own(lines: list[Line]) -> bool:
+    """Is each of these lines one of its own, not hard-wrapped prose: `_unwrapped`, or all but the last continued
+    with a '\\' (several commands, or one continued)?"""
+    return _unwrapped(lines) or all(line.text.endswith("\\") for line in lines[:-1])
 
 
 def _unwrapped(lines: list[Line]) -> bool:

@@ -25,7 +25,7 @@ from knowledge.text.analyzer import (
 )
 from knowledge.text.distance import edit_distance
 from knowledge.text.identifier_lane import ATTACHED_VALUE, IDENTIFIER_PREFIX
-from knowledge.text.line_shapes import LABEL_LINE, PROSE, TERM_ITEM, TWO_WORDS
+from knowledge.text.line_shapes import CAPTION, LABEL_LINE, PROSE, TERM_ITEM, TWO_WORDS
 from knowledge.text.passages import passage_sentences, sentence_spans
 from knowledge.text.sentence_splitter import (
     SentenceSpan,
@@ -46,6 +46,7 @@ from knowledge.text.stopwords import STOPWORDS
 __all__ = [
     "ANALYZER_VERSION",
     "ATTACHED_VALUE",
+    "CAPTION",
     "IDENTIFIER_PREFIX",
     "LABEL_LINE",
     "PROSE",

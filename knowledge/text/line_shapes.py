@@ -1,12 +1,12 @@
 """Shapes of a line of text that both the parsers (knowledge.parsing) and answering (agents.layout) read: prose,
-a lead-in, a record's label. One definition each, so that a line the parser keeps apart reads the same way when
+a lead-in, a record's label, a caption. One definition each, so that a line the parser keeps apart reads the same way when
 an answer shows it."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["LABEL_LINE", "PROSE", "TERM_ITEM", "TWO_WORDS"]
+__all__ = ["CAPTION", "CAPTION_LABEL", "LABEL_LINE", "PROSE", "TERM_ITEM", "TWO_WORDS"]
 
 # four plain words in a row: prose, not code ("set the bounding set to be empty" vs "CapabilityBoundingSet=~")
 PROSE = re.compile(r"\b[A-Za-z][a-z]*(?:[ ,]+[A-Za-z][a-z]*\b){3}")
@@ -22,3 +22,8 @@ LABEL_LINE = re.compile(r"^(?:[A-Z][\w/-]*(?: [\w/-]+){0,2}:\s+\S|[a-z][\w.+-]*:
 TERM_ITEM = re.compile(
     r"[a-z][\w-]*(?: (?:[A-Z][A-Z0-9_]*|\[[^\]]*\]|<[^>]*>|\{[^}]*\}))* [-\u2013\u2014] \S"
 )
+# a table's or figure's caption ("Table 64. limit statement values", "Figure 2. The relay at work"): its label,
+# whose period ends no sentence (knowledge.text.sentence_splitter), and the caption as a sentence opens (in the
+# splitter's single spaces), which names what comes below it and is no answer sentence (agents.evidence)
+CAPTION_LABEL = r"(?:Table|Figure) \d+(?:\.\d+)*"
+CAPTION = re.compile(rf"{CAPTION_LABEL}\. ")

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from knowledge.text.line_shapes import TERM_ITEM
+from knowledge.text.line_shapes import CAPTION_LABEL, TERM_ITEM
 from knowledge.text.stopwords import STOPWORDS, word_set
 
 __all__ = [
@@ -63,7 +63,7 @@ _GOES_ON_AFTER = word_set(
 _BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
 # a caption's number ("Table 5.4. List of low level network commands") or a section's ("2.5. Debian package
 # management internals") opening a sentence: its period ends no sentence
-_LABEL_NUMBER_RE = re.compile(r"(?:Table|Figure) \d+(?:\.\d+)*|\d+(?:\.\d+)+")
+_LABEL_NUMBER_RE = re.compile(rf"{CAPTION_LABEL}|\d+(?:\.\d+)+")
 # Words after which a period never ends a sentence (the next word may well be capitalised: "e.g. Cisco").
 # "no" is left out: "set it to no. Then ..." is common in configuration text.
 _NO_SPLIT_AFTER = word_set(
