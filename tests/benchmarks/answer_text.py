@@ -7,9 +7,9 @@
 
 Counts, over the answered runs of the split: words broken across lines ("con- tact"; "pre- and post-" is
 written so and not counted), table cell separators shown (" | "), man page headings run into the text
-("SYNOPSIS keepalived"), headings standing alone as a sentence ("DESCRIPTION [3]"), code blocks shown with
+("SYNOPSIS fenceportd"), headings standing alone as a sentence ("DESCRIPTION [3]"), code blocks shown with
 their lines, runs of prose of more than LONG_RUN words between two citations (entries of a list run together:
-"-E, --events Continually display ... -Z, --context As the -p option ..."), and the answers' length in words
+"-q, --quiet Print nothing ... -W, --wide As with the -l option ..."), and the answers' length in words
 (median, p95). Only figures are printed, never a question or an answer, so it may be run on the validation
 split too. `--questions` names another question file (the extra set: tests/benchmarks/extra_questions.jsonl).
 """

@@ -17,7 +17,7 @@ from tests.knowledge.conftest import write_docs
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
 DOC = (
-    "# Generator test\n\nThe standby generator is tested on the first Monday of each month for 30 minutes.\n"
+    "# Generator test\n\nThe standby generator is run under load every second Tuesday for 30 minutes.\n"
 )
 
 
@@ -45,7 +45,7 @@ def test_a_file_that_crashed_the_worker_twice_is_marked_failed(tmp_path: Path, r
 
 @pytest.mark.slow
 def test_a_crashing_batch_is_split_into_one_task_per_file(tmp_path: Path) -> None:
-    root = write_docs(tmp_path / "kb", {"a.md": DOC, "b.md": DOC.replace("Monday", "Friday")})
+    root = write_docs(tmp_path / "kb", {"a.md": DOC, "b.md": DOC.replace("Tuesday", "Friday")})
     task_id = f"crash-{uuid.uuid4()}"
     _crashed_before(task_id)
     files = [["a.md", str(root / "a.md")], ["b.md", str(root / "b.md")]]
