@@ -52,19 +52,19 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # term wrapped over lines starts a line of its own ("ip route add ... segs a,b" / "dev eth0" above "Adds a
 # route ..."); a sentence that ends a table cell goes on to the end of its row (no sentence starts with "| ").
 # 11: in a manual's list of options or settings, a term alone on its line starts a new sentence even when the
-# description above it did not end with a period ("... as they are destroyed" / "-Z, --context"; "Netmask
+# description above it did not end with a period ("... as they drop" / "-W, --watch"; "Netmask
 # (number of bits) deprecated" / "metric metric"; a command with its syntax, "isis hello-interval (1-600)
 # [level-1 | level-2]"; a setting with its default, "queue_run_delay (default: 300s)"); a "term - description"
-# item written with an en or em dash, or with placeholders after its term ("query_count COUNT - set ..."),
+# item written with an en or em dash, or with placeholders after its term ("probe_count COUNT - set ..."),
 # starts a new sentence after a finished one, as "term - description" did. 12: a list item whose marker did not
 # reach its block's text (a bullet, an HTML <li>) starts with "- " in its chunk, so that items without a
 # period are sentences of their own, and end before a capitalised line after them (the next paragraph or
 # heading) unless the item is a term of one word; an HTML list whose items are all links into the page is a
 # table of contents, dropped as the lists that the page marks as one were. 13: a man page's paragraph of short
 # lines set deeper than the one above it is an example (code) and keeps its lines; a table drawn with box
-# characters is a table; a caption's or a section heading's number ("Table 5.4.", "2.5.") ends no sentence, and
-# a numbered heading's line ("2.5. Debian package management internals") is a sentence of its own; the one sentence above a table of
-# contents that only announces it ("Topics covered in this document:") is dropped with it.
+# characters is a table; a caption's or a section heading's number ("Table 7.3.", "2.5.") ends no sentence, and
+# a numbered heading's line ("2.5. Relayd spool queue internals") is a sentence of its own; the one sentence above a table of
+# contents that only announces it ("Sections of this guide below:") is dropped with it.
 ANALYZER_VERSION = 13
 
 

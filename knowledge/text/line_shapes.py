@@ -14,15 +14,15 @@ PROSE = re.compile(r"\b[A-Za-z][a-z]*(?:[ ,]+[A-Za-z][a-z]*\b){3}")
 # not "mail.info :relay:")
 TWO_WORDS = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")
 # a record's "Label: value" line ("Portal account: NW-NOC-ADMIN"), or a name in lower case before its
-# description ("relay-common: Files used by all of the relay packages"; not a setting, "image: nginx")
+# description ("relay-common: Data read by each of the relay daemons"; not a setting, "image: nginx")
 LABEL_LINE = re.compile(r"^(?:[A-Z][\w/-]*(?: [\w/-]+){0,2}:\s+\S|[a-z][\w.+-]*:\s+[A-Z][\w ])")
 # a manual's "term - description" item ("discard - the packet is dropped", "none - Nothing is kept": a hyphen,
-# an en dash or an em dash), the term perhaps with placeholders ("query_count COUNT - set the number of ..."); not
+# an en dash or an em dash), the term perhaps with placeholders ("probe_count COUNT - set the count of ..."); not
 # "relayctl -q - < list", an option and standard input
 TERM_ITEM = re.compile(
     r"[a-z][\w-]*(?: (?:[A-Z][A-Z0-9_]*|\[[^\]]*\]|<[^>]*>|\{[^}]*\}))* [-\u2013\u2014] \S"
 )
-# a table's or figure's caption ("Table 64. limit statement values", "Figure 2. The relay at work"): its label,
+# a table's or figure's caption ("Table 37. spool filter values", "Figure 2. The relay at work"): its label,
 # whose period ends no sentence (knowledge.text.sentence_splitter), and the caption as a sentence opens (in the
 # splitter's single spaces), which names what comes below it and is no answer sentence (agents.evidence)
 CAPTION_LABEL = r"(?:Table|Figure) \d+(?:\.\d+)*"

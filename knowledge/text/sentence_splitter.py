@@ -53,16 +53,16 @@ _SYNTAX_PART = r" (?:[A-Z][A-Z0-9_.:|-]*|\[[^\[\]]*\]|\([^()]*\)|<[^<>]*>|\{[^{}
 _WORD_TERM_RE = re.compile(
     rf"[a-z]{_TERM_WORD}(?:{_SYNTAX_PART})*(?: [a-z]{_TERM_WORD}(?:{_SYNTAX_PART})*){{0,2}}(?:\.\.\.)?"
 )
-# a list item of this many words above a line keeps it: a term and its description ("SEND_HEADERS" / "Send a
-# set of headers back to the browser.", "Warning" / "Default hash implementation is non-crypto.")
+# a list item of this many words above a line keeps it: a term and its description ("PUSH_BANNER" / "Push a
+# short banner out to the client.", "Caution" / "The spool index is rebuilt at boot.")
 _ITEM_TERM_WORDS = 1
 # words a sentence does not end on: articles, conjunctions, prepositions ("it", "also", "same" may end one)
 _GOES_ON_AFTER = word_set(
     "a an the and or but nor of to in into onto on for with without by from at as via per than"
 )
 _BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
-# a caption's number ("Table 5.4. List of low level network commands") or a section's ("2.5. Debian package
-# management internals") opening a sentence: its period ends no sentence
+# a caption's number ("Table 7.3. Summary of relay control verbs") or a section's ("2.5. Relayd spool
+# queue internals") opening a sentence: its period ends no sentence
 _LABEL_NUMBER_RE = re.compile(rf"{CAPTION_LABEL}|\d+(?:\.\d+)+")
 # Words after which a period never ends a sentence (the next word may well be capitalised: "e.g. Cisco").
 # "no" is left out: "set it to no. Then ..." is common in configuration text.
@@ -85,8 +85,8 @@ def opens_list_item(line: str) -> bool:
 
 
 def _breaks_off(line: str) -> bool:
-    """Does the line stop in mid-sentence: on a function word ("... formatted as YYYYMMDD or") or inside a
-    bracket or quote it opened ("... the ingress hook (since Linux")?"""
+    """Does the line stop in mid-sentence: on a function word ("... written as DDMMYYYY or") or inside a
+    bracket or quote it opened ("... the spool hook (since tidesync")?"""
     last = line.rsplit(" ", 1)[-1].lower()
     return (
         last in _GOES_ON_AFTER
@@ -116,8 +116,8 @@ def _continues_comment(previous: str, text: str) -> bool:
 
 def _goes_on_with_sentence(text: str) -> bool:
     """Does a wrapped line go on with the sentence above: a lower-case word, a number that is not a list item
-    ("1 second, an immediate time jump ..."), or a bracket or quote before a lower-case word ("(especially
-    backwards), so be careful!")?"""
+    ("5 megabytes, a full flush is forced ..."), or a bracket or quote before a lower-case word ("(especially
+    suddenly), so be patient!")?"""
     if _LIST_ITEM_RE.match(text):
         return False
     first = text[:1]
@@ -162,7 +162,7 @@ def _words(text: str, begin: int, end: int) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in _WORD_RE.finditer(text, begin, end)]
 
 
-# a section's number and its title ("2.5. Debian package ...", "4.2 I keep ..."); not an address ("127.0.1.1 host")
+# a section's number and its title ("2.5. Relayd spool ...", "4.2 My relay ..."); not a hosts line ("127.0.1.1 host")
 _NUMBERED_HEADING_RE = re.compile(r"\d{1,2}(?:\.\d{1,2}){1,3}\.? +[A-Z\"\u201c(].*")
 _NUMBERED_HEADING_WORDS = 12  # at most, in its title
 # a section heading in capitals ("SYNOPSIS", "EXIT STATUS"): the text below it does not go on with it
@@ -182,7 +182,7 @@ def is_caps_heading(line: str) -> bool:
 def is_numbered_heading(line: str) -> bool:
     """Is this line a section's heading by its number: a number of two to four parts ("2.5.", "4.2.1") before a
     capitalised title of at most _NUMBERED_HEADING_WORDS words that does not end as a sentence or a lead-in does
-    ("2.5. Debian package management internals", "4.2. I keep getting the error 501 Not authorised")? Such a
+    ("2.5. Relayd spool queue internals", "4.2. My relay keeps printing code 409 Slot busy")? Such a
     line is a sentence of its own (an FAQ's question heading may end with '?')."""
     text = line.strip()
     return (
@@ -228,7 +228,7 @@ def _table_rows(lines: list[str]) -> set[int]:
     """The lines that are rows of a table written as "cell | cell" (how parsed tables reach a chunk's text):
     two or more neighbouring lines with as many cell separators (a bar between spaces or at the line's edge,
     so that an empty first or last cell counts). One line with a " | " among prose is not a row
-    ("ls /proc/<pid>/fd | wc -l")."""
+    ("tidectl peers | grep -c up")."""
     cells = [len(_BAR_RE.findall(line)) if line else -1 for line in lines]
     rows: set[int] = set()
     for k in range(len(lines) - 1):
@@ -263,8 +263,8 @@ def _segments(text: str) -> list[_Segment]:
             after_item, item_line = item_line, False
             heading = _HEADING_RE.match(line)
             if heading and segments and _continues_comment(previous, line[heading.end() :]):
-                # a '#' comment wrapped over several lines of a configuration file ("# Note: the ... syntax
-                # for a script" / "# requires that /bin/sh is Bash."): one sentence, not headings
+                # a '#' comment wrapped over several lines of a configuration file ("# Note: the ... form
+                # for a probe" / "# requires that tidesync is built with sockets."): one sentence, not headings
                 segments[-1].words.extend(_words(text, line_start + heading.end(), line_start + len(line)))
                 previous = line
                 continue
@@ -274,7 +274,7 @@ def _segments(text: str) -> list[_Segment]:
             row = stripped.startswith("|") or at in rows
             # a man page's "SYNOPSIS" stands alone, as a row does (a chunk holds a paragraph per line, so a
             # line of nothing but capitals is a heading or a term, not a wrapped piece of a sentence); so does a
-            # numbered section's heading ("2.5. Debian package management internals")
+            # numbered section's heading ("2.5. Relayd spool queue internals")
             row = row or is_caps_heading(stripped) or is_numbered_heading(stripped)
             starts_segment = is_rule or heading or row or (item and item.end() < len(line))
             if starts_segment and paragraph:
@@ -303,9 +303,9 @@ def _segments(text: str) -> list[_Segment]:
                     )
                 ):
                     # a line that ended a sentence, then a short one in lower case: not a wrapped sentence but
-                    # the next term of a manual's option list ("... the standard NTP port)." / "listen-port port");
-                    # likewise a "term - description" item after a finished sentence or a lead-in ("... rules of
-                    # the following types:" / "discard - the packet is dropped silently.")
+                    # the next term of a manual's option list ("... the usual tidesync port)." / "listen-port port");
+                    # likewise a "term - description" item after a finished sentence or a lead-in ("... entries of
+                    # the following kinds:" / "discard - the frame is thrown away quietly.")
                     segments.append(_Segment(paragraph_start, paragraph_words))
                     paragraph, paragraph_words = [], []
                 if (
@@ -317,10 +317,10 @@ def _segments(text: str) -> list[_Segment]:
                     and not _breaks_off(paragraph[-1])
                 ):
                     # the line after a list item that did not end with a period: the next paragraph or heading
-                    # ("- WebSocket, using mod_proxy_wstunnel" / "The Load balancing scheduler algorithm is ..."),
+                    # ("- Streams, using relay_stream_bridge" / "The Spool rotation policy is ..."),
                     # not a wrapped line of the item (a chunk holds an item on one line, but a man page's hanging
-                    # reference may keep its lines: "... formatted as YYYYMMDD or" / "YYYYMMDDHHMM[SS]."); a term
-                    # of one word keeps the description under it ("SEND_HEADERS" / "Send a set of headers ...")
+                    # reference may keep its lines: "... written as DDMMYYYY or" / "DDMMYYYYHHMM[SS]."); a term
+                    # of one word keeps the description under it ("PUSH_BANNER" / "Push a short banner ...")
                     segments.append(_Segment(paragraph_start, paragraph_words))
                     paragraph, paragraph_words = [], []
                 following = raw_lines[at + 1].strip() if at + 1 < len(raw_lines) else ""
@@ -338,10 +338,10 @@ def _segments(text: str) -> list[_Segment]:
                     and not paragraph[-1].endswith(("\\", ":"))
                 ):
                     # the next term of a list of options or settings whose description did not end with a
-                    # period ("-E, --events" / "Continually display sockets as they are destroyed" / "-Z,
-                    # --context"; "netmask mask" / "Netmask (number of bits) deprecated" / "metric metric"); a
+                    # period ("-E, --events" / "Continually list relays as they drop" / "-W,
+                    # --watch"; "netmask mask" / "Netmask (number of bits) deprecated" / "metric metric"); a
                     # term's second spelling on the line below it, a shell line continued, or the line a lead-in
-                    # introduces ("To print the traffic of host x:" / "tcpdump host x") is not one
+                    # introduces ("To watch the traffic of host x:" / "relaydump host x") is not one
                     segments.append(_Segment(paragraph_start, paragraph_words))
                     paragraph, paragraph_words = [], []
                 term_list = term_list or term
@@ -403,7 +403,7 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
 
     Blank lines, list items (``-``, ``*``, ``1.``, ``a)``), Markdown headings, table rows (``| a | b |``, or
     neighbouring ``a | b`` lines with as many cells), a line of one to five words in capitals (a man page's
-    ``SYNOPSIS``) and a numbered section's heading (``2.5. Debian package management internals``) always start
+    ``SYNOPSIS``) and a numbered section's heading (``2.5. Relayd spool queue internals``) always start
     a new sentence, and the last three end theirs; wrapped lines inside a
     paragraph are joined, except a short line starting in lower case right after a line that ended a sentence
     (the next term of a manual's option list: "listen-port port"), and a term alone on its line, an option
@@ -417,8 +417,8 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     that sentence. Inside a paragraph a sentence ends at ``.``/``!``/``?`` followed by whitespace and a word
     that does not start in lower case or with a table's cell separator (a sentence that ends a cell goes on to
     the end of its row), except after abbreviations such as ``e.g.``, ``i.e.``, ``vs.`` or an initial, and after
-    the number that opens a caption or a section's heading (``Table 5.4.``, ``2.5.``). Periods
-    inside version numbers, IP addresses and file names (``2.6.14``, ``ip-route.8.txt``) are
+    the number that opens a caption or a section's heading (``Table 7.3.``, ``2.5.``). Periods
+    inside version numbers, IP addresses and file names (``2.6.14``, ``lb-pool.8.txt``) are
     never followed by whitespace, so they do not split. Rule lines (``---``, a table's ``--- | ---``) belong
     to no sentence.
 

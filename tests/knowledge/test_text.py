@@ -251,7 +251,7 @@ def test_unicode_words() -> None:
         ("2.6.14", "=2.6.14"),
         ("v1.2.3", "=v1.2.3"),
         ("0x1F", "=0x1f"),
-        ("ip-route.8.txt", "=ip-route.8.txt"),
+        ("lb-pool.8.txt", "=lb-pool.8.txt"),
         ("/etc/ssh/sshd_config", "=/etc/ssh/sshd_config"),
         ("vm.swappiness", "=vm.swappiness"),
         ("getElementById", "=getelementbyid"),
@@ -295,7 +295,7 @@ def test_surrounding_punctuation_is_stripped(text: str) -> None:
 
 def test_trailing_period_of_address_and_version_is_stripped() -> None:
     assert identifiers("The route is 192.0.2.0/24.") == ["192.0.2.0/24"]
-    assert identifiers("Fixed in 2.6.14, see ip-route.8.txt.") == ["2.6.14", "ip-route.8.txt"]
+    assert identifiers("Fixed in 2.6.14, see lb-pool.8.txt.") == ["2.6.14", "lb-pool.8.txt"]
 
 
 def test_compound_word_parts() -> None:
@@ -413,11 +413,11 @@ def test_sentences_basic() -> None:
 
 
 def test_a_caption_keeps_its_number() -> None:
-    """A caption's or a section heading's number does not end a sentence ("Table 5.4.", "2.5." are no sentences
-    of their own), and a numbered heading's line is a sentence; the same number at the end of a sentence ends
+    """A caption's or a section heading's number does not end a sentence ("Table 7.3.", "2.5." are no sentences
+    of their own), and a numbered heading's line is a sentence; the same number closing a sentence ends
     it."""
-    table = "Table 5.4. List of relay commands\ncommand | use\n--- | ---\nrelayctl stats | counters\nrelayctl flush | send all"
-    assert sentences(table)[0] == "Table 5.4. List of relay commands"
+    table = "Table 7.3. Summary of relay commands\ncommand | use\n--- | ---\nrelayctl stats | counters\nrelayctl flush | send all"
+    assert sentences(table)[0] == "Table 7.3. Summary of relay commands"
     assert sentences("Figure 2. The relay at work. It forwards mail.") == [
         "Figure 2. The relay at work.",
         "It forwards mail.",
@@ -440,13 +440,13 @@ def test_a_caption_keeps_its_number() -> None:
 def test_sentences_keep_abbreviations_versions_ips_and_files() -> None:
     text = (
         "Set max_wal_size, e.g. to 4GB, i.e. Debian defaults vary. Linux 2.6.14 added it. "
-        "Route 192.0.2.1 via eth0 and read ip-route.8.txt for details. Cisco vs. Juniper differ, "
+        "Route 192.0.2.1 via eth0 and read lb-pool.8.txt for details. Cisco vs. Juniper differ, "
         "etc. and so on. Done."
     )
     assert sentences(text) == [
         "Set max_wal_size, e.g. to 4GB, i.e. Debian defaults vary.",
         "Linux 2.6.14 added it.",
-        "Route 192.0.2.1 via eth0 and read ip-route.8.txt for details.",
+        "Route 192.0.2.1 via eth0 and read lb-pool.8.txt for details.",
         "Cisco vs. Juniper differ, etc. and so on.",
         "Done.",
     ]
@@ -495,31 +495,31 @@ def test_sentences_a_list_item_without_a_period_ends_before_the_next_paragraph()
     # a chunk holds a list item on one line: a capitalised line after it is the next block (a paragraph, a
     # heading), not the item going on
     text = (
-        "- Add serverstats command to report packet statistics\n"
+        "- Add flushstats verb to print spool counters\n"
         "Bug fixes\n"
-        "- Fix refclock sample validation\n"
+        "- Fix spool index rotation\n"
         "On other platforms the daemon uses IPv4.\n"
-        "- SEND_HEADERS\n"  # a term of one word keeps its description
-        "Send a set of headers back to the browser.\n"
-        "- Set the variable to the directory\n"
+        "- PUSH_BANNER\n"  # a term of one word keeps its description
+        "Push a short banner out to the client.\n"
+        "- Point the spool at the directory\n"
         "and rebuild it\n"  # a line in lower case goes on with the item
         "- Options for the listener:\n"  # nor does a lead-in end there
         "Port and address\n"
-        "- A date in the system time zone formatted as YYYYMMDD or\n"  # nor a line that stops mid-sentence
-        "YYYYMMDDHHMM[SS].\n"
-        '- Sally Floyd, "Link-sharing and Resource Management Models for\n'
-        'Packet Networks", IEEE/ACM Transactions'
+        "- A stamp in the spool's own clock written as DDMMYYYY or\n"  # nor a line that stops mid-sentence
+        "DDMMYYYYHHMM[SS].\n"
+        '- Mara Quill, "Fair Spool Sharing and Burst Control Methods for\n'
+        'Relay Meshes", Journal of Queue Studies'
     )
     assert sentences(text) == [
-        "Add serverstats command to report packet statistics",
+        "Add flushstats verb to print spool counters",
         "Bug fixes",
-        "Fix refclock sample validation",
+        "Fix spool index rotation",
         "On other platforms the daemon uses IPv4.",
-        "SEND_HEADERS Send a set of headers back to the browser.",
-        "Set the variable to the directory and rebuild it",
+        "PUSH_BANNER Push a short banner out to the client.",
+        "Point the spool at the directory and rebuild it",
         "Options for the listener: Port and address",
-        "A date in the system time zone formatted as YYYYMMDD or YYYYMMDDHHMM[SS].",
-        'Sally Floyd, "Link-sharing and Resource Management Models for Packet Networks", IEEE/ACM Transactions',
+        "A stamp in the spool's own clock written as DDMMYYYY or DDMMYYYYHHMM[SS].",
+        'Mara Quill, "Fair Spool Sharing and Burst Control Methods for Relay Meshes", Journal of Queue Studies',
     ]
 
 
@@ -560,7 +560,7 @@ def test_sentences_rows_of_a_parsed_table_are_sentences_of_their_own() -> None:
 
 def test_sentences_a_line_in_capitals_is_a_heading_of_its_own() -> None:
     """A man page's section headings reach a chunk's text as lines of their own, unpunctuated, as does the
-    NAME line: "NAME ip - show routing SYNOPSIS ip [ OPTIONS ]" read as one sentence. A short acronym on a
+    NAME line: "NAME relayctl - show relays SYNOPSIS relayctl [ OPTIONS ]" read as one sentence. A short acronym on a
     wrapped line still belongs to its sentence."""
     text = (
         "NAME\n"
@@ -570,7 +570,7 @@ def test_sentences_a_line_in_capitals_is_a_heading_of_its_own() -> None:
         "EXIT STATUS\n"
         "Zero on success. Packets go over\nUDP\nor TCP.\n"
         "SEE ALSO\n"
-        "ip(8)"
+        "relayd(8)"
     )
     assert sentences(text) == [
         "NAME",
@@ -581,31 +581,31 @@ def test_sentences_a_line_in_capitals_is_a_heading_of_its_own() -> None:
         "Zero on success.",
         "Packets go over UDP or TCP.",
         "SEE ALSO",
-        "ip(8)",
+        "relayd(8)",
     ]
 
 
 def test_sentences_a_term_dash_description_line_is_a_new_entry() -> None:
     text = (
-        "The RPDB may contain rules of the following types:\n"
-        "unicast - the rule prescribes to return the route found in the routing table.\n"
-        "blackhole - the rule prescribes to silently drop the packet.\n"
+        "The pool table may hold entries of the following kinds:\n"
+        "steady - the entry tells the relay to keep the link found in the peer table.\n"
+        "sinkhole - the entry tells the relay to quietly discard the frame.\n"
         "It is used for\nrules - not a new entry: the line above did not end."
     )
     assert sentences(text) == [
-        "The RPDB may contain rules of the following types:",
-        "unicast - the rule prescribes to return the route found in the routing table.",
-        "blackhole - the rule prescribes to silently drop the packet.",
+        "The pool table may hold entries of the following kinds:",
+        "steady - the entry tells the relay to keep the link found in the peer table.",
+        "sinkhole - the entry tells the relay to quietly discard the frame.",
         "It is used for rules - not a new entry: the line above did not end.",
     ]
     # a term with placeholders, each entry ending with a period
     assert sentences(
-        "query_count COUNT - set the number of queries (defaults to 2).\n"
-        "query_interval INTERVAL - interval between queries.\nencap { fou | none } - the encapsulation."
+        "probe_count COUNT - set the count of probes (defaults to 2).\n"
+        "probe_interval INTERVAL - interval between probes.\nmode { fast | none } - the relay mode."
     ) == [
-        "query_count COUNT - set the number of queries (defaults to 2).",
-        "query_interval INTERVAL - interval between queries.",
-        "encap { fou | none } - the encapsulation.",
+        "probe_count COUNT - set the count of probes (defaults to 2).",
+        "probe_interval INTERVAL - interval between probes.",
+        "mode { fast | none } - the relay mode.",
     ]
     # an en or em dash between term and description, as typeset documentation writes it
     assert sentences(
@@ -619,15 +619,15 @@ def test_sentences_a_term_dash_description_line_is_a_new_entry() -> None:
 
 def test_sentences_an_option_term_line_starts_the_next_entry_of_an_option_list() -> None:
     """A manual's option list with a description that does not end with a period: the next term is a new
-    sentence, not the last words of that description ("... as they are destroyed -Z, --context As the ...")."""
+    sentence, not the last words of that description ("... as they drop -W, --watch Watch the ...")."""
     text = (
         "OPTIONS\n"
         "-q, --quiet\n"
         "Print nothing. Exit with the status only.\n"
         "-E, --events\n"
-        "Continually show sockets as they close\n"
+        "Continually list relays as they drop\n"
         "-P port\n"
-        "The port to connect to\n"
+        "The relay port to dial\n"
         "-t, --config-test[=FILE]\n"
         "Check the configuration\n"
         "-1, --enable-bus[=<service-name>]\n"
@@ -637,8 +637,8 @@ def test_sentences_an_option_term_line_starts_the_next_entry_of_an_option_list()
         "OPTIONS",
         "-q, --quiet Print nothing.",
         "Exit with the status only.",
-        "-E, --events Continually show sockets as they close",
-        "-P port The port to connect to",
+        "-E, --events Continually list relays as they drop",
+        "-P port The relay port to dial",
         "-t, --config-test[=FILE] Check the configuration",
         "-1, --enable-bus[=<service-name>] Allow updates over the bus",
     ]
@@ -681,13 +681,13 @@ def test_sentences_a_setting_term_line_starts_the_next_entry_of_a_list_of_settin
         "area hello-interval (1-600) [level-1 | level-2] Set the hello interval",
         "queue_delay (default: 300 seconds) How often the queue is scanned.",
     ]
-    # a line that goes on with a sentence ("or ..."), one under a lead-in, and one that is followed by a line in
-    # lower case are not entries
+    # a line that goes on with a sentence ("or ..."), one under a lead-in, and one with a line in lower case
+    # under it are not entries
     assert sentences("mode mode\nThe value should be url\nor auth:url\nThe url method is old.") == [
         "mode mode The value should be url or auth:url The url method is old."
     ]
-    assert sentences("host name\nThe host\nTo print its traffic:\ntcpdump host sundown\nTo print all.") == [
-        "host name The host To print its traffic: tcpdump host sundown To print all."
+    assert sentences("host name\nThe host\nTo watch its traffic:\nrelaydump host marlin\nTo watch all.") == [
+        "host name The host To watch its traffic: relaydump host marlin To watch all."
     ]
     assert sentences("include pattern...\nThe file\nport number\nThe port") == [
         "include pattern...",  # (a sentence ends at "..." before a capital, as it did)
@@ -705,33 +705,33 @@ def test_sentences_a_setting_term_line_starts_the_next_entry_of_a_list_of_settin
 
 def test_sentences_join_a_comment_wrapped_over_several_lines() -> None:
     text = (
-        '# Note: The "</dev/tcp/127.0.0.1/80" syntax for a script\n'
-        "# requires that /bin/sh is Bash.\n"
-        "# On systems where /bin/sh is not Bash (e.g. Debian, Ubuntu),\n"
-        "# then the following alternatives should be used:\n"
-        '#   script "nc -z 127.0.0.1 80"\n'
-        "vrrp_script chk_sshd {\n"
+        '# Note: The "</srv/tide/127.0.0.1/9040" form for a probe\n'
+        "# requires that tidesync is built with sockets.\n"
+        "# On hosts where tidesync is not built so (e.g. Alpine, Void),\n"
+        "# then the following probe lines can be used:\n"
+        '#   probe "tidectl ping 127.0.0.1 9040"\n'
+        "tide_probe chk_tide {\n"
     )
     assert sentences(text) == [
-        'Note: The "</dev/tcp/127.0.0.1/80" syntax for a script requires that /bin/sh is Bash.',
-        "On systems where /bin/sh is not Bash (e.g. Debian, Ubuntu), then the following alternatives should "
-        'be used: script "nc -z 127.0.0.1 80"',
-        "vrrp_script chk_sshd {",
+        'Note: The "</srv/tide/127.0.0.1/9040" form for a probe requires that tidesync is built with sockets.',
+        "On hosts where tidesync is not built so (e.g. Alpine, Void), then the following probe lines can "
+        'be used: probe "tidectl ping 127.0.0.1 9040"',
+        "tide_probe chk_tide {",
     ]
     # a finished comment sentence, or a heading followed by a capitalised one, stays on its own
-    assert sentences("# Password for accessing vrrpd.\n# should be the same everywhere.") == [
-        "Password for accessing vrrpd.",
-        "should be the same everywhere.",
+    assert sentences("# Token for reaching tidesync.\n# must match on every peer.") == [
+        "Token for reaching tidesync.",
+        "must match on every peer.",
     ]
     assert sentences("# Title\n## Installation steps\nText.") == ["Title", "Installation steps", "Text."]
     # a wrapped line may go on with a number or a bracket, but not with a list item
     assert sentences(
-        "# down your clock until it is correct.  If the error is above\n# 1 second, a time jump is applied.  Some"
-        " software can get upset if the clock jumps\n# (especially backwards), so be careful!"
+        "# back your spool until it is drained.  If the backlog is above\n# 5 megabytes, a full flush is forced.  Some"
+        " clients can get confused if the spool shrinks\n# (especially suddenly), so be patient!"
     ) == [
-        "down your clock until it is correct.",
-        "If the error is above 1 second, a time jump is applied.",
-        "Some software can get upset if the clock jumps (especially backwards), so be careful!",
+        "back your spool until it is drained.",
+        "If the backlog is above 5 megabytes, a full flush is forced.",
+        "Some clients can get confused if the spool shrinks (especially suddenly), so be patient!",
     ]
     assert sentences("# Install the following packages on the server\n# 1. chrony") == [
         "Install the following packages on the server",
@@ -777,13 +777,13 @@ def test_analyze_throughput_floor() -> None:
 
 def test_sentences_a_short_lower_case_line_after_a_finished_sentence_is_a_new_entry() -> None:
     manual = (
-        "port port\nThis option sets the UDP port (the default is 123, the standard NTP port).\n"
-        "ntsport port\nThis option sets the NTS-KE port. The default is 4460."
+        "peerport port\nThis option sets the UDP port (the default is 7140, the usual tidesync port).\n"
+        "feedport port\nThis option sets the feed port. The default is 7141."
     )
     assert sentences(manual) == [
-        "port port This option sets the UDP port (the default is 123, the standard NTP port).",
-        "ntsport port This option sets the NTS-KE port.",
-        "The default is 4460.",
+        "peerport port This option sets the UDP port (the default is 7140, the usual tidesync port).",
+        "feedport port This option sets the feed port.",
+        "The default is 7141.",
     ]
     # wrapped prose still joins: a long continuation line, or a line after an abbreviation
     assert sentences("It ends here.\nand this long line is a wrapped continuation of the text") == [
@@ -885,7 +885,7 @@ def test_edit_distance_equals_the_reference_on_generated_pairs() -> None:
 
 
 def test_surface_words_give_the_question_as_written() -> None:
-    question = "How do I configure the ServerName directive (RFC 4271)?"
+    question = "How should I configure the ServerName directive (RFC 4271)?"
     words = surface_words(question, query_terms(question))
     assert words == ["configure", "ServerName", "directive", "RFC", "4271", "rfc4271"]
     # a term the text does not yield (a spelling correction) is given as the term, without its lane prefix
