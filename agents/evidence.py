@@ -52,7 +52,7 @@ ANAPHOR = re.compile(
     re.IGNORECASE,
 )
 # A sentence that names its subject only as "this option" (a manual's entry text: "--notify-peers n
-# Send an exit notification ... In client mode, this option will tell the server ...") refers to the entry
+# Send a parting notice ... In edge mode, this option will ask the hub ...") refers to the entry
 # named in the sentence before it.
 NAMED_BACK = re.compile(
     r"\b(?:this|the above|said)\s+(?:option|command|directive|setting|parameter|flag|keyword|statement|switch)\b",
@@ -336,7 +336,7 @@ def score_sentences(
         own = covered(terms)
         # context: the chunk's heading trail and the previous sentence. An answer sentence often leaves
         # the subject implicit ("The default is 10.") because the sentence before names it; a comment in a
-        # configuration file ("# Only the first eight (8) characters are used.") describes the line below.
+        # configuration file ("# Only the leading eight (8) letters are checked.") describes the line below.
         around = terms | headings[index] | set(analyze(context))
         in_context = covered(around)
         coverage = 0.6 * own + 0.4 * in_context
@@ -571,8 +571,8 @@ def compose_extractive(
                 chosen.insert(1, (following, picks[0].evidence_index))
         return Draft(template, chosen)
     # Answer units: a chosen sentence plus what follows it in its passage. The value or the reason is often
-    # in the sentence AFTER the one that matches the question best ("listen-port port: This directive specifies
-    # the TCP port ... The default port is 7000."), and a line ending in ':' or '?' introduces its answer.
+    # in the sentence AFTER the one that matches the question best ("listen-port port: This directive sets
+    # the relay port ... The default is 7000."), and a line ending in ':' or '?' introduces its answer.
     limit = 5 if template == "parameter_lookup" else max_sentences + 4
     wants_name = EXPECTS_NAME.search(question) is not None
     floor = best.score * 0.7
@@ -607,7 +607,7 @@ def compose_extractive(
                 at -= 1
             before = list(dict.fromkeys([*parts[at:here], *before])) if at < here else before
             # a setting line of a configuration example ("max_retries 5 }") is explained by the comment
-            # right above it ("# Only the first eight (8) characters are used.")
+            # right above it ("# Only the leading eight (8) letters are checked.")
             comments = comment_lines(evidence[pick.evidence_index].text)
             if not before and here > 0 and parts[here - 1] in comments and pick.text not in comments:
                 before.append(parts[here - 1])
@@ -637,8 +637,8 @@ def compose_extractive(
             add(following, where)
             if not current.rstrip().endswith(":"):
                 taken += 1  # what a lead-in introduces comes with it, whatever the count so far
-            # keep going after or into a lead-in ("... with these commands (as root):"), after a short
-            # sentence, or into a sentence that continues this one ("It is a hash table which ...")
+            # keep going after or into a lead-in ("... by running these lines (as root):"), after a short
+            # sentence, or into a sentence that continues this one ("It is a ring buffer which ...")
             after = reading[at + 2][0] if at + 2 < len(reading) else None
             if not (
                 current.rstrip().endswith((":", "?"))
@@ -697,7 +697,7 @@ def source_name(item: Evidence) -> str:
 def _value_first(question: str, unit: list[tuple[str, int]]) -> None:
     """Parameter lookups answer with the value first: within the first answer unit, move the first sentence that
     states a value the question lacks (and a default or a quantity when the question asks for one) to the
-    front. "listen-port port This option specifies the TCP port ... The default is 7000." becomes "The default
+    front. "listen-port port This option sets the relay port ... The default is 7000." becomes "The default
     is 7000. listen-port port This option ...". A lead-in right above that sentence moves with it. Every
     sentence stays verbatim and keeps its citation."""
     asked = _critical_tokens(question)

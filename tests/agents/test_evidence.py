@@ -32,64 +32,63 @@ def _answer(draft: Draft) -> list[str]:
 
 def test_a_sentence_that_refers_back_brings_the_sentence_it_refers_to():
     evidence = _evidence(
-        "The ruleset can be flushed. By design, list ruleset output may be used as input to nft -f. "
-        "Effectively, this is the nft-equivalent of iptables-save and iptables-restore."
+        "The pool table can be cleared. By design, dump pool output may be fed back as input to tidectl -r. "
+        "Effectively, this is the tidesync-equivalent of pool-export and pool-import."
     )
-    best = _pick("Effectively, this is the nft-equivalent of iptables-save and iptables-restore.")
+    best = _pick("Effectively, this is the tidesync-equivalent of pool-export and pool-import.")
     answer = _answer(compose_extractive("concept_explanation", "q", [best], evidence))
     assert answer[:2] == [
-        "By design, list ruleset output may be used as input to nft -f.",
-        "Effectively, this is the nft-equivalent of iptables-save and iptables-restore.",
+        "By design, dump pool output may be fed back as input to tidectl -r.",
+        "Effectively, this is the tidesync-equivalent of pool-export and pool-import.",
     ]
-    assert "The ruleset can be flushed." not in answer  # one step back is enough: that one is not anaphoric
+    # one step back is enough: that one is not anaphoric
+    assert "The pool table can be cleared." not in answer
 
 
 def test_a_chain_of_references_is_followed_at_most_two_steps_back():
     evidence = _evidence(
-        "Rate limiting is described in this section.\n\nThese limits are applied to individual addresses.\n\n"
-        "This directive enables response rate limiting for NTP packets. "
-        "Its purpose is to reduce network traffic with misconfigured clients."
+        "Burst control is covered in this section.\n\nThese caps are set for each separate peer.\n\n"
+        "This directive turns on reply throttling for relay frames. "
+        "Its goal is to cut link load caused by broken peers."
     )
-    best = _pick("Its purpose is to reduce network traffic with misconfigured clients.")
+    best = _pick("Its goal is to cut link load caused by broken peers.")
     answer = _answer(compose_extractive("concept_explanation", "q", [best], evidence))
     assert answer[:3] == [
-        "These limits are applied to individual addresses.",
-        "This directive enables response rate limiting for NTP packets.",
-        "Its purpose is to reduce network traffic with misconfigured clients.",
+        "These caps are set for each separate peer.",
+        "This directive turns on reply throttling for relay frames.",
+        "Its goal is to cut link load caused by broken peers.",
     ]
-    assert "Rate limiting is described in this section." not in answer
+    assert "Burst control is covered in this section." not in answer
 
 
 def test_prose_about_this_option_brings_the_entry_line_that_names_it():
     evidence = _evidence(
-        "--explicit-exit-notify n\nIn UDP client mode, send the server an exit notification if OpenVPN exits. "
-        "In client mode, on exit, this option will tell the server to close its client instance at once.\n"
-        "ntsport port\nThis option specifies the TCP port of the NTS-KE server."
+        "--farewell-notice n\nIn relay edge mode, send the hub a parting notice if tidesync stops. "
+        "In edge mode, on shutdown, this option will ask the hub to drop its peer record at once.\n"
+        "syncport port\nThis option sets the TCP port of the TideSync key hub."
     )
-    close = "In client mode, on exit, this option will tell the server to close its client instance at once."
+    close = "In edge mode, on shutdown, this option will ask the hub to drop its peer record at once."
     answer = _answer(compose_extractive("concept_explanation", "q", [_pick(close)], evidence))
     assert answer[:2] == [
-        "--explicit-exit-notify n In UDP client mode, send the server an exit notification if OpenVPN exits.",
+        "--farewell-notice n In relay edge mode, send the hub a parting notice if tidesync stops.",
         close,
     ]
     # an entry line that starts with its own term names what "this option" is
-    entry = "ntsport port This option specifies the TCP port of the NTS-KE server."
+    entry = "syncport port This option sets the TCP port of the TideSync key hub."
     answer = _answer(compose_extractive("concept_explanation", "q", [_pick(entry)], evidence))
     assert answer[0] == entry and close not in answer
 
 
 def test_the_unit_runs_on_into_a_sentence_that_continues_the_thought():
     evidence = _evidence(
-        "Client log records can be dropped before the limit set by the clientloglimit directive is reached. "
-        "This is due to the design of the data structure that keeps the client records in memory. "
-        "It is a hash table which can store only up to 16 colliding addresses per slot. "
+        "Peer history entries can be lost before the cap set by the peerhistmax directive is hit. "
+        "This comes from the layout of the index that holds the peer entries in memory. "
+        "It is a ring buffer which can keep only up to 16 clashing peers per bucket. "
         "Separate paragraph about something else entirely that should not be part of the answer."
     )
-    best = _pick(
-        "Client log records can be dropped before the limit set by the clientloglimit directive is reached."
-    )
+    best = _pick("Peer history entries can be lost before the cap set by the peerhistmax directive is hit.")
     answer = _answer(compose_extractive("troubleshooting", "q", [best], evidence))
-    assert "It is a hash table which can store only up to 16 colliding addresses per slot." in answer
+    assert "It is a ring buffer which can keep only up to 16 clashing peers per bucket." in answer
     assert not any(s.startswith("Separate paragraph") for s in answer)
 
 
@@ -109,8 +108,8 @@ def test_a_long_explanation_without_a_continuation_stops_after_one_sentence():
 def test_numbers_quoted_in_the_question_count_whole_like_identifiers():
     from agents.evidence import quoted_share
 
-    assert quoted_share({"auth_pass"}, {"377"}, "A value of 377 for auth_pass.") == 1.0
-    assert quoted_share({"auth_pass"}, {"377"}, "A value of 3770 here, 1377 there.") == 0.0
+    assert quoted_share({"fence_key"}, {"377"}, "A value of 377 for fence_key.") == 1.0
+    assert quoted_share({"fence_key"}, {"377"}, "A value of 3770 here, 1377 there.") == 0.0
     assert quoted_share(set(), {"3"}, "Retry 30 times.") == 0.0
     assert quoted_share(set(), set(), "anything") == 0.0
 
@@ -121,7 +120,7 @@ def test_procedure_lists_the_steps_the_best_sentence_introduces():
         "2. Copy the key to /etc/app/key.\n3. Restart the service."
     )
     best = _pick("To rotate the key, run these commands:")
-    draft = compose_extractive("procedure_sop", "how do I rotate the key", [best], evidence)
+    draft = compose_extractive("procedure_sop", "how do I rotate my key", [best], evidence)
     assert draft.preface == "Steps:"
     assert _answer(draft) == [
         "Generate a new key with keygen.",
@@ -133,13 +132,13 @@ def test_procedure_lists_the_steps_the_best_sentence_introduces():
 def test_a_bulleted_list_is_not_a_procedures_steps():
     # a table of contents or the commands of several cases, bulleted: a set of things, not steps in order
     evidence = _evidence(
-        "Use systemctl to start the tunnels. The syntax is:\n- client configurations:\n- server configurations:"
-        "\n- Examples Say your server configuration is tun0.conf, you start it like this:"
+        "Use tidectl to bring up the links. The syntax is:\n- edge profiles:\n- hub profiles:"
+        "\n- Examples Say your hub profile is reef0.conf, you launch it like this:"
     )
-    best = _pick("Examples Say your server configuration is tun0.conf, you start it like this:")
-    draft = compose_extractive("procedure_sop", "how do I start the tunnel", [best], evidence)
+    best = _pick("Examples Say your hub profile is reef0.conf, you launch it like this:")
+    draft = compose_extractive("procedure_sop", "how do I launch the link", [best], evidence)
     assert draft.preface != "Steps:"
-    assert _answer(draft)[0] == "Examples Say your server configuration is tun0.conf, you start it like this:"
+    assert _answer(draft)[0] == "Examples Say your hub profile is reef0.conf, you launch it like this:"
 
 
 def test_procedure_takes_a_list_from_the_best_sentences_document_only():
@@ -238,13 +237,16 @@ def test_a_sentence_with_a_changed_number_is_not_supported():
 
 
 def test_attribution_score_is_the_share_of_supported_sentences_and_gates_at_seventy_percent():
-    evidence = _evidence("Port 4460 is the default NTS-KE port. The server listens on all addresses.")
-    good = Draft("parameter_lookup", [("Port 4460 is the default NTS-KE port.", 0)])
+    evidence = _evidence("Port 7460 is the default TideSync key port. The hub listens on all addresses.")
+    good = Draft("parameter_lookup", [("Port 7460 is the default TideSync key port.", 0)])
     mixed = Draft(
         "parameter_lookup",
-        [("Port 4460 is the default NTS-KE port.", 0), ("Port 123 is the default NTS-KE port.", 0)],
+        [
+            ("Port 7460 is the default TideSync key port.", 0),
+            ("Port 123 is the default TideSync key port.", 0),
+        ],
     )
-    bad_citation = Draft("parameter_lookup", [("Port 4460 is the default NTS-KE port.", 5)])
+    bad_citation = Draft("parameter_lookup", [("Port 7460 is the default TideSync key port.", 5)])
     assert verify(good, evidence).score == 1.0 and verify(good, evidence).passed
     assert verify(mixed, evidence).score == 0.5 and not verify(mixed, evidence).passed
     assert not verify(bad_citation, evidence).passed
@@ -252,11 +254,11 @@ def test_attribution_score_is_the_share_of_supported_sentences_and_gates_at_seve
 
 def test_a_lead_in_reached_while_reading_on_brings_what_it_introduces():
     evidence = _evidence(
-        "The collector reads its input from a named pipe. The spool directory must exist as well. "
+        "The collector takes its input from a fifo node. The spool directory must exist as well. "
         "When the pipe is missing, make it with the commands below (as root):\n"
         "# mkdir /srv/collector\n# mkfifo /srv/collector/in\n\nUnrelated paragraph about something else."
     )
-    best = _pick("The collector reads its input from a named pipe.")
+    best = _pick("The collector takes its input from a fifo node.")
     answer = _answer(compose_extractive("troubleshooting", "q", [best], evidence))
     assert answer[-2:] == ["mkdir /srv/collector", "mkfifo /srv/collector/in"]
 
@@ -272,14 +274,14 @@ def test_a_question_about_a_default_prefers_the_sentence_that_states_one():
 
 
 def test_a_comment_in_a_configuration_example_is_read_with_the_setting_below_it():
-    comment = "Only the first eight (8) characters are used."
+    comment = "Only the leading eight (8) letters are checked."
     above = _evidence(
-        f"authentication {{\n    # should be the same on all machines.\n    # {comment}\n    auth_pass 1234\n}}"
+        f"fencing {{\n    # must match on every fenceport node.\n    # {comment}\n    fence_key 1234\n}}"
     )
     apart = _evidence(
-        f"authentication {{\n    # should be the same on all machines.\n    # {comment}\n\n    auth_pass 1234\n}}"
+        f"fencing {{\n    # must match on every fenceport node.\n    # {comment}\n\n    fence_key 1234\n}}"
     )
-    question = "which auth_pass characters does keepalived actually read?"
+    question = "which fence_key letters does fenceport actually read?"
 
     def coverage(evidence):
         return next(s.coverage for s in score_sentences(question, evidence) if s.text == comment)
@@ -312,14 +314,14 @@ def test_a_table_row_is_read_with_its_column_names():
 
 def test_a_setting_picked_from_a_configuration_example_brings_the_comment_above_it():
     evidence = _evidence(
-        "authentication {\n    auth_type PASS\n    # Password for accessing vrrpd.\n"
-        "    # Only the first eight (8) characters are used.\n    auth_pass 1234\n}"
+        "fencing {\n    fence_mode KEY\n    # Key for joining the fence group.\n"
+        "    # Only the leading eight (8) letters are checked.\n    fence_key 1234\n}"
     )
-    answer = _answer(compose_extractive("parameter_lookup", "q", [_pick("auth_pass 1234 }")], evidence))
-    assert answer[:2] == ["Only the first eight (8) characters are used.", "auth_pass 1234 }"]
+    answer = _answer(compose_extractive("parameter_lookup", "q", [_pick("fence_key 1234 }")], evidence))
+    assert answer[:2] == ["Only the leading eight (8) letters are checked.", "fence_key 1234 }"]
     # a prose sentence before a picked prose sentence is not a comment: it is not pulled in
-    prose = _evidence("The password is shared. Only the first eight characters are used.")
-    picked = _pick("Only the first eight characters are used.")
+    prose = _evidence("The key is shared. Only the leading eight letters are checked.")
+    picked = _pick("Only the leading eight letters are checked.")
     assert _answer(compose_extractive("parameter_lookup", "q", [picked], prose))[0] == picked.text
 
 
@@ -329,60 +331,58 @@ def test_a_comment_that_calls_its_setting_this_option_brings_the_setting_line_be
         for n in range(4)
     ]
     evidence = _evidence(
-        "### INITIAL CLOCK CORRECTION\n# This option is useful to quickly correct the clock on start.\n"
+        "### FIRST SYNC ADJUSTMENT\n# This option is handy to rapidly fix the drift at boot.\n"
         + "\n".join(long)
-        + "\n! makestep 1.0 3\n# A leap second is an occasional correction.\n"
+        + "\n! jumpsync 1.0 3\n# A skip tick is an occasional adjustment.\n"
         + "\n".join(long)
-        + "\n! leapsecmode slew"
+        + "\n! skiptickmode smear"
     )
-    picked = _pick("This option is useful to quickly correct the clock on start.")
+    picked = _pick("This option is handy to rapidly fix the drift at boot.")
     answer = _answer(
-        compose_extractive("troubleshooting", "how do I correct the clock quickly?", [picked], evidence)
+        compose_extractive("troubleshooting", "how do I fix the drift quickly?", [picked], evidence)
     )
-    assert answer[-1] == "! makestep 1.0 3"
+    assert answer[-1] == "! jumpsync 1.0 3"
     assert len(answer) < 7  # reading on stopped inside the comment; the setting line came with it
     # a comment that does not refer to its setting brings it only when the question asks for a name
-    leap = _pick("A leap second is an occasional correction.")
-    assert "! leapsecmode slew" not in _answer(
-        compose_extractive("troubleshooting", "leap second?", [leap], evidence)
+    leap = _pick("A skip tick is an occasional adjustment.")
+    assert "! skiptickmode smear" not in _answer(
+        compose_extractive("troubleshooting", "skip tick?", [leap], evidence)
     )
     named = _answer(
-        compose_extractive("troubleshooting", "which setting handles a leap second?", [leap], evidence)
+        compose_extractive("troubleshooting", "which setting handles a skip tick?", [leap], evidence)
     )
-    assert named[-1] == "! leapsecmode slew"
+    assert named[-1] == "! skiptickmode smear"
 
 
 def test_a_parameter_lookup_puts_the_sentence_with_the_value_first():
     evidence = _evidence(
-        "ntsport port This option specifies the TCP port on which the server listens for NTS-KE connections. "
-        "The default is 4460."
+        "syncport port This option sets the TCP port where the hub accepts TideSync key requests. "
+        "The default is 7460."
     )
-    best = _pick(
-        "ntsport port This option specifies the TCP port on which the server listens for NTS-KE connections."
-    )
-    question = "ntsport: which port is the default?"
+    best = _pick("syncport port This option sets the TCP port where the hub accepts TideSync key requests.")
+    question = "syncport: which port is the default?"
     lookup = _answer(compose_extractive("parameter_lookup", question, [best], evidence))
     assert lookup[:2] == [
-        "The default is 4460.",
-        "ntsport port This option specifies the TCP port on which the server listens for NTS-KE connections.",
+        "The default is 7460.",
+        "syncport port This option sets the TCP port where the hub accepts TideSync key requests.",
     ]
     # other templates keep reading order
     concept = _answer(compose_extractive("concept_explanation", question, [best], evidence))
-    assert concept[0].startswith("ntsport port")
+    assert concept[0].startswith("syncport port")
 
 
 def test_reading_on_after_the_best_sentence_leaves_room_for_the_next_best():
     evidence = _evidence(
-        "These reject variants exist:\n\nReject with a concrete ICMP code. Reject with host-unreachable. "
-        "Reject with no-route. Reject using icmpx. Reject with tcp reset. Reject as admin-prohibited.",
-        "The common default reject value is port-unreachable.",
+        "These drop modes exist:\n\nDrop with a specific notice code. Drop with peer-gone. "
+        "Drop with no-path. Drop using notice6. Drop with link reset. Drop as policy-denied.",
+        "The usual default drop mode is path-closed.",
     )
-    best = ScoredSentence("These reject variants exist:", 0, 1.0, 1.0, 0.0, 0, 1.0)
-    runner = ScoredSentence("The common default reject value is port-unreachable.", 1, 0.9, 0.9, 0.0, 0, 0.9)
+    best = ScoredSentence("These drop modes exist:", 0, 1.0, 1.0, 0.0, 0, 1.0)
+    runner = ScoredSentence("The usual default drop mode is path-closed.", 1, 0.9, 0.9, 0.0, 0, 0.9)
     answer = _answer(compose_extractive("troubleshooting", "q", [best, runner], evidence, max_sentences=1))
     assert len(answer) == 5  # the limit for one sentence plus reading on
-    assert answer[:2] == ["These reject variants exist:", "Reject with a concrete ICMP code."]
-    assert answer[-1] == "The common default reject value is port-unreachable."
+    assert answer[:2] == ["These drop modes exist:", "Drop with a specific notice code."]
+    assert answer[-1] == "The usual default drop mode is path-closed."
 
 
 def test_each_sub_question_s_best_sentence_is_in_the_answer():
@@ -425,50 +425,50 @@ def test_an_identifier_the_analyser_normalises_is_found_in_its_source():
 
 
 def test_an_option_asked_with_its_value_attached_matches_the_bare_option_in_the_manual():
-    """ "rsyslogd -N1" is documented as "-N<value>": the sentence naming the bare option is on topic."""
+    """ "tidesyncd -L1" is documented as "-L<level>": the sentence naming the bare option is on topic."""
     evidence = _evidence(
-        "Rsyslog has support for configuration checking. It offers a special command line switch (-N<value>) "
-        "that puts it into config verification mode. Please note that many distros split the configuration."
+        "Tidesync has support for profile linting. It provides a dedicated command line switch (-L<level>) "
+        "that puts it into profile lint mode. Be aware that many packagers split the profile."
     )
-    ranked = score_sentences("rsyslogd -N1: what is it for?", evidence)
-    assert "config verification mode" in ranked[0].text
+    ranked = score_sentences("tidesyncd -L1: what is it for?", evidence)
+    assert "profile lint mode" in ranked[0].text
     assert ranked[0].coverage >= 0.5
 
 
 def test_a_question_asking_which_option_prefers_a_reference_entry_to_a_usage_example():
     evidence = _evidence(
-        "ss -t -a List all TCP sockets and their connections.\n\n"
-        "-a, --all Display both listening and non-listening sockets.\n\n"
-        "-l, --listening Display only listening sockets (these are omitted by default).\n\n"
-        "makestep threshold limit\nThis directive forces chronyd to step the system clock."
+        "portls -t -a List all relay ports and their peers.\n\n"
+        "-a, --all Show both bound and non-bound ports.\n\n"
+        "-b, --bound Show only bound ports (these are hidden by default).\n\n"
+        "jumpsync threshold limit\nThis directive makes tidesyncd jump the local clock."
     )
-    asked = score_sentences("which flag lists only the sockets that are listening", evidence)
-    assert asked[0].text.startswith("-l, --listening")
+    asked = score_sentences("which flag lists only the ports that are bound", evidence)
+    assert asked[0].text.startswith("-b, --bound")
     # the bonus shapes the ranking only (adequacy reads support), and only when the question asks for a name
     entry = asked[0]
     assert entry.score - entry.support >= 0.15
-    example = next(s for s in asked if s.text.startswith("ss -t -a"))
+    example = next(s for s in asked if s.text.startswith("portls -t -a"))
     assert example.score - example.support < 0.15
-    plain = score_sentences("do listening sockets get listed by default", evidence)
+    plain = score_sentences("do bound ports get listed by default", evidence)
     assert all(s.score - s.support < 0.15 for s in plain)
     # "which kind / type of ..." asks for a name too
-    kind = score_sentences("which kind of socket listing shows only the ones that are listening", evidence)
-    assert kind[0].text.startswith("-l, --listening") and kind[0].score - kind[0].support >= 0.15
+    kind = score_sentences("which kind of port listing shows only the ones that are bound", evidence)
+    assert kind[0].text.startswith("-b, --bound") and kind[0].score - kind[0].support >= 0.15
     # a description below its short term line is an entry too; a usage example is not
     from agents.evidence import is_entry
 
-    assert is_entry("This directive forces chronyd to step the system clock.", "makestep threshold limit")
-    assert is_entry("blackhole - the rule prescribes to silently drop the packet.", "")
-    assert not is_entry("ss -t -a List all TCP sockets and their connections.", "")
+    assert is_entry("This directive makes tidesyncd jump the local clock.", "jumpsync threshold limit")
+    assert is_entry("sinkhole - the rule tells the relay to quietly discard the frame.", "")
+    assert not is_entry("portls -t -a List all relay ports and their peers.", "")
     assert not is_entry("It is stepped at boot.", "The clock is off by minutes.")
 
 
 def test_reading_on_stops_at_a_fragment_without_words():
     evidence = _evidence(
-        "2.14. Why are client log records dropped before reaching clientloglimit? ? "
-        "2.15. What happened to the commandkey directive?"
+        "2.14. Why are peer history entries lost before reaching peerhistmax? ? "
+        "2.15. What became of the adminkey directive?"
     )
-    best = _pick("Why are client log records dropped before reaching clientloglimit?")
+    best = _pick("Why are peer history entries lost before reaching peerhistmax?")
     draft = compose_extractive("troubleshooting", "q", [best], evidence)
     assert _answer(draft) == [best.text]
     assert verify(draft, evidence).score == 1.0
@@ -476,29 +476,29 @@ def test_reading_on_stops_at_a_fragment_without_words():
 
 def test_an_item_of_a_list_of_entries_is_read_with_the_sentence_that_introduces_the_list():
     states = (
-        "These are the daemon states: CONNECTING -- the initial state.\n"
-        "WAIT -- (Client only) Waiting for the first response.\n"
-        "AUTH -- (Client only) Authenticating with the peer.\n"
-        "GET_CONFIG -- (Client only) Downloading options from the peer.\n"
+        "These are the daemon states: DIALING -- the starting state.\n"
+        "HOLD -- (Edge only) Pausing for the first reply.\n"
+        "LOGIN -- (Edge only) Proving identity to the hub.\n"
+        "FETCH_PROFILE -- (Edge only) Pulling settings from the hub.\n"
     )
-    question = "which daemon state means downloading options"
+    question = "which daemon state means pulling settings"
     ranked = score_sentences(question, _evidence(states))
-    item = next(s for s in ranked if s.text.startswith("GET_CONFIG"))
+    item = next(s for s in ranked if s.text.startswith("FETCH_PROFILE"))
     # the list's lead-in ("daemon states") counts as the item's context; the item before it alone would not
     alone = score_sentences(question, _evidence(states.replace("These are the daemon states: ", "")))
-    assert item.coverage > next(s for s in alone if s.text.startswith("GET_CONFIG")).coverage
+    assert item.coverage > next(s for s in alone if s.text.startswith("FETCH_PROFILE")).coverage
     assert ranked[0].text == item.text
 
 
 def test_reading_on_goes_on_into_the_chunk_that_continues_the_passage():
     # the best sentence ends its chunk; what it leads to opens the next chunk, which starts with the sentence
     # the two share (consecutive chunks overlap)
-    lead = "Legacy parameters do not affect RainerScript actions, as this example shows."
+    lead = "Old-style keys do not reach TideScript blocks, as this sample shows."
     evidence = _evidence(
-        f"It is recommended to use RainerScript actions. {lead}",
+        f"It is advised to write TideScript blocks. {lead}",
         "Unrelated text about templates.",
-        f"{lead} Server1's action.resumeRetryCount parameter is not set, instead server2's is! "
-        "A goal of the new format was to avoid confusion.",
+        f"{lead} Hub1's block.retryLimit key is not applied, instead hub2's is! "
+        "One aim of the new syntax was to prevent mix-ups.",
     )
     best = _pick(lead)
     alone = compose_extractive("concept_explanation", "q", [best], evidence)
@@ -506,8 +506,8 @@ def test_reading_on_goes_on_into_the_chunk_that_continues_the_passage():
     draft = compose_extractive("concept_explanation", "q", [best], evidence, continued_in={0: 2})
     assert draft.sentences == [
         (lead, 0),  # the shared sentence is read once
-        ("Server1's action.resumeRetryCount parameter is not set, instead server2's is!", 2),
-        ("A goal of the new format was to avoid confusion.", 2),
+        ("Hub1's block.retryLimit key is not applied, instead hub2's is!", 2),
+        ("One aim of the new syntax was to prevent mix-ups.", 2),
     ]
     assert verify(draft, evidence).score == 1.0  # each sentence cites the passage it comes from
     # a next chunk that opens a section of its own (its first line is its heading) does not go on with this one
@@ -678,13 +678,13 @@ def test_a_command_on_a_line_of_its_own_brings_the_lead_in_that_announces_it():
     from agents.evidence import compose_ranked
 
     evidence = _evidence(
-        "The relay needs a spool directory. If it is missing, create it with these commands (as root):\n"
+        "The relay needs a spool directory. If it is missing, create it by running these lines (as root):\n"
         "# mkdir /run/relay\n"
         "# chown relay /run/relay\n"
         "The relay fills it on its next start.",
         "# relayctl status --all\nIt lists every peer.",
     )
-    lead_in = "If it is missing, create it with these commands (as root):"
+    lead_in = "If it is missing, create it by running these lines (as root):"
     draft = compose_ranked("procedure_sop", "q", [_pick("chown relay /run/relay")], evidence)
     # the command before the pick is what it needs (a short unpunctuated line), and the lead-in above both
     assert _answer(draft)[:3] == [lead_in, "mkdir /run/relay", "chown relay /run/relay"]
