@@ -8,7 +8,7 @@ entities. Names are normalised keys (lower case; file paths keep their case); ``
 written. Every occurrence is returned (callers count mentions), in text order.
 
 :func:`explicit_references` lists documents a text points at: file names ("see sop-dns-failover.md"),
-named procedures ("refer to the DNS failover SOP"), man pages (``ip-route(8)`` -> ``ip-route.8``) and
+named procedures ("refer to the DNS failover SOP"), man pages (``lb-pool(8)`` -> ``lb-pool.8``) and
 Sphinx cross-references.
 """
 
@@ -545,8 +545,8 @@ def explicit_references(text: str) -> list[str]:
     """Documents the text points at, in order of first mention, without duplicates.
 
     File names with document extensions ("see sop-dns-failover.md"), named documents after "see/refer
-    to/per" ("refer to the DNS failover SOP" -> "DNS failover SOP"), man pages (``ip-route(8)`` ->
-    ``ip-route.8``, matching the ``<name>.<section>`` stem of rendered man pages) and Sphinx ``:doc:`` /
+    to/per" ("refer to the DNS failover SOP" -> "DNS failover SOP"), man pages (``lb-pool(8)`` ->
+    ``lb-pool.8``, matching the ``<name>.<section>`` stem of rendered man pages) and Sphinx ``:doc:`` /
     ``:ref:`` / ```text <target>`_`` targets. URLs are not references (they are hyperlinks).
     """
     found: list[tuple[int, str]] = []

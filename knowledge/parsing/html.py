@@ -99,7 +99,7 @@ class _List:
     first_out: int = 0  # where its items start in the walker's output
     items: int = 0  # the text parts of its items read so far
     # is every part of its items (and of the lists inside them) the text of a link into the page itself, as a
-    # table of contents is ("Topics covered in this document:" above links to the page's sections)?
+    # table of contents is ("Sections on this page:" above links to the page's sections)?
     links_only: bool = True
 
 
@@ -367,7 +367,7 @@ class HtmlWalker(HTMLParser):
     def _close_list(self, closed: _List) -> None:
         """A list whose items are all links into the page (two or more) is a table of contents: its items are
         read as one (`RawBlock.toc`), dropped unless the page holds nothing else, and so is the one sentence
-        right above it that only announces it ("Topics covered in this document:"). A list inside it with other
+        right above it that only announces it ("Sections on this page:"). A list inside it with other
         text makes the list around it not one either."""
         if closed.items >= 2 and closed.links_only:
             for raw in self.out[closed.first_out :]:

@@ -119,7 +119,7 @@ class LineWalker:
 
     def _config_blocks(self) -> Iterator[RawBlock]:
         """Config samples: one code block per top-level stanza; blank lines inside braces do not split, and a
-        block of '#' comments stays with the setting below it, which it describes ("# This option is useful
+        block of '#' comments stays with the setting below it, which it describes ("# This setting is handy
         to bound the retry delay ..." / blank line / "! retry_delay 5 30"). Rule lines ("#######") are
         decoration and are left out."""
         block: list[str] = []
@@ -201,8 +201,8 @@ class LineWalker:
             yield from (RawBlock("text", _definition_text(term, text)) for term, text in entries)
             return
         # runs of shell-prompt lines ("# systemctl ...", "user@host:~$ nft ...") are code inside prose, as are
-        # lines of configuration right under a lead-in ending with ':' ("... to be empty:" / "[Service]" /
-        # "CapabilityBoundingSet=~")
+        # lines of configuration right under a lead-in ending with ':' ("... to be blank:" / "[Runtime]" /
+        # "SpoolQuotaSet=~")
         under = _configuration_under_lead_in(para)
         runs: list[tuple[bool, list[Line]]] = []
         for at, line in enumerate(para):
@@ -294,8 +294,8 @@ class LineWalker:
         """A man page indents its whole text, so an example is told by its depth: two lines or more indented
         deeper than the line above them (the paragraph before, under the same heading), each a line of its own
         (`_unwrapped`) or continued with a '\\', none ending with '.' or ',' and none a bullet: a configuration
-        ("server foo.example.net offline" / "driftfile /var/lib/chrony/drift"), commands, a command's forms, a
-        program's output. Read as prose, its lines ran into one ("settime 16:30 settime 16:30:05 ..."). It is
+        ("upstream alpha.example.net paused" / "spoolfile /var/lib/tidesync/spool"), commands, a command's forms,
+        a program's output. Read as prose, its lines ran into one ("holdfor 12:45 holdfor 12:45:09 ..."). It is
         the page's own mark of code (groff sets a display unfilled and indented), so the block is `marked`."""
         above = self._above
         return (
@@ -342,7 +342,7 @@ def _configuration_under_lead_in(para: list[Line]) -> set[int]:
 def _configuration_line(text: str) -> bool:
     """A line of configuration (`_configuration_under_lead_in`): a code line or a section header, with no four
     plain words in a row, no mail address alone and no comma at its end (values listed in a sentence:
-    "Unicast=00:00:00:00:00:00/01:00:00:00:00:00,")."""
+    "Unicast=06:00:00:00:00:00/07:00:00:00:00:00,")."""
     if PROSE.search(text) or _MAIL_ADDRESS.fullmatch(text) or text.endswith(","):
         return False
     return bool(CODE_LINE.search(text) or _SECTION_HEADER.match(text))
@@ -555,5 +555,5 @@ def _unwrapped(lines: list[Line]) -> bool:
 
 def _wraps_into(line: Line, following: Line) -> bool:
     """Does `line` read as a line of prose wrapped into `following`: six words or more ending in a word, and
-    the next line going on in lower case ("... and source-address" / "or query-port ...")?"""
+    the next line going on in lower case ("... and the bind-address" / "or relay-port ...")?"""
     return len(line.text.split()) >= 6 and line.text[-1].isalnum() and following.text[:1].islower()

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from knowledge.parsing.common import WHITESPACE, Block
 from knowledge.parsing.lines import Line, LineWalker, wrapped_at_hyphen
 
-# "IP-ROUTE(8)   Linux   IP-ROUTE(8)"; the name may contain spaces ("Simple action in tc(8)")
+# "LB-POOL(8)   Linux   LB-POOL(8)"; the name may contain spaces ("Basic filter in fenceport(8)")
 _MAN_HEADER = re.compile(r"^(?P<ref>\S[^()]*?\((?P<sec>[0-9][A-Za-z0-9]*)\))\s{2,}.*\s(?P=ref)\s*$")
 
 
 @dataclass(frozen=True, slots=True)
 class ManHeader:
-    ref: str  # "IP-ROUTE(8)"
+    ref: str  # "LB-POOL(8)"
     section: str  # "8"
 
 
@@ -36,7 +36,7 @@ def man_header_strip(lines: list[str]) -> ManHeader | None:
 
 
 def man_title(blocks: list[Block], header: ManHeader) -> str:
-    """The NAME section's text ("ip-route - routing table management"), else the page reference."""
+    """The NAME section's text ("lb-pool - backend pool administration"), else the page reference."""
     name_block = next((b for b in blocks if b.section_path[:1] == ("NAME",) and b.kind == "text"), None)
     return WHITESPACE.sub(" ", name_block.text.replace("\n", " ")) if name_block else header.ref
 

@@ -37,8 +37,8 @@ def keys(text: str, **kwargs) -> set[tuple[str, str]]:
                                                             ("error_code", "etimedout")}),
         ("the proxy returned HTTP 503 and later 404 Not Found", {("protocol", "http"), ("error_code", "http 503"),
                                                                  ("error_code", "http 404")}),
-        ("chronyc tracking shows error 506 Cannot talk to daemon", {("command", "chronyc tracking"),
-                                                                    ("error_code", "error 506")}),
+        ("chronyc tracking shows error 742 Lost the relay link", {("command", "chronyc tracking"),
+                                                                  ("error_code", "error 742")}),
         ("restart chronyd, sshd and nftables.service", {("service", "chronyd"), ("service", "sshd"),
                                                         ("service", "nftables.service")}),
     ],
@@ -51,7 +51,7 @@ def test_parameters_identifiers_options_and_directives():
     text = (
         "Raise `max_wal_size` and set net.ipv4.ip_forward=1; use --auth-nocache with KeepAlive.Time.\n"
         "makestep 1.0 3\n"
-        "driftfile /var/lib/chrony/drift\n"
+        "spoolfile /var/lib/tidesync/spool\n"
         "PermitRootLogin no\n"
         "virtual_router_id 51\n"
         "The legacy $ActionForwardDefaultTemplate directive and StreamDriverMode parameter.\n"
@@ -63,7 +63,7 @@ def test_parameters_identifiers_options_and_directives():
         "--auth-nocache",
         "keepalive.time",
         "makestep",
-        "driftfile",
+        "spoolfile",
         "permitrootlogin",
         "virtual_router_id",
         "$actionforwarddefaulttemplate",
@@ -74,7 +74,7 @@ def test_parameters_identifiers_options_and_directives():
 def test_commands_need_a_known_verb_and_sub_command():
     text = (
         "$ ip route add 10.0.0.0/8 via 192.0.2.1\n"
-        "ip route is used to manipulate routes.\n"
+        "ip route is handy for editing routes.\n"
         "systemctl restart keepalived\n"
         "sudo nft list ruleset\n"
         "show ip bgp summary\n"
@@ -144,7 +144,7 @@ def test_empty_text():
 def test_explicit_references():
     text = (
         "Before you start, see sop-dns-failover.md and runbooks/vpn.html. Refer to the DNS failover SOP "
-        "for escalation. Details in ip-route(8), systemd.unit(5) and bootup(7). Read :doc:`../config/omfwd` "
+        "for escalation. Details in lb-pool(8), systemd.unit(5) and bootup(7). Read :doc:`../config/omfwd` "
         "and `the guide <guide.html>`_. Online copy: https://example.org/manual.html (a hyperlink)."
         " Call setns() carefully. See sop-dns-failover.md again."
     )
@@ -152,7 +152,7 @@ def test_explicit_references():
         "sop-dns-failover.md",
         "runbooks/vpn.html",
         "DNS failover SOP",
-        "ip-route.8",
+        "lb-pool.8",
         "systemd.unit.5",
         "bootup.7",
         "../config/omfwd",

@@ -55,7 +55,7 @@ def test_html_headings_lists_tables_definitions_code():
 
 
 def test_html_layout_tables_become_flow_text(tmp_path):
-    # reStructuredText option lists (openvpn.8.html) and DocBook admonitions are tables used for layout
+    # reStructuredText option lists (tidesync.8.html) and DocBook admonitions are tables used for layout
     path = tmp_path / "opts.html"
     path.write_text(
         "<html><head><title>t</title></head><body><h1>Options</h1>"
@@ -92,7 +92,7 @@ def test_a_list_of_links_into_the_page_is_a_table_of_contents(tmp_path):
     # no class names it a table of contents: its items, each a link to a section of the page, do
     path = tmp_path / "stress.html"
     path.write_text(
-        "<html><body><h1>Stress</h1><p>Topics covered in this document:</p>"
+        "<html><body><h1>Stress</h1><p>Sections on this page:</p>"
         '<ul><li><a href="#symptoms">Symptoms of overload</a></li><li><a href="#auto">Automatic mode</a>'
         '<ul><li><a href="#auto-on">Forcing it on</a></li></ul></li></ul>'
         '<h2 id="symptoms">Symptoms of overload</h2><p>Mail queues up. Topics in this section:</p>'
@@ -100,7 +100,7 @@ def test_a_list_of_links_into_the_page_is_a_table_of_contents(tmp_path):
         "<p>The signs are these:</p>"
         '<ul><li><a href="#symptoms">Symptoms</a> come first</li><li><a href="#auto">Automatic mode</a></li></ul>'
         '<ul><li><a href="#auto">Automatic mode</a><ul><li>Turn it on</li></ul></li><li><a href="#a">A</a></li></ul>'
-        '<ul><li><a href="other.html">Other page</a></li><li><a href="more.html">More</a></li></ul>'
+        '<ul><li><a href="elsewhere.html">Other page</a></li><li><a href="more.html">More</a></li></ul>'
         '<ul><li><a href="#symptoms">Symptoms</a></li></ul>'
         "</body></html>",
         encoding="utf-8",
@@ -126,7 +126,7 @@ def test_a_list_of_links_into_the_page_is_a_table_of_contents(tmp_path):
 def test_a_man_page_rendered_in_a_pre_is_not_marked_as_code(tmp_path):
     path = tmp_path / "relayd.8.html"
     page = (
-        "RELAYD(8)            System Manager's Manual            RELAYD(8)\n\n"
+        "RELAYD(8)            Relay Operator's Manual            RELAYD(8)\n\n"
         "NAME\n       relayd - relay daemon\n\n"
         "DESCRIPTION\n       relayd forwards audit events to the collector.\n\n"
         "                          2024-01-01                     RELAYD(8)"
@@ -165,25 +165,25 @@ def test_prose_set_in_a_pre_is_not_marked_as_code(tmp_path):
             "You can offload the relay check to another target, so you can make one place\n"
             "managing status and weights of relays defined in Quillgate in case you can't\n"
             "make self-aware and self-managing services. You can give an address or\n"
-            "a name, it will be resolved.",
+            "a hostname, we look it up.",
             False,
         ),
         ("Sets the time between individual keepalive probes on the relay side.", False),
         # code with comments in prose, a console session and a log excerpt stay code
         (
-            "static int relay_handler(request_rec *r)\n{\n    /* First off, we need to check if this is a call\n"
-            "     * for the relay handler, and if it is, we accept it and do our things */\n    return OK;\n}",
+            "static int relay_handler(request_rec *r)\n{\n    /* To begin, we must find out whether this request is\n"
+            "     * meant for the relay handler, and if so, we take it and do the work */\n    return OK;\n}",
             True,
         ),
         (
-            "function relay(r)\n    -- Our first yield is to signal that we are ready to receive the buckets.\n"
-            "    -- Before this yield, we can set up our environment and check for conditions.\n    coroutine.yield()\nend",
+            "function relay(r)\n    -- The opening yield tells the host that the relay can now take the parcels.\n"
+            "    -- Ahead of that yield, we may prepare our state and look for preconditions.\n    coroutine.yield()\nend",
             True,
         ),
-        ("$ relayctl search ldap\np librelay-ldap - relay module for using LDAP as its naming service", True),
+        ("$ relayctl search ldap\np librelay-ldap - relay module that looks names up in an LDAP tree", True),
         (
-            "warning: relay inet:host:port: can't read packet header: Unknown error\n"
-            "warning: relay inet:host:port: can't read packet header: Success",
+            "warning: relay unix:spool.sock: can't parse frame length: Unknown error\n"
+            "warning: relay unix:spool.sock: can't parse frame length: Success",
             True,
         ),
         ("external-check command /bin/true", True),

@@ -36,9 +36,9 @@ def test_words_broken_across_lines_are_whole_again():
     lines = [
         "       The queue manager will try to con-",
         "       tact the transport again; the contact is retried.",
-        "       To stop forking use --keep-",
+        "       To stop forking use --hold-",
         "       in-foreground. A single option takes a comma-",
-        "       separated list. The mode is set -",
+        "       separated set. The mode is set -",
         "       once - at start. It ends with a hyphen-",
         "       Then a capital. A lone word goes down to its tail",
         "       line: config-",
@@ -50,9 +50,9 @@ def test_words_broken_across_lines_are_whole_again():
     assert lines == [
         "       The queue manager will try to contact",
         "       the transport again; the contact is retried.",
-        "       To stop forking use --keep-in-foreground.",
+        "       To stop forking use --hold-in-foreground.",
         "       A single option takes a comma-separated",
-        "       list. The mode is set -",
+        "       set. The mode is set -",
         "       once - at start. It ends with a hyphen-",
         "       Then a capital. A lone word goes down to its tail",
         "       line:",
@@ -65,16 +65,16 @@ def test_words_broken_across_lines_are_whole_again():
 def test_a_man_page_wrapped_at_hyphens_reads_whole_words(tmp_path):
     page = tmp_path / "demo.8.txt"
     page.write_text(
-        "DEMO(8)                          System Manager's Manual                          DEMO(8)\n\n"
+        "DEMO(8)                          Relay Operator's Manual                          DEMO(8)\n\n"
         "OPTIONS\n"
-        "       -k, --keep-in-foreground\n"
-        "              Do not go into the background; for debugging only use --keep-\n"
+        "       -f, --hold-in-foreground\n"
+        "              Stay attached to the terminal; for debugging only use --hold-\n"
         "              in-foreground. Messages are rotat-\n"
         "              ed daily; rotated files are kept.\n\n"
         "demo 1.0                               2024-01-01                              DEMO(8)\n"
     )
-    text = by_text(parse_file(page).blocks, "Do not go").text
-    assert "use --keep-in-foreground. Messages are rotated daily; rotated files" in text
+    text = by_text(parse_file(page).blocks, "Stay attached").text
+    assert "use --hold-in-foreground. Messages are rotated daily; rotated files" in text
 
 
 def test_a_man_page_inside_an_html_pre_has_its_words_mended(tmp_path):
@@ -116,7 +116,7 @@ def test_a_man_pages_examples_keep_their_lines(tmp_path):
         "           relay beta.example.net offline\n"
         "           spooldir /var/spool/relayd\n\n"
         "       A filter that sends marked packets to the second queue:\n\n"
-        "           relayctl filter add dev eth0 parent 1: \\\n"
+        "           relayctl shaper put link lan0 under 7: \\\n"
         "               mark 0x2a queue 2\n\n"
         "       The spool directory must exist before the daemon starts:\n\n"
         "           It is not created for you, and the daemon stops at once when it\n"
@@ -141,9 +141,9 @@ def test_a_man_pages_examples_keep_their_lines(tmp_path):
         True,  # a line of it is code in an answer whatever it reads as ("relay alpha.example.net offline")
         "relay alpha.example.net offline\nrelay beta.example.net offline\nspooldir /var/spool/relayd",
     )
-    command = by_text(blocks, "relayctl filter add")
+    command = by_text(blocks, "relayctl shaper put")
     assert command.kind == "code"
-    assert command.text.splitlines()[0] == "relayctl filter add dev eth0 parent 1: \\"
+    assert command.text.splitlines()[0] == "relayctl shaper put link lan0 under 7: \\"
     prose = by_text(blocks, "It is not created for you")
     assert (prose.kind, prose.text.count("\n")) == ("text", 0)
     assert [b.kind for b in blocks if "site" in b.text] == ["list_item", "list_item"]
@@ -159,7 +159,7 @@ def test_a_table_drawn_with_box_characters_is_a_table(tmp_path):
     inner rule are the header, and a caption right above the table stays text."""
     page = tmp_path / "relayctl.8.txt"
     page.write_text(
-        "RELAYCTL(8)                      System Manager's Manual                      RELAYCTL(8)\n\n"
+        "RELAYCTL(8)                      Relay Operator's Manual                      RELAYCTL(8)\n\n"
         "QUEUES\n"
         "       Table 3. Queue keywords\n"
         "       ┌─────────┬──────────────────────┬───────┐\n"

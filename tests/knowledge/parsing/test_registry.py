@@ -55,10 +55,10 @@ def test_a_second_parser_for_a_type_or_an_extension_is_refused():
         ("sop.md", "markdown"),
         ("runbook.pdf", "pdf"),
         ("guide.docx", "docx"),
-        ("ip-route.8.txt", "text"),
+        ("lb-pool.8.txt", "text"),
         ("README", "text"),
         ("README.Debian", "text"),  # unknown extensions are sniffed and parsed as text
-        ("chrony.conf.example1", "text"),
+        ("tidesync.conf.example1", "text"),
     ],
 )
 def test_document_type_by_extension(name, doc_type):

@@ -40,7 +40,7 @@ def test_extensionless_text_and_caps_headings(tmp_path):
 
 
 def test_config_sample_keeps_stanzas_whole(tmp_path):
-    path = tmp_path / "keepalived.conf.sample.txt"
+    path = tmp_path / "fenceport.conf.sample.txt"
     path.write_text(
         "! Configuration\n\nvrrp_instance VI_1 {\n    state MASTER\n\n    priority 100\n}\n", encoding="utf-8"
     )
@@ -50,38 +50,38 @@ def test_config_sample_keeps_stanzas_whole(tmp_path):
 
 
 def test_config_comment_block_stays_with_the_setting_below_it(tmp_path):
-    path = tmp_path / "chrony.conf.example.txt"
+    path = tmp_path / "tidesync.conf.example.txt"
     path.write_text(
-        "#" * 40 + "\n### INITIAL CLOCK CORRECTION\n# This option is useful to quickly correct the clock\n"
-        "# on start if it's off by a large amount.\n\n! makestep 1.0 3\n\n# A second comment.\n"
-        "# Still the second one.\n\n! rtcsync\n\nserver ntp.example.org iburst\n",
+        "#" * 40 + "\n### INITIAL SPOOL FLUSH\n# This setting is handy to promptly drain the backlog\n"
+        "# at boot if it's behind by a wide margin.\n\n! flushstep 1.0 3\n\n# A second comment.\n"
+        "# Still the second one.\n\n! hwclock\n\nupstream tide.example.org quick\n",
         encoding="utf-8",
     )
     doc = parse_file(path)
     assert [b.text for b in doc.blocks] == [
-        "### INITIAL CLOCK CORRECTION\n# This option is useful to quickly correct the clock\n"
-        "# on start if it's off by a large amount.\n! makestep 1.0 3",  # the rule line is decoration
-        "# A second comment.\n# Still the second one.\n! rtcsync",
-        "server ntp.example.org iburst",
+        "### INITIAL SPOOL FLUSH\n# This setting is handy to promptly drain the backlog\n"
+        "# at boot if it's behind by a wide margin.\n! flushstep 1.0 3",  # the rule line is decoration
+        "# A second comment.\n# Still the second one.\n! hwclock",
+        "upstream tide.example.org quick",
     ]
 
 
 def test_a_line_wrapped_at_a_hyphen_keeps_the_compound_whole(tmp_path):
     """fmt and editors wrap at the hyphens of compounds and option names; joined with a space they would read
-    "--keep- in-foreground", which neither a search for the option nor a reader recognises."""
+    "--hold- in-foreground", which neither a search for the option nor a reader recognises."""
     notes = tmp_path / "notes.txt"
     notes.write_text(
         "Debugging\n=========\n\n"
-        "To stop the daemon forking use --keep-\n"
+        "To stop the daemon forking use --hold-\n"
         "in-foreground. A single option takes a comma-\n"
-        "separated list. The mode is set -\n"
+        "separated set. The mode is set -\n"
         "once - at start. It ends with a hyphen-\n"
         "Then a capital. Client-\n"
         "and server-side checks differ.\n"
     )
     text = by_text(parse_file(notes).blocks, "forking").text
     assert text == (
-        "To stop the daemon forking use --keep-in-foreground. A single option takes a comma-separated list. "
+        "To stop the daemon forking use --hold-in-foreground. A single option takes a comma-separated set. "
         "The mode is set - once - at start. It ends with a hyphen- Then a capital. Client- and server-side "
         "checks differ."
     )
@@ -140,7 +140,7 @@ def test_terms_and_descriptions_aligned_with_spaces_are_one_entry_each(tmp_path)
         ("text", "09:30 doors open."),  # a term with a colon of its own
     ]
     # console output in columns of figures is no list of definitions
-    output = "  ^* relay-a.example   2   6   377    34   +484us\n  ^- relay-b.example   2   6   377    34   +33ms\n"
+    output = "  ^* relay-a.example   3   7   177    41   +212us\n  ^- relay-b.example   3   7   177    41   +27ms\n"
     assert not any(text.startswith("^* relay-a.example:") for _, text in _blocks(tmp_path, output))
 
 
@@ -181,9 +181,9 @@ def test_a_command_set_off_under_its_lead_in_keeps_its_line(tmp_path):
         "     relay-groups.sh --bootstrap-server relay-01:9092 --describe-all-of-them \\\n"
         "       --group indexer\n"
         "   Lag on one partition only: one stuck indexer.\n"
-        "4. There are a few limitations:\n"
-        "     data fetched over TCP is not cached, and the source-address\n"
-        "     or query-port settings are ignored.\n"
+        "4. There are two caveats:\n"
+        "     spool data read over UDP is not replayed, and the bind-address\n"
+        "     or relay-port options are ignored.\n"
         "   Nothing else changes.\n",
     )
     assert blocks == [
@@ -202,8 +202,8 @@ def test_a_command_set_off_under_its_lead_in_keeps_its_line(tmp_path):
         # a wrapped sentence under a lead-in is prose: its lines are joined
         (
             "list_item",
-            "4. There are a few limitations:\ndata fetched over TCP is not cached, and the source-address or "
-            "query-port settings are ignored. Nothing else changes.",
+            "4. There are two caveats:\nspool data read over UDP is not replayed, and the bind-address or "
+            "relay-port options are ignored. Nothing else changes.",
         ),
     ]
 
@@ -257,7 +257,7 @@ def test_a_short_aligned_table_is_a_table_and_a_hosts_snippet_stays_code(tmp_pat
     assert _blocks(tmp_path, table) == [
         ("table", "Port | Service | Notes\n--- | --- | ---\n22 | ssh | admin only\n443 | https | public")
     ]
-    hosts = "127.0.0.1       localhost\n192.168.1.10    relay-01\n192.168.1.11    relay-02\n"
+    hosts = "10.20.0.1       relay-gw\n192.168.1.10    relay-01\n192.168.1.11    relay-02\n"
     assert [kind for kind, _ in _blocks(tmp_path, hosts)] == ["code"]
 
 
@@ -310,9 +310,9 @@ def test_configuration_right_under_a_lead_in_is_code_and_values_in_a_sentence_st
     blocks = _blocks(
         tmp_path,
         "You may override the unit with systemctl edit relayd.service\n"
-        "and set the bounding set (or LimitNPROC) to be empty:\n"
-        "[Service]\n"
-        "CapabilityBoundingSet=~\n"
+        "and set the spool quota (or MaxSpoolFiles) to be blank:\n"
+        "[Runtime]\n"
+        "SpoolQuotaSet=~\n"
         "The track syntax is:\n"
         "track_group GROUP1 {\n"
         "  group {\n"
@@ -325,10 +325,10 @@ def test_configuration_right_under_a_lead_in_is_code_and_values_in_a_sentence_st
     assert blocks == [
         (
             "text",
-            "You may override the unit with systemctl edit relayd.service and set the bounding set (or "
-            "LimitNPROC) to be empty:",
+            "You may override the unit with systemctl edit relayd.service and set the spool quota (or "
+            "MaxSpoolFiles) to be blank:",
         ),
-        ("code", "[Service]\nCapabilityBoundingSet=~"),
+        ("code", "[Runtime]\nSpoolQuotaSet=~"),
         ("text", "The track syntax is:"),
         ("code", "track_group GROUP1 {\n  group {\n    VI_1\n  }\n}"),
         # a mail address in angle brackets is no tag of a configuration
@@ -336,8 +336,8 @@ def test_configuration_right_under_a_lead_in_is_code_and_values_in_a_sentence_st
     ]
     listed = (
         "Alternatively one can name the kind of address:\n"
-        "Unicast=00:00:00:00:00:00/01:00:00:00:00:00,\n"
-        "Multicast=01:00:00:00:00:00/01:00:00:00:00:00 or any.\n"
+        "Unicast=06:00:00:00:00:00/07:00:00:00:00:00,\n"
+        "Multicast=07:00:00:00:00:00/07:00:00:00:00:00 or any.\n"
     )
     assert _blocks(tmp_path, listed) == [("text", " ".join(listed.split("\n")).strip())]
 
@@ -348,7 +348,7 @@ def test_a_description_under_a_term_wrapped_over_lines_starts_a_line_of_its_own(
     case, deeper than the lines above it, still joins them."""
     blocks = _blocks(
         tmp_path,
-        "relayctl route add 10.0.0.0/8 encap seg mode encap segs 10.1.1.1,10.1.1.2\n"
+        "relayctl route add 10.0.0.0/8 encap seg mode encap segs 10.9.3.1,10.9.3.2\n"
         "dev eth0\n"
         "    Adds a route with two segments attached.\n\n"
         "The organisers must notify the desk\n"
@@ -358,7 +358,7 @@ def test_a_description_under_a_term_wrapped_over_lines_starts_a_line_of_its_own(
     assert blocks == [
         (
             "text",
-            "relayctl route add 10.0.0.0/8 encap seg mode encap segs 10.1.1.1,10.1.1.2 dev eth0\n"
+            "relayctl route add 10.0.0.0/8 encap seg mode encap segs 10.9.3.1,10.9.3.2 dev eth0\n"
             "Adds a route with two segments attached.",
         ),
         (
@@ -372,15 +372,15 @@ def test_a_description_under_a_term_wrapped_over_lines_starts_a_line_of_its_own(
 def test_a_list_of_names_in_lower_case_with_descriptions_is_one_line_per_name(tmp_path):
     blocks = _blocks(
         tmp_path,
-        "relay-common: Files used by all of the relay packages\n"
+        "relay-base: Shared files needed by every relay package\n"
         "relay-server: The relay server itself\n"
-        "relay-client-udeb: A stripped down client for the installer\n",
+        "relay-client-lite: A slimmed down client for the boot image\n",
     )
     assert blocks == [
-        ("text", "relay-common: Files used by all of the relay packages"),
+        ("text", "relay-base: Shared files needed by every relay package"),
         ("text", "relay-server: The relay server itself"),
-        ("text", "relay-client-udeb: A stripped down client for the installer"),
+        ("text", "relay-client-lite: A slimmed down client for the boot image"),
     ]
     # one such line is a wrapped sentence going on, not a label
-    wrapped = 'Q: The relay fails to start with an error like this: "relayd: bind\nfailed: Cannot assign address".\n'
+    wrapped = 'Q: The relay refuses to launch and prints a message such as: "relayd: bind\nfailed: Cannot assign address".\n'
     assert _blocks(tmp_path, wrapped) == [("text", wrapped.strip().replace("\n", " "))]
