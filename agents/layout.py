@@ -24,7 +24,7 @@ line is written (the splitter collapses its spacing): a code line; a command und
 ':' that reads as prose (under it directly, or under commands that are; under one word, "Example:", only a
 command with an argument only a command has, a path or an option); a command that carries an option or
 a substitution ("kill -HUP `cat /run/relay.pid`"); or a root shell's command, whose '#' prompt the splitter
-drops as a heading mark ("... create it with these commands (as root):" above "# mkdir /run/relay"). A '#'
+drops as a heading mark ("... make it by running the lines below (as root):" above "# mkdir /run/relay"). A '#'
 line counts as a command only under a lead-in with nothing but such commands between, with no setting ("#
 retries = 3" is one commented out) and no code under it (a comment annotates the line below it); a line
 under a '#' line is a command's output or the line a comment annotates, and the rest of a command continued
@@ -65,7 +65,7 @@ STRONG_CODE = re.compile(
     + SETTING_PATTERN
     + r"""                                  # key = value
       | [A-Z_][A-Z0-9_-]*\s+:=\s(?!.*[a-z]\.$)  # a manual's syntax rule ("TIME_UNIT := second | minute"), not a
-                                          # legend ("D := Don't Learn bit.")
+                                          # legend ("Q := Quiet Retry flag.")
       | """
     + FILE_PATTERN
     + r"""$                                 # a file named before its lines
@@ -81,7 +81,7 @@ STRONG_CODE = re.compile(
 LINE_NUMBER = re.compile(r"^\d{1,4}\s{2,}(?=[^\s=])")
 # a listing's numbered line that names a file in the first column ("1 /etc/relay/main.conf:")
 NUMBERED_FILE = re.compile(r"\d{1,4}\s+" + FILE_PATTERN)
-# manual page references ("relayd(8), relay.conf(5)", "tc(8)"), which the call pattern would take for code: a
+# manual page references ("relayd(8), relay.conf(5)", "lbctl(8)"), which the call pattern would take for code: a
 # section is one digit, with letters perhaps ("3pcap"); a call's argument is no such thing ("int2hex(61)")
 MAN_REFERENCES = re.compile(r"[\w.+-]+\([1-9][a-z]*\)(?:,?\s+[\w.+-]+\([1-9][a-z]*\))*[,.]?", re.IGNORECASE)
 # a comment after the code ("script check.sh  # every 5 seconds"); with a statement's ";" at the end, a mark
@@ -91,7 +91,7 @@ AFTER_CODE_COMMENT = re.compile(r"\S\s+#\s")
 # a comment line of code or configuration ("# every 5 seconds", "/* ... */", "! pool"): code
 # between code lines, not code on its own
 COMMENT = re.compile(r"^(?:#|//|/\*|\*/|;|!\s)")
-# a command and its arguments ("relayctl stats --all", "cat /proc/<pid>/limits")
+# a command and its arguments ("relayctl stats --all", "cat /run/<pid>/quota")
 COMMAND_WITH_ARGUMENTS = re.compile(r"^[a-z][\w.+-]*\s+\S")
 # a parameter and its default in parentheses ("relay_limit (100)", "queue_dir (see 'relayctl -d' output)"):
 # an entry of a manual's list, not a line to paste (a call's arguments have '=' or quotes: 'template (name="x")')
@@ -237,7 +237,7 @@ def laid_out(sentence: str, passage: str, command: str = "", marked: Collection[
 def _listing_base(above: str, command: str, marked: Collection[str]) -> int:
     """The least indentation of the code lines at the end of `above` (the passage up to the sentence), across
     blank lines (a listing that a blank line splits into two sentences: "backend web" / "  mode http" above
-    "  server s1 10.0.0.1:80"), so that the sentence's lines keep their indentation within the listing; a
+    "  server s1 10.7.0.1:80"), so that the sentence's lines keep their indentation within the listing; a
     large number when no code line is right above. A marked line that reads as prose (a manual that sets its
     text in the same `<pre>` as its examples) ends the listing."""
     base = 1 << 16
@@ -339,8 +339,8 @@ COMMAND_ARGUMENT = re.compile(r"\s\S*[/=.@:$~0-9-]")
 
 
 def _lead_in(line: str, commands: Sequence[str]) -> bool:
-    """Does `line` announce `commands`, the lines under it: a line of prose ending in ':' ("... create it with
-    these commands (as root):"), not a file named before its lines, a comment or a code line; one word ("Example:")
+    """Does `line` announce `commands`, the lines under it: a line of prose ending in ':' ("... make it by running
+    the lines below (as root):"), not a file named before its lines, a comment or a code line; one word ("Example:")
     only where each command has an argument only a command has?"""
     if not line.endswith(":") or FILE_NAMED.fullmatch(line) or ROOT_PROMPT.match(line) or code_line(line):
         return False

@@ -71,7 +71,7 @@ class Shaped:
 FOOTNOTE_MARKER = re.compile(r"\s+\[\d{1,3}\](?=[\s.,;:!?)]|$)|^\[\d{1,3}\]\s*")
 
 
-# the row of a two-column "name: | value" table as parsed ("Default: | KeepAliveTimeout 5")
+# the row of a two-column "name: | value" table as parsed ("Default: | PeerIdleTimeout 5")
 LABEL_CELL = re.compile(r"^([^|]{1,60}:) \| (?=\S)")
 
 
@@ -107,7 +107,7 @@ def _shown(sentence: str, index: int, evidence: Sequence[Evidence]) -> str:
     """A sentence as the answer shows it: its code lines on lines of their own (`agents.layout.laid_out`),
     a command that stands on a line of its own as a one-line code block (`agents.layout.command_line`),
     its heading or definition term set off, the source's footnote markers left out, a labelled table row read
-    as "Default: KeepAliveTimeout 5", a row of a table with a header read with its column names ("signal: 1;
+    as "Default: PeerIdleTimeout 5", a row of a table with a header read with its column names ("signal: 1;
     name: SIGHUP")."""
     if 0 <= index < len(evidence):
         item = evidence[index]
@@ -178,7 +178,7 @@ def _displayed(kept: Sequence[tuple[str, int]], evidence: Sequence[Evidence]) ->
 
 def _is_heading(sentence: str, item: Evidence) -> bool:
     """Is `sentence` a heading standing as a sentence of its own: a line in capitals ("DESCRIPTION"), a section's
-    number and title ("4.2. I keep getting the error 501"), or the passage's own section heading (a runbook's
+    number and title ("4.2. Every call fails with code 407"), or the passage's own section heading (a runbook's
     "Fix" above its numbered list)?"""
     return (
         is_caps_heading(sentence)
@@ -196,7 +196,7 @@ def _set_off_heading(sentence: str, item: Evidence) -> str:
     """ "Rollback after commit If a problem appears" -> "Rollback after commit: If a problem appears" when the
     passage's own section heading opens the sentence without punctuation: before a capital, or before anything
     (a command: "Creating the monitor: tmsh create ...") where the passage has the heading on a line of its own
-    and the sentence's next word at the start of the line below it. A later sentence that merely starts with
+    and the sentence's next word first on the line below it. A later sentence that merely starts with
     the heading's word ("Rollback takes ten minutes") is left as it is."""
     heading = _section_heading(item)
     if not heading or len(heading.split()) > MAX_HEADING_WORDS or heading[-1:] in ".:;?!":

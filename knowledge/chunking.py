@@ -10,7 +10,7 @@ Pure module (no Django). Rules, in order of priority:
    characters), code at line boundaries, tables by rows with the header row(s) repeated in every piece.
 4. Consecutive chunks of the same section overlap by the last sentence(s) of the previous chunk, at most
    ``overlap_ratio`` of the budget, and only by sentences that read the same at the end of the one chunk and
-   at the start of the next.
+   where the next one begins.
 
 Sentences are those of :func:`knowledge.text.locate_sentences`, the splitter answering reads chunks with. A
 list item opens with its marker in the chunk's text (``- `` where its format's bullet did not reach the block),
@@ -39,7 +39,7 @@ _MIN_FILL_RATIO = 0.40
 _TINY_RATIO = 0.10
 # A list item's marker in the chunk's text where its format's marker (a bullet, an HTML <li>) did not reach
 # the block's text: the splitter reads each item as a sentence of its own, so that items written without a
-# period ("Fix refclock sample validation" / "Fix -4/-6 options in chronyc") do not run into one another
+# period ("Fix spool index rebuild" / "Fix -2/-8 flags in relayctl") do not run into one another
 ITEM_MARKER = "- "
 _JOIN = "\n"  # whitespace: word-piece counts of joined parts add up exactly
 
@@ -313,8 +313,8 @@ def _overlap_tail(chunk: str, unit: _Unit, following: str, budget: int, count: C
     `following` (the text of the unit that opens it): as many as fit in the overlap budget ("" if none fits).
 
     Answering reads a chunk and the next one as one text, leaving out the sentences they share, so a carry is
-    only taken when the splitter reads it as the same sentences at the end of this chunk, on its own and at the
-    start of the next one (where its last line could run on into the next unit's first line).
+    only taken when the splitter reads it as the same sentences at the end of this chunk, on its own and where
+    the next one begins (where its last line could run on into the next unit's first line).
     """
     if budget <= 0 or unit.kind not in ("text", "list_item"):
         return ""

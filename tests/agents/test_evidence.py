@@ -391,7 +391,7 @@ def test_each_sub_question_s_best_sentence_is_in_the_answer():
     evidence = _evidence(
         "The tutorial sets the retry count to -1. It uses a disk queue. It names the queue file. "
         "It sets the queue size. It enables the spool. It sets the work directory.",
-        "In RainerScript the parameter is called action.resumeRetryCount.",
+        "In RainerScript the parameter is called action.retryLimitCount.",
     )
     parts = [
         ScoredSentence(text, 0, 1.0 - i / 10, 1.0, 0.0, i, 1.0)
@@ -405,7 +405,7 @@ def test_each_sub_question_s_best_sentence_is_in_the_answer():
         )
     ]
     sub_best = ScoredSentence(
-        "In RainerScript the parameter is called action.resumeRetryCount.", 1, 0.5, 0.5, 0, 0, 0.5
+        "In RainerScript the parameter is called action.retryLimitCount.", 1, 0.5, 0.5, 0, 0, 0.5
     )
     without = _answer(compose_extractive("concept_explanation", "q", parts, evidence, hop="multi_hop"))
     assert sub_best.text not in without

@@ -40,7 +40,7 @@ def test_pii_entities_exclude_ip_addresses() -> None:
     assert {"US_SSN", "CREDIT_CARD", "IBAN_CODE", "US_PASSPORT"} <= REFUSED_PII_ENTITIES
     assert _entities("bgp neighbor 192.168.100.200 remote-as 65001; ping 10.0.0.1 and 2001:db8::1") == []
     # prefixes and address:port pairs in configuration lines are not phone numbers either
-    assert _entities("requests. allow 192.168.1.0/24 An allow directive with no specified subnet") == []
+    assert _entities("peers. accept 192.168.1.0/24 Each accept line with no given prefix") == []
     assert _entities("target 10.20.30.40:514 over tcp") == []
 
 
@@ -75,7 +75,7 @@ def test_detect_pii_finds_entities(text: str, entity: str) -> None:
         "IBAN DE89 3704 0044 0532 0130 01",  # bad checksum
         "version 2.4.6 and RFC 5424 with AS 65000, timestamp 1712345678",
         "uuid 550e8400-e29b-41d4-a716-446655440000",
-        "snmp oid 1.3.6.1.2.1.1.3.0 and ifIndex 1234567",
+        "snmp object 1.3.6.1.2.1.1.3.0 and ifIndex 1234567",
         "mac 00:1a:2b:3c:4d:5e on vlan 100-200, mtu 9000",
         "ticket INC0012345678 and pid 1234567",
         "the number 943 476 5919 appears in the log",  # NHS checksum-valid but no health context
@@ -190,10 +190,10 @@ def test_text_that_no_recogniser_pattern_matches_skips_the_analyzer_with_the_sam
         "Phone the desk on (415) 555-0132 after 18:00.",
         "Upgrade to version 4.12.1-3 on port 8443 before 2026-12-01.",
         "bgp neighbor 192.168.100.200 remote-as 65001; keepalive 30, hold time 90",
-        "ListenAddress 0.0.0.0:2222 and MaxStartups 10:30:100 in sshd_config",
-        "tc qdisc add dev eth0 root netem delay 100ms 10ms 25% loss 0.3%",
+        "ListenAddress 0.0.0.0:2222 and MaxStartups 12:40:90 in sshd_config",
+        "lbctl shaper put dev port0 root jitter delay 100ms 10ms 25% loss 0.3%",
         "the number 943 476 5919 appears in the log",
-        "chrony makestep 1.0 3 and maxdistance 16.0",
+        "tidesync stepclock 1.0 3 and maxlag 16.0",
     ]
     for text in texts:
         assert pii.detect_pii(text) == pii.analyze_pii(text), text

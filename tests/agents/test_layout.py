@@ -39,7 +39,7 @@ def flat(text: str) -> str:
         "$ relayctl drain node7",
         "ops@relay1:~$ sudo relayctl status",
         "$SpoolDir /var/spool/relay",
-        "peer_list = 127.0.0.1",
+        "peer_list = 127.0.0.9",
         "/etc/relay/main.conf:",
         'output(kind="forward" target="collector1")',
         "}",
@@ -161,13 +161,13 @@ def test_an_answer_shows_code_blocks_on_lines_of_their_own_with_their_citation()
 
 def test_a_block_holds_the_long_lines_inside_its_braces_and_under_its_first_line():
     ruleset = (
-        "chain input {\n  type filter hook input priority 0\n  ip saddr 10.20.0.0/16 tcp dport 22 accept\n}"
+        "zone intake {\n  kind guard stage intake weight 0\n  src net 10.64.0.0/16 udp port 4411 permit\n}"
     )
     shown = laid_out(
-        "chain input { type filter hook input priority 0 ip saddr 10.20.0.0/16 tcp dport 22 accept }", ruleset
+        "zone intake { kind guard stage intake weight 0 src net 10.64.0.0/16 udp port 4411 permit }", ruleset
     )
     assert shown == (
-        "\n\n    chain input {\n      type filter hook input priority 0\n      ip saddr 10.20.0.0/16 tcp dport 22 accept\n    }"
+        "\n\n    zone intake {\n      kind guard stage intake weight 0\n      src net 10.64.0.0/16 udp port 4411 permit\n    }"
     )
     query = "Checking the queue\nSELECT queued, round(100.0 * sent / total) AS pct_sent\nFROM relay_stats;\nRun it daily."
     sentence = "Checking the queue SELECT queued, round(100.0 * sent / total) AS pct_sent FROM relay_stats; Run it daily."
@@ -189,12 +189,12 @@ def test_an_answers_code_keeps_its_brackets_and_its_heading_is_set_off():
 
 
 def test_a_command_right_under_a_lead_in_is_code():
-    passage = "Check the limit by doing:\ncat /proc/<pid>/limits\nand the open files with:\nls /proc/<pid>/fd | wc -l\nDone."
+    passage = "Check the quota by running:\ncat /run/<pid>/quota\nand the open pipes with:\nls /run/<pid>/sock | wc -l\nDone."
     sentence = (
-        "Check the limit by doing: cat /proc/<pid>/limits and the open files with: ls /proc/<pid>/fd | wc -l"
+        "Check the quota by running: cat /run/<pid>/quota and the open pipes with: ls /run/<pid>/sock | wc -l"
     )
     assert laid_out(sentence, passage) == (
-        "Check the limit by doing:\n\n    cat /proc/<pid>/limits\nand the open files with:\n\n    ls /proc/<pid>/fd | wc -l"
+        "Check the quota by running:\n\n    cat /run/<pid>/quota\nand the open pipes with:\n\n    ls /run/<pid>/sock | wc -l"
     )
     # prose under a lead-in stays prose
     listing = "The relay has two modes:\nthe active one and the passive one for the backup site\nDone."
@@ -214,7 +214,7 @@ def test_a_heading_that_opens_prose_before_code_is_set_off_as_in_any_sentence():
 
 
 TUNNEL = (
-    "QuillGate needs a spool directory. If it is missing, create it with these commands (as root):\n"
+    "QuillGate needs a spool directory. If it is missing, make it by running the lines below (as root):\n"
     "# mkdir /run/relay\n"
     "# chown relay /run/relay\n"
     "To reopen its log, send it a signal.\n"
@@ -234,8 +234,8 @@ TUNNEL = (
     "gre - GRE encapsulation\n\n"
     "SEE ALSO\n"
     "relayd(8), relay.conf(5)\n\n"
-    "$queue_directory/active/, messages scheduled for delivery.\n"
-    "Nonfatal=All treats both the above as nonfatal.\n"
+    "$spool_root/pending/, batches waiting for their turn.\n"
+    "Retry=Soft treats both the cases above as retryable.\n"
 )
 SENTENCES = passage_sentences(TUNNEL, "")
 
@@ -267,8 +267,8 @@ def test_a_command_on_a_line_of_its_own_is_told_from_prose(sentence, shown):  # 
         "gw2 | the second one",
         "gre - GRE encapsulation",  # a manual's term item
         "relayd(8), relay.conf(5)",  # references, not a call
-        "$queue_directory/active/, messages scheduled for delivery.",  # a sentence that opens with a "$name"
-        "Nonfatal=All treats both the above as nonfatal.",  # and one that opens with a "key=value"
+        "$spool_root/pending/, batches waiting for their turn.",  # a sentence that opens with a "$name"
+        "Retry=Soft treats both the cases above as retryable.",  # and one that opens with a "key=value"
     ],
 )
 def test_prose_comments_and_table_rows_are_no_command_line(sentence):  # type: ignore[no-untyped-def]
@@ -338,12 +338,12 @@ def test_root_commands_continued_commands_and_their_output():
     ("passage", "sentence"),
     [
         (
-            "Anchors:\nsymbol | meaning\n--- | ---\n$ | the end of a string\n",
-            "$ | the end of a string",
+            "Anchors:\nsymbol | meaning\n--- | ---\n$ | where the string stops\n",
+            "$ | where the string stops",
         ),  # a row
         (
-            "$XDG_DATA_HOME is unset.\n$XDG_DATA_DIRS is set to /usr/share/.\n",
-            "$XDG_DATA_DIRS is set to /usr/share/.",
+            "$RELAY_STATE_HOME is unset.\n$RELAY_STATE_DIRS is set to /var/lib/relay/.\n",
+            "$RELAY_STATE_DIRS is set to /var/lib/relay/.",
         ),
     ],
 )
@@ -353,8 +353,8 @@ def test_rows_list_entries_and_prose_that_open_like_code_are_no_command_line(pas
 
 
 def test_a_manual_list_entry_with_its_default_is_no_command_under_a_lead_in():
-    passage = "Available in version 2.7 and later:\nrelay_limit (100)\nThe most peers.\n"
-    assert laid_out("Available in version 2.7 and later: relay_limit (100) The most peers.", passage) is None
+    passage = "Offered in release 4.2 and newer:\nrelay_limit (100)\nThe most peers.\n"
+    assert laid_out("Offered in release 4.2 and newer: relay_limit (100) The most peers.", passage) is None
 
 
 def test_a_listings_numbered_file_line_and_a_call_with_a_number_are_code():
@@ -371,8 +371,8 @@ def test_third_review_cases_of_lines_alone():
     example = "Example:\n# mkdir /var/relay\n\nExamples:\n# no authentication\n"
     assert command_line("mkdir /var/relay", example) == "mkdir /var/relay"  # a one-word lead-in, a path
     assert command_line("no authentication", example) is None  # a comment under one
-    built = "Build it with:\n$ make makefiles shared=yes ...other arguments...\n"
-    assert command_line("$ make makefiles shared=yes ...other arguments...", built) is not None
+    built = "Build it with:\n$ make bundles linked=yes ...further flags...\n"
+    assert command_line("$ make bundles linked=yes ...further flags...", built) is not None
     heredoc = "Test the address with:\n$ relayctl verify user <<EOF\nbody\nEOF\n"
     assert command_line("$ relayctl verify user <<EOF", heredoc) is None  # its body is on the next lines
     synopsis = "SYNOPSIS\nrelayctl route { show | flush } SELECTOR\n"
@@ -380,8 +380,8 @@ def test_third_review_cases_of_lines_alone():
     # alternatives in braces are no table's cells; a syntax rule's are not either
     assert command_line("relayctl route { show | flush } SELECTOR", synopsis, "relayctl") is not None
     assert command_line("TTL := { 1..255 | inherit }", "Options:\nTTL := { 1..255 | inherit }\n") is not None
-    assert not code_line("D := Don't Learn bit.")  # a legend, not a syntax rule
-    assert not code_line("tc(8)") and not code_line("tc(8), tc-htb(8)")  # references
+    assert not code_line("Q := Quiet Retry flag.")  # a legend, not a syntax rule
+    assert not code_line("lbctl(8)") and not code_line("lbctl(8), lbctl-pool(8)")  # references
     lead_in = "Only when:\nif (concurrency > 0)\n    limit = 4;\nDone."
     assert laid_out("Only when: if (concurrency > 0) limit = 4; Done.", lead_in) == (
         "Only when:\n\n    if (concurrency > 0)\n        limit = 4;\nDone."
@@ -443,25 +443,25 @@ def test_lines_the_format_marks_as_code_are_code_whatever_they_read_as():
 def test_a_listing_split_by_a_blank_line_keeps_its_indentation_in_both_parts():
     """The sentence splitter ends a sentence at a blank line inside a listing; the second part's lines keep
     their indentation within the listing, not from their own first line."""
-    passage = "Example:\nbackend web\n  mode http\n\n  http-request cache-use hot\n  server s1 10.0.0.1:80\n"
-    marked = frozenset(["backend web", "mode http", "http-request cache-use hot", "server s1 10.0.0.1:80"])
+    passage = "Example:\nbackend web\n  mode http\n\n  http-request cache-use hot\n  server s1 10.7.0.1:80\n"
+    marked = frozenset(["backend web", "mode http", "http-request cache-use hot", "server s1 10.7.0.1:80"])
     assert laid_out("backend web mode http", passage, marked=marked) == "\n\n    backend web\n      mode http"
-    second = "http-request cache-use hot server s1 10.0.0.1:80"
+    second = "http-request cache-use hot server s1 10.7.0.1:80"
     assert laid_out(second, passage, marked=marked) == (
-        "\n\n      http-request cache-use hot\n      server s1 10.0.0.1:80"
+        "\n\n      http-request cache-use hot\n      server s1 10.7.0.1:80"
     )
     # prose above the block is no part of the listing, even where the document marks it as code: the block
     # starts at its own indentation
-    prose = "Put this in the backend of the proxy:\n\n  server s1 10.0.0.1:80 check\n  server s2 10.0.0.2:80 check\n"
+    prose = "Put this in the backend of the proxy:\n\n  server s1 10.7.0.1:80 check\n  server s2 10.7.0.2:80 check\n"
     both = frozenset(
         [
             "Put this in the backend of the proxy:",
-            "server s1 10.0.0.1:80 check",
-            "server s2 10.0.0.2:80 check",
+            "server s1 10.7.0.1:80 check",
+            "server s2 10.7.0.2:80 check",
         ]
     )
-    assert laid_out("server s1 10.0.0.1:80 check server s2 10.0.0.2:80 check", prose, marked=both) == (
-        "\n\n    server s1 10.0.0.1:80 check\n    server s2 10.0.0.2:80 check"
+    assert laid_out("server s1 10.7.0.1:80 check server s2 10.7.0.2:80 check", prose, marked=both) == (
+        "\n\n    server s1 10.7.0.1:80 check\n    server s2 10.7.0.2:80 check"
     )
 
 
@@ -473,7 +473,7 @@ def test_a_records_label_lines_show_one_per_line():
     assert record_set_off(sentence, passage) == (
         "Quillgate Support Desk\nPhone: +1-555-0147 (24x7)\nE-mail: desk@quillgate.example"
     )
-    wrapped = 'Q: The relay fails with an error like this: "relayd: bind\nfailed: Cannot assign address".'
+    wrapped = 'Q: The relay stops with a message like so: "relayd: bind\nfailed: Cannot assign address".'
     assert record_set_off(" ".join(wrapped.split()), wrapped) is None
     prose = "Note: the relay restarts by itself after a crash and\nwrites a core file."
     assert record_set_off(" ".join(prose.split()), prose) is None

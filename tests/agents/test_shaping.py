@@ -131,11 +131,11 @@ def test_a_sources_own_footnote_markers_are_not_shown_as_citations(template):  #
     # "[4]" in the source is a footnote; on the page "[n]" is a citation link, so it would point elsewhere
     draft = Draft(
         template,
-        [("Backups are kept on a read-only filesystem [4].", 0), ("Keep [2] copies of the key offsite.", 1)],
+        [("Backups are kept on a write-once volume [4].", 0), ("Keep [2] copies of the key offsite.", 1)],
         preface="Steps:" if template == "procedure_sop" else "",
     )
     text = shape(draft, EVIDENCE).text
-    assert "read-only filesystem . [1]" not in text and "filesystem [4]" not in text, text
+    assert "write-once volume . [1]" not in text and "volume [4]" not in text, text
     assert "[4]" not in text and "Keep copies" in text
     assert "[1]" in text and "[2]" in text  # the answer's own citations stay
     # a bracketed index inside a word is no footnote
@@ -148,15 +148,15 @@ def test_a_labelled_table_row_reads_as_label_and_value(template):  # type: ignor
     # a two-column "name | value" table row, as parsed, would show its cell separator to the reader
     draft = Draft(
         template,
-        [("Default: | KeepAliveTimeout 5", 0), ("Context: | server config, virtual host", 1)],
+        [("Default: | PeerIdleTimeout 5", 0), ("Context: | relay config, peer block", 1)],
     )
     text = shape(draft, EVIDENCE).text
-    assert "Default: KeepAliveTimeout 5 [1]" in text and "Context: server config, virtual host [2]" in text
+    assert "Default: PeerIdleTimeout 5 [1]" in text and "Context: relay config, peer block [2]" in text
     # a row of a table whose cells carry no label keeps its separators; so does a pipe inside a command
     row = shape(Draft("parameter_lookup", [("retries | 3 | attempts before giving up", 0)]), EVIDENCE).text
     assert row == "retries | 3 | attempts before giving up [1]"
-    piped = shape(Draft("parameter_lookup", [("Count them: ls /proc/1/fd | wc -l", 0)]), EVIDENCE).text
-    assert piped == "Count them: ls /proc/1/fd | wc -l [1]"
+    piped = shape(Draft("parameter_lookup", [("Count them: ls /run/relay/1/sock | wc -l", 0)]), EVIDENCE).text
+    assert piped == "Count them: ls /run/relay/1/sock | wc -l [1]"
 
 
 MAN = [
@@ -231,8 +231,8 @@ RUNBOOK = [
         2,
         "faq/keys.html",
         "Keys FAQ",
-        "How do I check that a key matches its certificate?",
-        "How do I check that a key matches its certificate?\nCompare their moduli.",
+        "How do I check that a lease matches its ticket?",
+        "How do I check that a lease matches its ticket?\nCompare their serials.",
         0.9,
     ),
 ]
@@ -247,18 +247,18 @@ def test_the_passages_own_section_heading_opens_the_sentence_below_it_or_is_left
             ("Correct the branch side.", 0),
             ("Fix", 0),
             ("Clear the stale security associations.", 0),
-            ("How do I check that a key matches its certificate?", 1),
-            ("Compare their moduli.", 1),
+            ("How do I check that a lease matches its ticket?", 1),
+            ("Compare their serials.", 1),
         ],
     )
     text = shape(draft, RUNBOOK).text
     assert "Fix: Clear the stale security associations. [1]" in text
     assert "Fix [1]" not in text
     # a heading that is a question already is followed by a space, not "?:"
-    assert "How do I check that a key matches its certificate? Compare their moduli. [2]" in text
+    assert "How do I check that a lease matches its ticket? Compare their serials. [2]" in text
     alone = shape(Draft("troubleshooting", [("Correct the branch side.", 0), ("Fix", 0)]), RUNBOOK).text
     assert alone == "Correct the branch side. [1]"
-    for sentence in ("Fix", "Clear the stale security associations.", "Compare their moduli."):
+    for sentence in ("Fix", "Clear the stale security associations.", "Compare their serials."):
         assert sentence in passage_sentences(RUNBOOK[0]) + passage_sentences(RUNBOOK[1])
 
 
@@ -268,14 +268,14 @@ def test_a_numbered_heading_inside_a_passage_opens_the_sentence_below_it():
         1,
         "faq/relay.txt",
         "Relay FAQ",
-        "4. Issues with relayctl",
-        "Check the firewall too.\n4.2. I keep getting the error 501 Not authorised\nThe command went over UDP.",
+        "4. Trouble with relayctl",
+        "Check the firewall too.\n4.2. Every call fails with code 407 Not permitted\nThe command went over UDP.",
         1.0,
     )
-    assert passage_sentences(faq)[1] == "4.2. I keep getting the error 501 Not authorised"
+    assert passage_sentences(faq)[1] == "4.2. Every call fails with code 407 Not permitted"
     draft = Draft("troubleshooting", [(s, 0) for s in passage_sentences(faq)[1:]])
     text = shape(draft, [faq]).text
-    assert text == "4.2. I keep getting the error 501 Not authorised: The command went over UDP. [1]"
+    assert text == "4.2. Every call fails with code 407 Not permitted: The command went over UDP. [1]"
 
 
 def test_a_row_of_a_table_with_a_header_reads_with_its_column_names():
@@ -291,7 +291,7 @@ def test_a_row_of_a_table_with_a_header_reads_with_its_column_names():
         "dns | name resolution\n"
         "dmesg | tail\n"
         "Description: | Seconds to wait\n"
-        "Syntax: | KeepAliveTimeout num"
+        "Syntax: | PeerIdleTimeout num"
     )
     evidence = [Evidence(1, "ref/signals.md", "Signals", "Signals", passage, 1.0)]
 
@@ -310,8 +310,8 @@ def test_a_row_of_a_table_with_a_header_reads_with_its_column_names():
     assert shown("dns | name resolution") == "dns | name resolution [1]"
     assert shown("dmesg | tail") == "dmesg | tail [1]"
     # a labelled row names itself, and the row above it is no header
-    assert shown("Description: | Seconds to wait", "Syntax: | KeepAliveTimeout num") == (
-        "Description: Seconds to wait [1] Syntax: KeepAliveTimeout num [1]"
+    assert shown("Description: | Seconds to wait", "Syntax: | PeerIdleTimeout num") == (
+        "Description: Seconds to wait [1] Syntax: PeerIdleTimeout num [1]"
     )
 
 
@@ -363,7 +363,7 @@ def test_a_lead_in_is_shown_only_above_what_it_introduces():
 
 def test_a_command_on_a_line_of_its_own_is_a_code_block_and_a_listing_one_block():
     passage = (
-        "The relay needs a spool directory. If it is missing, create it with these commands (as root):\n"
+        "The relay needs a spool directory. If it is missing, make it by running the lines below (as root):\n"
         "# mkdir /run/relay\n"
         "# chown relay /run/relay\n"
         "Then start it:\n"
@@ -379,7 +379,7 @@ def test_a_command_on_a_line_of_its_own_is_a_code_block_and_a_listing_one_block(
             assert sentence in passage_sentences(evidence[index])
         return shape(Draft(template, list(pairs)), evidence).text
 
-    lead_in = "If it is missing, create it with these commands (as root):"
+    lead_in = "If it is missing, make it by running the lines below (as root):"
     # two commands of one listing: one block, cited once after its last line
     assert shown((lead_in, 0), ("mkdir /run/relay", 0), ("chown relay /run/relay", 0)) == (
         f"{lead_in} [1]\n\n    mkdir /run/relay\n    chown relay /run/relay [1]"

@@ -194,25 +194,25 @@ def test_oversized_list_item_and_code_split_only_then():
 
 def test_a_list_item_without_its_marker_gets_one_and_is_a_sentence_of_its_own():
     # an HTML <li> or a stripped bullet reaches the block without its marker; items without a period ran into
-    # one sentence ("Fix refclock sample validation Fix -4/-6 options in chronyc")
+    # one sentence ("Fix spool index rebuild Fix -2/-8 flags in relayctl")
     trail = ("News",)
     doc = doc_of(
         para("Changes in this release:", trail),  # a paragraph: no marker
-        para("Fix refclock sample validation with sub-second polling", trail, "list_item"),
-        para("Fix -4/-6 options in chronyc", trail, "list_item"),
+        para("Fix spool index rebuild with per-peer rotation", trail, "list_item"),
+        para("Fix -2/-8 flags in relayctl", trail, "list_item"),
         para("2. Restart the daemon", trail, "list_item"),  # its marker kept: not marked twice
     )
     (chunk,) = chunk_blocks(doc, count_tokens=words, max_tokens=200)
     assert chunk.text.splitlines() == [
         "Changes in this release:",
-        "- Fix refclock sample validation with sub-second polling",
-        "- Fix -4/-6 options in chronyc",
+        "- Fix spool index rebuild with per-peer rotation",
+        "- Fix -2/-8 flags in relayctl",
         "2. Restart the daemon",
     ]
     assert sentences(chunk.text) == [
         "Changes in this release:",
-        "Fix refclock sample validation with sub-second polling",
-        "Fix -4/-6 options in chronyc",
+        "Fix spool index rebuild with per-peer rotation",
+        "Fix -2/-8 flags in relayctl",
         "Restart the daemon",
     ]
 
@@ -340,7 +340,7 @@ _PROSE = [
     "The timeout defaults to {n} s (min. 1).",
     "Fig. {n} shows the topology.",
     "J. Smith wrote version {n}.",
-    "See ip-route(8) for detail {n}.",
+    "See lb-pool(8) for detail {n}.",
     "Option {n} accepts these values:",
     "(legacy support {n}).",
     "Use 10.0.0.{n} as the resolver.",

@@ -12,9 +12,9 @@ from athena.devices import torch_device
 pytestmark = [pytest.mark.slow]
 
 WINDOWS = [
-    "Only the first eight (8) characters are used.",
-    "auth_pass 1234 }",
-    "Display only listening sockets (these are omitted by default). This option is one of many that ss "
+    "Only the last twelve (12) digits are kept.",
+    "seed_key 5678 }",
+    "Show only idle tunnels (these are hidden unless asked). This flag is one of many that tidesync "
     "understands, and a much longer window pads every shorter one in a shared batch.",
 ]
 

@@ -50,7 +50,7 @@ def test_recognises_each_kind(text, expected):
 def test_parameters_identifiers_options_and_directives():
     text = (
         "Raise `max_wal_size` and set net.ipv4.ip_forward=1; use --auth-nocache with KeepAlive.Time.\n"
-        "makestep 1.0 3\n"
+        "stepslew 1.0 3\n"
         "spoolfile /var/lib/tidesync/spool\n"
         "PermitRootLogin no\n"
         "virtual_router_id 51\n"
@@ -62,7 +62,7 @@ def test_parameters_identifiers_options_and_directives():
         "net.ipv4.ip_forward",
         "--auth-nocache",
         "keepalive.time",
-        "makestep",
+        "stepslew",
         "spoolfile",
         "permitrootlogin",
         "virtual_router_id",
