@@ -16,9 +16,7 @@ from tests.knowledge.conftest import write_docs
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
-DOC = (
-    "# Generator test\n\nThe standby generator is run under load every second Tuesday for 30 minutes.\n"
-)
+DOC = "# Generator test\n\nThe standby generator is run under load every second Tuesday for 30 minutes.\n"
 
 
 def _crashed_before(task_id: str) -> None:
