@@ -284,3 +284,36 @@ def test_answer_text_counts_a_list_run_together_on_a_question_file_of_its_own(tm
     assert result.returncode == 0, result.stderr
     figures = json.loads((tmp_path / "figures.json").read_text())
     assert figures["answered"] == 2 and figures["long_runs"] == 1 and figures["code_blocks"] == 1, figures
+
+
+def test_dev_text_scan_names_our_lines_that_a_dev_document_holds(tmp_path: Path):
+    script = ROOT / "tests" / "benchmarks" / "dev_text_scan.py"
+    readme = (ROOT / "README.md").read_text().splitlines()
+    number, line = next((n, text) for n, text in enumerate(readme, 1) if len(text.split()) > 15)
+    questions = tmp_path / "questions.jsonl"
+    # a question id and a page's text that no file of ours holds, this one included (written here backwards)
+    unseen_id = "709qz"[::-1]
+    unseen = "gnol noonretfa lla sevorg sutpylacue fo edahs eht ni pan sakkouQ"[::-1]
+    questions.write_text(json.dumps({"id": unseen_id, "question": "Which naps?", "answer": "none"}) + "\n")
+
+    def scan(pages: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        corpus = tmp_path / f"corpus{len(list(tmp_path.iterdir()))}"
+        (corpus / "pkg").mkdir(parents=True)
+        (corpus / "corpus_manifest.tsv").write_text("pkg\n")
+        for name, text in pages.items():
+            (corpus / "pkg" / name).write_text(text)
+        argv = [sys.executable, str(script), "--corpus", str(corpus), "--questions", str(questions)]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+    # a dev page that holds one of the README's lines (as HTML, entities and all), and a dev document whose
+    # file name our tests use
+    copied = line.replace("&", "&amp;").replace("<", "&lt;")
+    found = scan(
+        {"page.html": f"<html><body><p>Intro.</p><p>{copied}</p></body></html>", "runbook-notes.txt": "x"}
+    )
+    assert found.returncode == 1, found.stderr
+    assert f"README.md:{number}: words: " in found.stdout
+    assert "document name: runbook-notes.txt" in found.stdout
+    clean = scan({"page.txt": f"{unseen}.\n"})
+    assert clean.returncode == 0 and clean.stdout == "", clean.stdout
+    assert "0 hit(s)" in clean.stderr
