@@ -53,6 +53,19 @@ _SYNTAX_PART = r" (?:[A-Z][A-Z0-9_.:|-]*|\[[^\[\]]*\]|\([^()]*\)|<[^<>]*>|\{[^{}
 _WORD_TERM_RE = re.compile(
     rf"[a-z]{_TERM_WORD}(?:{_SYNTAX_PART})*(?: [a-z]{_TERM_WORD}(?:{_SYNTAX_PART})*){{0,2}}(?:\.\.\.)?"
 )
+# A manual's tagged entry set on one line: a short tag (a number, an option, a word), three spaces or more, and
+# its description ("0      if all went well", "kbit   Kilobits"): groff pads a tag that fits to the description's column.
+# Where a block holds two or more, each starts a sentence, as an option alone on its line does. A line with code's
+# marks ("=", ";", braces, angle brackets) is a listing's or a configuration's, and a line whose words are spread
+# apart further on ("Wait   until   the   HELLO") is a justified paragraph's: neither is an entry.
+_TAG_RE = re.compile(r"(?:\d{1,3}|--?[\w-]+|[A-Za-z][\w.-]*) {3,}(?=[A-Za-z(])")
+_CODE_MARKS_RE = re.compile(r"[=;{}<>]")
+_JUSTIFIED_RE = re.compile(r"(?<![.:]) {2}")  # spaces a justified line spreads between words
+# A term in capitals alone on its line, a capitalised description below it: a signal and its spellings ("USR1 or
+# SIGFUNC=DUMP", "TERM, INT or SIGFUNC=HALT"), an environment variable ("RELAY_HOME"). One word of plain
+# capitals is a heading (is_caps_heading), not this.
+_CAPS_NAME = r"[A-Z][A-Z0-9_]*(?:=[A-Z][A-Z0-9_]*)?"
+_CAPS_TERM_RE = re.compile(rf"{_CAPS_NAME}(?:(?:,| or) {_CAPS_NAME}){{0,3}}")
 # a list item of this many words above a line keeps it: a term and its description ("PUSH_BANNER" / "Push a
 # short banner out to the client.", "Caution" / "The spool index is rebuilt at boot.")
 _ITEM_TERM_WORDS = 1
@@ -82,6 +95,15 @@ def opens_list_item(line: str) -> bool:
     """Does the line open with a list item's marker ("- ", "* ", "1. ", "a) ") before its text?"""
     item = _LIST_ITEM_RE.match(line)
     return item is not None and item.end() < len(line)
+
+
+def _tagged_entry(line: str) -> bool:
+    """Is `line` a manual's tagged entry set on one line (see _TAG_RE)?"""
+    tag = _TAG_RE.match(line)
+    if tag is None:
+        return False
+    description = line[tag.end() :]
+    return _CODE_MARKS_RE.search(description) is None and _JUSTIFIED_RE.search(description) is None
 
 
 def _breaks_off(line: str) -> bool:
@@ -252,6 +274,8 @@ def _segments(text: str) -> list[_Segment]:
         raw_lines = text[block_start:block_end].splitlines(keepends=True)
         rows = _table_rows([raw.strip() for raw in raw_lines])
         term_list = False  # has this block shown a term line (see _OPTION_TERM_RE, _WORD_TERM_RE)?
+        tagged = [at for at, raw in enumerate(raw_lines) if _tagged_entry(raw.strip())]
+        tagged_lines = set(tagged) if len(tagged) >= 2 else set()
         item_line = False  # is the paragraph so far a list item's first line alone?
         for at, raw_line in enumerate(raw_lines):
             line_start, offset = offset, offset + len(raw_line)
@@ -325,16 +349,25 @@ def _segments(text: str) -> list[_Segment]:
                     paragraph, paragraph_words = [], []
                 following = raw_lines[at + 1].strip() if at + 1 < len(raw_lines) else ""
                 term = _OPTION_TERM_RE.fullmatch(stripped) is not None or (
-                    _WORD_TERM_RE.fullmatch(stripped) is not None
+                    (
+                        _WORD_TERM_RE.fullmatch(stripped) is not None
+                        or _CAPS_TERM_RE.fullmatch(stripped) is not None
+                    )
                     and following[:1].isupper()
                     and stripped.split()[0] not in STOPWORDS  # "or WEB_AUTH:url" goes on with a sentence
                 )
+                if at in tagged_lines and paragraph and not _breaks_off(paragraph[-1]):
+                    # the next of a block's tagged entries ("0      if all went well" / "1      if the spool is full"),
+                    # or the first under a lead-in ("Exit codes:")
+                    segments.append(_Segment(paragraph_start, paragraph_words))
+                    paragraph, paragraph_words = [], []
                 if (
                     term
                     and term_list
                     and paragraph
                     and not _OPTION_TERM_RE.fullmatch(paragraph[-1])
                     and not _WORD_TERM_RE.fullmatch(paragraph[-1])
+                    and not _CAPS_TERM_RE.fullmatch(paragraph[-1])
                     and not paragraph[-1].endswith(("\\", ":"))
                 ):
                     # the next term of a list of options or settings whose description did not end with a
@@ -407,9 +440,11 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     a new sentence, and the last three end theirs; wrapped lines inside a
     paragraph are joined, except a short line starting in lower case right after a line that ended a sentence
     (the next term of a manual's option list: "listen-port port"), and a term alone on its line, an option
-    ("-Z, --context") or a setting above a capitalised description ("netmask mask"), once its block (up to a
-    blank line) has shown one, whatever the line above ended with (a description without a period) unless it
-    is a lead-in (':') or the term's other spelling. A list item of more than one word that did not end its
+    ("-Z, --context"), a setting ("netmask mask") or names in capitals ("USR1 or SIGFUNC=DUMP") above a
+    capitalised description, once its block (up to a blank line) has shown one, whatever the line above ended
+    with (a description without a period) unless it is a lead-in (':') or the term's other spelling. In a block
+    of two or more entries set on one line each, a tag padded to its description ("0      if all went well"),
+    each entry starts a sentence unless the line above stops in mid-sentence. A list item of more than one word that did not end its
     sentence ends at a capitalised line under it (a chunk holds an item on one line: that is the next paragraph
     or heading), unless it ends with ':' or ',' or stops in mid-sentence (on an article, conjunction or
     preposition, or inside a bracket or quote it opened).

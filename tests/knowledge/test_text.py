@@ -752,6 +752,63 @@ def test_sentences_initials_and_quotes() -> None:
     ]
 
 
+def test_sentences_a_manuals_entries_set_on_one_line_each_are_sentences_of_their_own() -> None:
+    """groff sets a short tag on its description's line, padded to the description's column: in a block of two
+    or more such lines, each entry is a sentence, with its wrapped lines; the lead-in above stands alone."""
+    text = (
+        "Exit codes:\n"
+        "0      if all went well\n"
+        "1      if the spool could not be opened\n"
+        "4      if running with --check and the profile has errors but relayd\n"
+        "will start once they are fixed\n"
+        "5      if the hub refused the key."
+    )
+    assert sentences(text) == [
+        "Exit codes:",
+        "0 if all went well",
+        "1 if the spool could not be opened",
+        "4 if running with --check and the profile has errors but relayd will start once they are fixed",
+        "5 if the hub refused the key.",
+    ]
+    assert sentences("Units:\nkpkt   Kilopackets per second\nmpkt   Megapackets per second") == [
+        "Units:",
+        "kpkt Kilopackets per second",
+        "mpkt Megapackets per second",
+    ]
+    # one such line alone, a justified paragraph's words spread apart, a configuration's lines and a line that
+    # goes on with the sentence above are not entries
+    assert len(sentences("Codes:\n0      if all went well")) == 1
+    justified = "Wait   until   the   HELLO   frame   before   checking\nhub_rules     and     peer_rules."
+    assert sentences(justified) == ["Wait until the HELLO frame before checking hub_rules and peer_rules."]
+    config = "bind      spool0 { port 7000; }\npeer      hub1 { key k1; }"
+    assert sentences(config) == ["bind spool0 { port 7000; } peer hub1 { key k1; }"]
+    wrapped = "The relay sends each frame to the\nhub   when the link is up\nspool   when it is down"
+    assert sentences(wrapped)[0] == "The relay sends each frame to the hub when the link is up"
+
+
+def test_sentences_a_term_in_capitals_starts_the_next_entry_after_a_description_without_a_period() -> None:
+    text = (
+        "TERM, INT or SIGFUNC=HALT\n"
+        "relayd will stop.\n"
+        "USR1 or SIGFUNC=DUMP\n"
+        "Write the peer table to /run/relayd.peers\n"
+        "USR2 or SIGFUNC=COUNT\n"
+        "Write counters to /run/relayd.stats\n"
+        "SIGFUNC=COUNT_RESET\n"
+        "Write counters to /run/relayd.stats and zero them"
+    )
+    assert sentences(text) == [
+        "TERM, INT or SIGFUNC=HALT relayd will stop.",
+        "USR1 or SIGFUNC=DUMP Write the peer table to /run/relayd.peers",
+        "USR2 or SIGFUNC=COUNT Write counters to /run/relayd.stats",
+        "SIGFUNC=COUNT_RESET Write counters to /run/relayd.stats and zero them",
+    ]
+    # signal names inside a wrapped sentence, where no term came before, do not start one
+    assert sentences("Send it the\nUSR1 or SIGFUNC=DUMP\nSignal to dump") == [
+        "Send it the USR1 or SIGFUNC=DUMP Signal to dump"
+    ]
+
+
 def test_sentences_option_line_is_not_a_list_item() -> None:
     assert sentences("-v enables verbose output.") == ["-v enables verbose output."]
 
