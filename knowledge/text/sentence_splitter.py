@@ -54,11 +54,14 @@ _WORD_TERM_RE = re.compile(
     rf"[a-z]{_TERM_WORD}(?:{_SYNTAX_PART})*(?: [a-z]{_TERM_WORD}(?:{_SYNTAX_PART})*){{0,2}}(?:\.\.\.)?"
 )
 # A manual's tagged entry set on one line: a short tag (a number, an option, a word), three spaces or more, and
-# its description ("0      if all went well", "kbit   Kilobits"): groff pads a tag that fits to the description's column.
+# its description ("0      if all went well", "kbit   Kilobits"): groff pads a tag that fits to the
+# description's column; a number and a dash before its meaning ("4   - standby", "254 - reset wait") is one too.
 # Where a block holds two or more, each starts a sentence, as an option alone on its line does. A line with code's
 # marks ("=", ";", braces, angle brackets) is a listing's or a configuration's, and a line whose words are spread
 # apart further on ("Wait   until   the   HELLO") is a justified paragraph's: neither is an entry.
-_TAG_RE = re.compile(r"(?:\d{1,3}|--?[\w-]+|[A-Za-z][\w.-]*) {3,}(?=[A-Za-z(])")
+_TAG_RE = re.compile(
+    r"\d{1,3} +[-\u2013\u2014] (?=[A-Za-z])|(?:\d{1,3}|--?[\w-]+|[A-Za-z][\w.-]*) {3,}(?=[A-Za-z(])"
+)
 _CODE_MARKS_RE = re.compile(r"[=;{}<>]")
 _JUSTIFIED_RE = re.compile(r"(?<![.:]) {2}")  # spaces a justified line spreads between words
 # A term in capitals alone on its line, a capitalised description below it: a signal and its spellings ("USR1 or

@@ -775,6 +775,13 @@ def test_sentences_a_manuals_entries_set_on_one_line_each_are_sentences_of_their
         "kpkt Kilopackets per second",
         "mpkt Megapackets per second",
     ]
+    # a number and a dash before its meaning, however far apart
+    assert sentences("Values are:\n1   - starting\n10  - sync lost\n254 - reset wait") == [
+        "Values are:",
+        "1 - starting",
+        "10 - sync lost",
+        "254 - reset wait",
+    ]
     # one such line alone, a justified paragraph's words spread apart, a configuration's lines and a line that
     # goes on with the sentence above are not entries
     assert len(sentences("Codes:\n0      if all went well")) == 1
