@@ -62,12 +62,13 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # heading) unless the item is a term of one word; an HTML list whose items are all links into the page is a
 # table of contents, dropped as the lists that the page marks as one were. 13: a man page's paragraph of short
 # lines set deeper than the one above it is an example (code) and keeps its lines; a table drawn with box
-# characters is a table; a caption's or a section heading's number ("Table 7.3.", "2.5.") ends no sentence, and
-# a numbered heading's line ("2.5. Relayd spool queue internals") is a sentence of its own; the one sentence above a table of
-# contents that only announces it ("Sections of this guide below:") is dropped with it. 14: a manual's entries
-# set on one line each, tag and description ("0      if all went well" / "1      if the spool is full"), are sentences of
-# their own where a block holds two or more; so is a term in capitals alone on its line above its description
-# ("USR1 or SIGFUNC=DUMP" / "Write the state to a file") after a description without a period.
+# characters is a table; a caption's or a section heading's number ("Table 7.3.", "2.5.") ends no sentence,
+# and a numbered heading's line ("2.5. Relayd spool queue internals") is a sentence of its own; the one
+# sentence above a table of contents that only announces it ("Sections of this guide below:") is dropped with
+# it. 14: a manual's entries set on one line each, tag and description ("0      if all went well" /
+# "1      if the spool is full"), are sentences of their own where a block holds two or more; so is a term in
+# capitals alone on its line above its description ("USR1 or SIGFUNC=DUMP" / "Write the state to a file")
+# after a description without a period.
 ANALYZER_VERSION = 14
 
 

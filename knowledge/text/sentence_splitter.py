@@ -65,9 +65,9 @@ _TAG_RE = re.compile(
 _CODE_MARKS_RE = re.compile(r"[=;{}<>]")
 _JUSTIFIED_RE = re.compile(r"(?<![.:]) {2}")  # spaces a justified line spreads between words
 # A term in capitals alone on its line, a capitalised description below it: a signal and its spellings ("USR1 or
-# SIGFUNC=DUMP", "TERM, INT or SIGFUNC=HALT"), an environment variable ("RELAY_HOME"). One word of plain
-# capitals is a heading (is_caps_heading), not this.
-_CAPS_NAME = r"[A-Z][A-Z0-9_]*(?:=[A-Z][A-Z0-9_]*)?"
+# SIGFUNC=DUMP", "TERM, INT or SIGFUNC=HALT"), an environment variable ("RELAY_HOME"). Names of two characters
+# or more; a line of capitals words only, four characters or more, is a heading already (is_caps_heading).
+_CAPS_NAME = r"[A-Z][A-Z0-9_]+(?:=[A-Z][A-Z0-9_]*)?"
 _CAPS_TERM_RE = re.compile(rf"{_CAPS_NAME}(?:(?:,| or) {_CAPS_NAME}){{0,3}}")
 # a list item of this many words above a line keeps it: a term and its description ("PUSH_BANNER" / "Push a
 # short banner out to the client.", "Caution" / "The spool index is rebuilt at boot.")
@@ -351,11 +351,13 @@ def _segments(text: str) -> list[_Segment]:
                     segments.append(_Segment(paragraph_start, paragraph_words))
                     paragraph, paragraph_words = [], []
                 following = raw_lines[at + 1].strip() if at + 1 < len(raw_lines) else ""
+                # names in capitals are a term only where the line above does not stop in mid-sentence ("...
+                # print the" / "TCP" / "Port in use" is one sentence)
+                caps_term = _CAPS_TERM_RE.fullmatch(stripped) is not None and not (
+                    paragraph and _breaks_off(paragraph[-1])
+                )
                 term = _OPTION_TERM_RE.fullmatch(stripped) is not None or (
-                    (
-                        _WORD_TERM_RE.fullmatch(stripped) is not None
-                        or _CAPS_TERM_RE.fullmatch(stripped) is not None
-                    )
+                    (_WORD_TERM_RE.fullmatch(stripped) is not None or caps_term)
                     and following[:1].isupper()
                     and stripped.split()[0] not in STOPWORDS  # "or WEB_AUTH:url" goes on with a sentence
                 )
@@ -443,12 +445,12 @@ def locate_sentences(text: str) -> list[SentenceSpan]:
     a new sentence, and the last three end theirs; wrapped lines inside a
     paragraph are joined, except a short line starting in lower case right after a line that ended a sentence
     (the next term of a manual's option list: "listen-port port"), and a term alone on its line, an option
-    ("-Z, --context"), a setting ("netmask mask") or names in capitals ("USR1 or SIGFUNC=DUMP") above a
+    ("-W, --watch"), a setting ("netmask mask") or names in capitals ("USR1 or SIGFUNC=DUMP") above a
     capitalised description, once its block (up to a blank line) has shown one, whatever the line above ended
     with (a description without a period) unless it is a lead-in (':') or the term's other spelling. In a block
     of two or more entries set on one line each, a tag padded to its description ("0      if all went well"),
-    each entry starts a sentence unless the line above stops in mid-sentence. A list item of more than one word that did not end its
-    sentence ends at a capitalised line under it (a chunk holds an item on one line: that is the next paragraph
+    each entry starts a sentence unless the line above stops in mid-sentence. A list item of more than one word
+    that did not end its sentence ends at a capitalised line under it (a chunk holds an item on one line: that is the next paragraph
     or heading), unless it ends with ':' or ',' or stops in mid-sentence (on an article, conjunction or
     preposition, or inside a bracket or quote it opened).
     A '#' comment line in lower case that goes on with the unfinished sentence of the '#' line above belongs to

@@ -290,30 +290,47 @@ def test_dev_text_scan_names_our_lines_that_a_dev_document_holds(tmp_path: Path)
     script = ROOT / "tests" / "benchmarks" / "dev_text_scan.py"
     readme = (ROOT / "README.md").read_text().splitlines()
     number, line = next((n, text) for n, text in enumerate(readme, 1) if len(text.split()) > 15)
-    questions = tmp_path / "questions.jsonl"
     # a question id and a page's text that no file of ours holds, this one included (written here backwards)
     unseen_id = "709qz"[::-1]
     unseen = "gnol noonretfa lla sevorg sutpylacue fo edahs eht ni pan sakkouQ"[::-1]
-    questions.write_text(json.dumps({"id": unseen_id, "question": "Which naps?", "answer": "none"}) + "\n")
 
-    def scan(pages: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    def scan(pages: dict[str, str], question_id: str) -> subprocess.CompletedProcess[str]:
         corpus = tmp_path / f"corpus{len(list(tmp_path.iterdir()))}"
         (corpus / "pkg").mkdir(parents=True)
         (corpus / "corpus_manifest.tsv").write_text("pkg\n")
         for name, text in pages.items():
             (corpus / "pkg" / name).write_text(text)
+        questions = tmp_path / f"{corpus.name}.jsonl"
+        questions.write_text(
+            json.dumps({"id": question_id, "question": "Which naps?", "answer": "none"}) + "\n"
+        )
         argv = [sys.executable, str(script), "--corpus", str(corpus), "--questions", str(questions)]
         return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
-    # a dev page that holds one of the README's lines (as HTML, entities and all), and a dev document whose
-    # file name our tests use
+    # a dev page that holds one of the README's lines (as HTML, entities and all), a dev document whose file
+    # name our tests use, and a question whose id our code holds
     copied = line.replace("&", "&amp;").replace("<", "&lt;")
-    found = scan(
-        {"page.html": f"<html><body><p>Intro.</p><p>{copied}</p></body></html>", "runbook-notes.txt": "x"}
-    )
+    page = f"<html><body><p>Intro.</p><p>{copied}</p></body></html>"
+    found = scan({"page.html": page, "runbook-notes.txt": "x"}, "ANALYZER_VERSION")
     assert found.returncode == 1, found.stderr
     assert f"README.md:{number}: words: " in found.stdout
     assert "document name: runbook-notes.txt" in found.stdout
-    clean = scan({"page.txt": f"{unseen}.\n"})
+    assert "knowledge/text/analyzer.py:" in found.stdout and "question id: ANALYZER_VERSION" in found.stdout
+    clean = scan({"page.txt": f"{unseen}.\n"}, unseen_id)
     assert clean.returncode == 0 and clean.stdout == "", clean.stdout
     assert "0 hit(s)" in clean.stderr
+    # a questions file that cannot be read is a usage error, not a hit
+    missing = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "--corpus",
+            str(tmp_path / "corpus0"),
+            "--questions",
+            str(tmp_path / "no"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert missing.returncode == 2 and "cannot read the questions" in missing.stderr

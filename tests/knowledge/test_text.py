@@ -810,6 +810,10 @@ def test_sentences_a_term_in_capitals_starts_the_next_entry_after_a_description_
         "USR2 or SIGFUNC=COUNT Write counters to /run/relayd.stats",
         "SIGFUNC=COUNT_RESET Write counters to /run/relayd.stats and zero them",
     ]
+    # names in capitals under a line that stops in mid-sentence go on with it, even in a list of terms
+    assert sentences("-v, --verbose\nPrint the relay state and the\nTCP\nPort in use") == [
+        "-v, --verbose Print the relay state and the TCP Port in use"
+    ]
     # signal names inside a wrapped sentence, where no term came before, do not start one
     assert sentences("Send it the\nUSR1 or SIGFUNC=DUMP\nSignal to dump") == [
         "Send it the USR1 or SIGFUNC=DUMP Signal to dump"
