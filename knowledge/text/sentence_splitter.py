@@ -277,8 +277,8 @@ def _segments(text: str) -> list[_Segment]:
         raw_lines = text[block_start:block_end].splitlines(keepends=True)
         rows = _table_rows([raw.strip() for raw in raw_lines])
         term_list = False  # has this block shown a term line (see _OPTION_TERM_RE, _WORD_TERM_RE)?
-        tagged = [at for at, raw in enumerate(raw_lines) if _tagged_entry(raw.strip())]
-        tagged_lines = set(tagged) if len(tagged) >= 2 else set()
+        tagged = {at for at, raw in enumerate(raw_lines) if _tagged_entry(raw.strip())}
+        tagged_lines = tagged if len(tagged) >= 2 else set()
         item_line = False  # is the paragraph so far a list item's first line alone?
         for at, raw_line in enumerate(raw_lines):
             line_start, offset = offset, offset + len(raw_line)
