@@ -24,7 +24,7 @@ from knowledge.postings import unpack_postings
 from knowledge.text import edit_distance
 from retrieval.bm25 import Bm25Params, idf, tf_component
 from retrieval.fusion import Scored
-from retrieval.types import Filters
+from retrieval.types import Filters, SearchConfig
 
 
 def near_readable_terms(term: str, principal: Principal, *, limit: int, min_df: int = 1) -> list[str]:
@@ -36,7 +36,12 @@ def near_readable_terms(term: str, principal: Principal, *, limit: int, min_df: 
 
 
 def dense_search(
-    query_vec: np.ndarray, principal: Principal, filters: Filters, *, k: int = 40, ef_search: int = 100
+    query_vec: np.ndarray,
+    principal: Principal,
+    filters: Filters,
+    *,
+    k: int = 40,
+    ef_search: int = SearchConfig.ef_search,
 ) -> list[Scored]:
     """HNSW cosine top-k. Iterative index scans keep going past filtered-out rows, so a selective filter
     (one department, one vendor, one group's documents) still returns a full top-k."""

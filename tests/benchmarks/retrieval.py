@@ -445,8 +445,9 @@ def bm25_alone(qs: list[str], principal: Any, samples: dict[str, list[float]]) -
     return f"{same}/{len(qs)} questions: same top-40 scores by blocks and by SQL"
 
 
-def hnsw_recall(qs: list[str], k: int = 40) -> dict[str, Any]:
-    """Share of the exact top-k (sequential scan) that the HNSW search (as dense_search runs it) returns."""
+def hnsw_recall(qs: list[str], efs: list[int], k: int = 40) -> dict[str, Any]:
+    """Share of the exact top-k (sequential scan) that the HNSW search (as dense_search runs it) returns, at
+    each `ef_search` of `efs`, and the latency of each; the exact scan's latency once."""
     from django.db import connection, transaction
 
     from retrieval.search import embed_query
@@ -454,12 +455,11 @@ def hnsw_recall(qs: list[str], k: int = 40) -> dict[str, Any]:
     from retrieval.types import Filters
 
     principal = bench_principal()
-    recalls, exact_ms, index_ms = [], [], []
+    recalls: dict[int, list[float]] = {ef: [] for ef in efs}
+    index_ms: dict[int, list[float]] = {ef: [] for ef in efs}
+    exact_ms = []
     for q in qs:
         vec = embed_query(q)
-        t0 = time.perf_counter()
-        approx = {s.id for s in dense_search(vec, principal, Filters(), k=k)}
-        index_ms.append((time.perf_counter() - t0) * 1000)
         with transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL enable_indexscan = off")
@@ -467,15 +467,40 @@ def hnsw_recall(qs: list[str], k: int = 40) -> dict[str, Any]:
             t0 = time.perf_counter()
             exact = {s.id for s in dense_search(vec, principal, Filters(), k=k)}
             exact_ms.append((time.perf_counter() - t0) * 1000)
-        recalls.append(len(approx & exact) / max(1, len(exact)))
+        for ef in efs:
+            t0 = time.perf_counter()
+            approx = {s.id for s in dense_search(vec, principal, Filters(), k=k, ef_search=ef)}
+            index_ms[ef].append((time.perf_counter() - t0) * 1000)
+            recalls[ef].append(len(approx & exact) / max(1, len(exact)))
     return {
         "queries": len(qs),
         "k": k,
-        "mean_recall": round(statistics.mean(recalls), 4),
-        "min_recall": round(min(recalls), 4),
-        "hnsw_ms": summary(index_ms),
         "exact_ms": summary(exact_ms),
+        "by_ef": {
+            str(ef): {
+                "mean_recall": round(statistics.mean(recalls[ef]), 4),
+                "min_recall": round(min(recalls[ef]), 4),
+                "under_0.8": sum(r < 0.8 for r in recalls[ef]),
+                "hnsw_ms": summary(index_ms[ef]),
+            }
+            for ef in efs
+        },
     }
+
+
+def ef_values(text: str) -> list[int]:
+    """The `--ef-search` list; SearchConfig's value and 100 (pgvector's default is 40) when empty."""
+    from retrieval.types import SearchConfig
+
+    if not text.strip():
+        return sorted({100, SearchConfig().ef_search})
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise SystemExit(f"--ef-search: not a list of integers: {text!r}") from None
+    if not values or any(not 1 <= v <= 1000 for v in values):
+        raise SystemExit("--ef-search: each value must be between 1 and 1000 (pgvector's range)")
+    return values
 
 
 def db_facts() -> dict[str, Any]:
@@ -518,9 +543,14 @@ def print_report(results: dict[str, Any]) -> None:
     if "hnsw_recall" in results:
         r = results["hnsw_recall"]
         print(
-            f"== HNSW recall@{r['k']} vs exact over {r['queries']} queries: mean {r['mean_recall']} "
-            f"min {r['min_recall']}; hnsw p50 {r['hnsw_ms']['p50']} ms, exact p50 {r['exact_ms']['p50']} ms =="
+            f"== HNSW recall@{r['k']} vs exact over {r['queries']} queries "
+            f"(exact scan p50 {r['exact_ms']['p50']} ms, p95 {r['exact_ms']['p95']} ms) =="
         )
+        for ef, e in r["by_ef"].items():
+            print(
+                f"  ef_search {ef:>5}: mean {e['mean_recall']:.3f}  min {e['min_recall']:.2f}  "
+                f"under .8: {e['under_0.8']:>3}   p50 {e['hnsw_ms']['p50']} ms  p95 {e['hnsw_ms']['p95']} ms"
+            )
     print(f"peak RSS {results['peak_rss_mb']:.0f} MiB")
 
 
@@ -532,6 +562,11 @@ def main() -> None:
     parser.add_argument("--drop-synthetic", action="store_true", help="remove the synthetic chunks and exit")
     parser.add_argument("--queries", type=int, default=90)
     parser.add_argument("--recall-queries", type=int, default=50)
+    parser.add_argument(
+        "--ef-search",
+        default="",
+        help="comma-separated ef_search values for the recall check (default: SearchConfig's, and 100)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--save", type=Path)
     parser.add_argument("--compare", type=Path)
@@ -544,12 +579,13 @@ def main() -> None:
     results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count()}
     if args.synthetic:
         results["build"] = synthetic_build(args.synthetic, args.seed)
-    qs = questions(args.queries)
+    all_questions = questions(10**6)
+    qs = all_questions[: args.queries]
     results["queries"] = len(qs)
     results["db"] = db_facts()
     results["latency"] = latency(qs)
     if args.recall_queries:
-        results["hnsw_recall"] = hnsw_recall(qs[: args.recall_queries])
+        results["hnsw_recall"] = hnsw_recall(all_questions[: args.recall_queries], ef_values(args.ef_search))
     results["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print_report(results)
     results_save(results, args.save, args.compare)

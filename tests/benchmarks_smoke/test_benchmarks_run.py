@@ -125,6 +125,8 @@ def test_retrieval_benchmark_runs_with_a_tiny_synthetic_corpus(bench_env: dict[s
         "3",
         "--recall-queries",
         "2",
+        "--ef-search",
+        "40,400",
         "--save",
         str(saved),
     )
@@ -133,7 +135,10 @@ def test_retrieval_benchmark_runs_with_a_tiny_synthetic_corpus(bench_env: dict[s
     assert report["build"]["total_chunks"] == 300
     assert report["db"]["chunks"] == 300
     assert report["latency"]["fused_total"]["p50"] > 0, result.stdout
-    assert 0.0 < report["hnsw_recall"]["mean_recall"] <= 1.0
+    recall = report["hnsw_recall"]["by_ef"]
+    assert set(recall) == {"40", "400"}, result.stdout
+    assert all(0.0 < e["mean_recall"] <= 1.0 and e["hnsw_ms"]["p50"] > 0 for e in recall.values())
+    assert "ef_search   400" in result.stdout, result.stdout
 
     _run(bench_env, "tests/benchmarks/retrieval.py", "--drop-synthetic")
     again = tmp_path / "again.json"
