@@ -2,7 +2,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from knowledge.models import Document
+from knowledge.models import HNSW_EF_CONSTRUCTION, HNSW_M, Document
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -14,6 +14,8 @@ def test_pgvector_extension_and_hnsw_index_exist():
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_embedding_hnsw'")
         (indexdef,) = cursor.fetchone()
         assert "USING hnsw" in indexdef and "vector_cosine_ops" in indexdef
+        # the build parameters the migrations leave are the ones reembed and the benchmarks rebuild with
+        assert f"WITH (m='{HNSW_M}', ef_construction='{HNSW_EF_CONSTRUCTION}')" in indexdef, indexdef
         cursor.execute(
             "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
             "WHERE attrelid = 'knowledge_chunk'::regclass AND attname = 'embedding'"

@@ -39,10 +39,6 @@ SYNTHETIC_PREFIX = "synthetic/"
 DEPARTMENTS = ("network", "systems", "security", "database", "support", "platform")
 VENDORS = ("cisco", "juniper", "arista", "postgresql", "redhat", "debian", "fortinet", "")
 GROUPS = ("employees", "ops-admins", "netops", "dba", "secops")
-HNSW_SQL = (
-    "CREATE INDEX chunk_embedding_hnsw ON knowledge_chunk USING hnsw (embedding vector_cosine_ops) "
-    "WITH (m = 16, ef_construction = 64)"
-)
 POSTING_INDEXES = (
     "ALTER TABLE knowledge_posting ADD CONSTRAINT knowledge_posting_pkey PRIMARY KEY (term, chunk_id) "
     "INCLUDE (tf, doc_len)",
@@ -325,11 +321,13 @@ def _stats_recompute(cursor: Any) -> None:
 
 
 def hnsw_build(cursor: Any) -> float:
+    from knowledge.models import HNSW_INDEX_SQL
+
     cursor.execute("DROP INDEX IF EXISTS chunk_embedding_hnsw")
     cursor.execute("SET maintenance_work_mem = '2GB'")
     cursor.execute("SET max_parallel_maintenance_workers = 1")  # two cores, shared
     t0 = time.perf_counter()
-    cursor.execute(HNSW_SQL)
+    cursor.execute(HNSW_INDEX_SQL)
     return round(time.perf_counter() - t0, 1)
 
 

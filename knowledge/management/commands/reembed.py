@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections, transaction
 
 from knowledge.indexing import embedding_input, embedding_key
-from knowledge.models import Chunk
+from knowledge.models import HNSW_INDEX_SQL, Chunk
 
 
 class Command(BaseCommand):
@@ -69,8 +69,5 @@ class Command(BaseCommand):
                 )
                 bar.update(len(batch))
         with connections[owner].cursor() as cursor:
-            cursor.execute(
-                "CREATE INDEX IF NOT EXISTS chunk_embedding_hnsw ON knowledge_chunk "
-                "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-            )
+            cursor.execute(HNSW_INDEX_SQL)
         self.stdout.write(f"re-embedded {len(ids)} chunk(s) with {embedder.name}")
