@@ -33,10 +33,13 @@ class SearchConfig:
     mmr: bool = True
     mmr_lambda: float = 0.65
     final_k: int = 10
-    # HNSW candidate list per search: at 100 the index missed part of the exact top 40 for some questions
-    # (dev set, recall .957, twelve questions under .8, one at 0) and each rebuild of the index missed other
-    # ones, so answers moved between builds; 400 gives recall .995 (none under .8) and the same answers over
-    # three builds, for about 2.5 ms more per search at 17k chunks (tests/benchmarks/README.md)
+    # HNSW candidate list per search: at 100 the index (then built with ef_construction 64) missed part of the
+    # exact top 40 for some questions (dev set: recall .957, twelve questions under .8, one at 0) and each
+    # rebuild missed other ones, so answers moved between builds; 400 gave .995 and, with the graph now built
+    # at ef_construction 256 (knowledge/models.py), 1.000 on the dev set and .998 on the extra set, and two
+    # builds of each answered alike; about 2.5 ms more per search at 17k chunks (tests/benchmarks/README.md).
+    # The planner weighs ef_search: on a smaller knowledge base it may scan exactly instead (exact results,
+    # some 60 ms at 17k chunks here, where it switches between 400 and 500).
     ef_search: int = 400
     bm25_k1: float = 1.2
     bm25_b: float = 0.75

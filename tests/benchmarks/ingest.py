@@ -62,9 +62,8 @@ def peak_rss_mb() -> float:
 
 
 def reset_tables() -> None:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
+    # TRUNCATE is the owner's: the application role may delete rows, not truncate every knowledge table
+    with owner_connection().cursor() as cursor:
         cursor.execute(f"TRUNCATE {', '.join(KNOWLEDGE_TABLES)} RESTART IDENTITY CASCADE")
 
 
