@@ -347,7 +347,12 @@ def main() -> None:
     )
     parser.add_argument("--corpus", type=Path, default=Path("/work/devcorpus"))
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--reset", action="store_true", help="truncate the knowledge tables first")
+    parser.add_argument(
+        "--reset",
+        action="store_true",
+        help="truncate the knowledge tables first, and by CASCADE what refers to them (curation items): for a "
+        "benchmark database only",
+    )
     parser.add_argument("--skip-ingest", action="store_true", help="use what the database already holds")
     parser.add_argument(
         "--sample", type=int, default=150, help="documents in the embedding comparison (0: skip)"
