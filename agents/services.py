@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -16,6 +16,9 @@ from django.utils import timezone
 from agents.models import Answer, Conversation, CurationItem
 from athena.errors import ApplicationError, NotFound, Unavailable, ValidationFailed
 from athena.throttling import RateLimited
+
+if TYPE_CHECKING:
+    from retrieval.types import SearchConfig
 
 
 class Blocked(ApplicationError):
@@ -70,9 +73,15 @@ def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
 
 
 def answer_compute(
-    *, user_id: int, question: str, conversation_id: str, filters: dict[str, Any] | None
+    *,
+    user_id: int,
+    question: str,
+    conversation_id: str,
+    filters: dict[str, Any] | None,
+    config: SearchConfig | None = None,
 ) -> dict:
-    """The model-heavy part (runs in the realtime worker or in-process)."""
+    """The model-heavy part (runs in the realtime worker or in-process). `config`: the retrieval settings
+    (`SearchConfig()` when None)."""
     from agents.memory import memory_load
     from agents.pipeline import run_pipeline
     from athena.principals import Principal
@@ -80,7 +89,9 @@ def answer_compute(
     user = User.objects.get(pk=user_id)
     principal = Principal.from_user(user)
     history = memory_load(conversation_id)
-    result = run_pipeline(question=question, principal=principal, history=history, filters=_filters(filters))
+    result = run_pipeline(
+        question=question, principal=principal, history=history, filters=_filters(filters), config=config
+    )
     started = time.perf_counter()
     answer = quoted_text_guard(asdict(result))
     # after the pipeline, so not in its `total`; reported because it can cost more than the pipeline itself
@@ -297,11 +308,14 @@ def ask(
     conversation_id: str | None = None,
     filters: dict[str, Any] | None = None,
     enumeration_watch: bool = False,
+    config: SearchConfig | None = None,
 ) -> dict[str, Any]:
     """Answer a question for `user`; returns the ask response body (DESIGN.md §8).
 
     `enumeration_watch`: count an abstained answer towards the user's enumeration alert
-    (athena.throttling.abstention_record); the ask API sets it, an operator's `manage.py evaluate` does not."""
+    (athena.throttling.abstention_record); the ask API sets it, an operator's `manage.py evaluate` does not.
+    `config`: retrieval settings other than the defaults, for an operator's measurement (`manage.py evaluate
+    --config`); answered in this process only, since the realtime worker always runs the defaults."""
     from agents.memory import Turn, memory_append
     from audit.services import audit_record
 
@@ -312,6 +326,8 @@ def ask(
             f"question is {len(question)} characters; the limit is {settings.ATHENA_MAX_QUESTION_CHARS}"
         )
     _filters(filters)  # validate before queueing
+    if config is not None and settings.ATHENA_REALTIME_VIA_CELERY:
+        raise ValueError("a retrieval config other than the default is answered in-process only")
     # the question's idempotency key: its task id on the realtime queue (a redelivered copy runs under the same
     # id and is answered once) and the `question_id` of its audit event
     question_id = str(uuid.uuid4())
@@ -334,7 +350,11 @@ def ask(
             result = _answer_on_worker(user, question, str(conversation.pk), filters, question_id)
         else:
             result = answer_compute(
-                user_id=user.pk, question=question, conversation_id=str(conversation.pk), filters=filters
+                user_id=user.pk,
+                question=question,
+                conversation_id=str(conversation.pk),
+                filters=filters,
+                config=config,
             )
     except Exception as exc:
         if not conversation_id and conversation is not None:

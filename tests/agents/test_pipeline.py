@@ -402,6 +402,46 @@ def test_evaluate_scores_an_acl_question_on_the_allowed_user_s_run(sample_kb, tm
 
 
 @pytest.mark.django_db
+def test_evaluate_answers_under_the_given_search_config(sample_kb, tmp_path):
+    """`evaluate --config` sets the retrieval of the answers, not only of `--compare` (it was ignored there)."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    lines = (SAMPLE / "questions.jsonl").read_text().splitlines()
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(next(line for line in lines if json.loads(line)["id"] == "s001") + "\n")
+    _user("eval-config", "employees")
+
+    def retrieved(*config: str) -> str:
+        out = tmp_path / "pred.jsonl"
+        call_command(
+            "evaluate",
+            str(questions),
+            "--user",
+            "eval-config",
+            "--out",
+            str(out),
+            *config,
+            stdout=StringIO(),
+            stderr=StringIO(),
+        )
+        (prediction,) = [json.loads(line) for line in out.read_text().splitlines()]
+        return next(step["decision"] for step in prediction["trace"] if step["step"] == "retrieve")
+
+    assert retrieved() == "10 chunk(s) for 1 query(ies)"
+    assert retrieved("--config", '{"final_k": 3, "rerank_k": 3}') == "3 chunk(s) for 1 query(ies)"
+
+
+@pytest.mark.django_db
+def test_a_search_config_is_answered_in_process_only(sample_kb):
+    from retrieval.types import SearchConfig
+
+    with override_settings(ATHENA_REALTIME_VIA_CELERY=True), pytest.raises(ValueError, match="in-process"):
+        _answer("How do I fail over the DNS primary?", _user("config-remote"), config=SearchConfig(final_k=3))
+
+
+@pytest.mark.django_db
 def test_consecutive_chunks_in_the_evidence_are_linked_for_reading_on(sample_kb):
     from agents.evidence import Evidence
     from agents.steps.generate import continuations as _continuations

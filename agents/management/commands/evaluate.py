@@ -74,7 +74,9 @@ class Command(BaseCommand):
             help="user in the allowed group: acl questions are asked by both users",
         )
         parser.add_argument("--out", required=False, default=None)
-        parser.add_argument("--config", default=None, help="JSON overrides of SearchConfig")
+        parser.add_argument(
+            "--config", default=None, help="JSON overrides of SearchConfig, for the answers and for --compare"
+        )
         parser.add_argument("--compare", action="store_true", help="retrieval ablation table only")
         parser.add_argument("--limit", type=_positive, default=None, help="the first N questions only")
 
@@ -97,7 +99,8 @@ class Command(BaseCommand):
             return
         if out is None:
             raise CommandError("--out is required (except with --compare)")
-        self._answer_all(questions, users, config, out)
+        # the answers run under --config too (before, only --compare read it)
+        self._answer_all(questions, users, config if options["config"] else None, out)
 
     # -- retrieval ablation -------------------------------------------------------------------------------
     def _compare(self, questions: list[dict], users: dict[str, User], base: SearchConfig) -> None:
@@ -127,7 +130,7 @@ class Command(BaseCommand):
 
     # -- full answering -------------------------------------------------------------------------------------
     def _answer_all(
-        self, questions: list[dict], users: dict[str, User], config: SearchConfig, out: Path
+        self, questions: list[dict], users: dict[str, User], config: SearchConfig | None, out: Path
     ) -> None:
         from agents.services import ask
 
@@ -141,7 +144,7 @@ class Command(BaseCommand):
                 for user in askers:
                     started = time.perf_counter()
                     try:
-                        body = ask(user=user, question=q["question"])
+                        body = ask(user=user, question=q["question"], config=config)
                         prediction = {
                             "id": q["id"],
                             "user_groups": sorted(user.groups.values_list("name", flat=True)),
