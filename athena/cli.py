@@ -3,6 +3,7 @@ so a typo fails in a second with a plain message, not after a long run with a tr
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from collections.abc import Sequence
@@ -10,6 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError
+
+
+def positive_int(raw: str) -> int:
+    """An argparse type: a whole number of at least 1 (a batch size or a limit of 0 or less would do nothing,
+    or wait for work that never comes)."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {raw!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def output_file(path: Path) -> Path:

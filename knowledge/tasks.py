@@ -58,28 +58,30 @@ def delivery_end(task_id: str | None) -> None:
 
 @shared_task(**_RETRYING)
 def ingest_files_task(
-    self, run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any]
+    self, run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any], force: bool = False
 ) -> dict:  # type: ignore[no-untyped-def]
-    """Stage a batch of files (CPU work) and hand the staged documents to the embed queue. A batch that took
-    its worker down CRASH_LIMIT times is split into one task per file; a single file that did is marked
-    failed instead of being tried again."""
+    """Stage a batch of files (CPU work) and hand the staged documents to the embed queue (`force`: unchanged
+    files too). A batch that took its worker down CRASH_LIMIT times is split into one task per file; a single
+    file that did is marked failed instead of being tried again."""
     task_id = self.request.id
     if delivery_start(task_id) > CRASH_LIMIT:
         try:
-            return _crashed_batch(run_id, root, files, options)
+            return _crashed_batch(run_id, root, files, options, force)
         finally:
             delivery_end(task_id)
     try:
-        return _ingest_files(run_id, root, files, options)
+        return _ingest_files(run_id, root, files, options, force)
     finally:
         delivery_end(task_id)
 
 
-def _crashed_batch(run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any]) -> dict:
+def _crashed_batch(
+    run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any], force: bool
+) -> dict:
     summary = services.IngestSummary()
     if len(files) > 1:
         for item in files:  # find the file that crashes: each on its own
-            ingest_files_task.delay(run_id, root, [item], options)
+            ingest_files_task.delay(run_id, root, [item], options, force)
         return summary.as_dict()
     ingest_options = services.IngestOptions.from_dict(options)
     for source, path in files:
@@ -97,9 +99,14 @@ def _crashed_batch(run_id: int | None, root: str, files: list[list[str]], option
     return summary.as_dict()
 
 
-def _ingest_files(run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any]) -> dict:
+def _ingest_files(
+    run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any], force: bool
+) -> dict:
     summary, documents = services.files_stage(
-        root=root, files=[(s, p) for s, p in files], options=services.IngestOptions.from_dict(options)
+        root=root,
+        files=[(s, p) for s, p in files],
+        options=services.IngestOptions.from_dict(options),
+        force=force,
     )
     staged = [staged_to_json(document) for document in documents]
     if staged:
@@ -191,7 +198,11 @@ def repack_postings_task(min_stale: float = 0.1) -> int | None:
     return postings_repack_if_stale(min_stale)[1]
 
 
-def folder_ingest_enqueue(*, root: Path, options: services.IngestOptions, batch_size: int = 16) -> int:
+def folder_ingest_enqueue(
+    *, root: Path, options: services.IngestOptions, batch_size: int = 16, force: bool = False
+) -> int:
+    """Queue a folder's files in batches on the ingest queue (`force`: index unchanged files again too);
+    returns the ingest run's id."""
     run, files = services.ingest_run_start(root=root, options=options)
     run.counts["deleted"] = services.folder_tombstone_missing(
         root=run.root, prefix=options.prefix, present={s for s, _ in files}
@@ -199,5 +210,5 @@ def folder_ingest_enqueue(*, root: Path, options: services.IngestOptions, batch_
     run.save(update_fields=["counts"])
     services.ingest_run_finish_if_done(run)
     for batch in services.batches([[s, p] for s, p in files], batch_size):
-        ingest_files_task.delay(run.pk, run.root, batch, options.as_dict())
+        ingest_files_task.delay(run.pk, run.root, batch, options.as_dict(), force)
     return run.pk

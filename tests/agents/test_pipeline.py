@@ -434,6 +434,32 @@ def test_evaluate_answers_under_the_given_search_config(sample_kb, tmp_path):
 
 
 @pytest.mark.django_db
+def test_evaluate_says_when_acl_questions_are_asked_by_one_user_only(sample_kb, tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    lines = (SAMPLE / "questions.jsonl").read_text().splitlines()
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(next(line for line in lines if json.loads(line)["id"] == "s027") + "\n")
+    _user("eval-one-user", "employees")
+    err = StringIO()
+    out = tmp_path / "pred.jsonl"
+    call_command(
+        "evaluate",
+        str(questions),
+        "--user",
+        "eval-one-user",
+        "--out",
+        str(out),
+        stdout=StringIO(),
+        stderr=err,
+    )
+    assert "note: 1 acl question(s) are asked by --user only" in err.getvalue()
+    assert len(out.read_text().splitlines()) == 1
+
+
+@pytest.mark.django_db
 def test_a_search_config_is_answered_in_process_only(sample_kb):
     from retrieval.types import SearchConfig
 

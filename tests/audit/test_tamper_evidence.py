@@ -182,3 +182,20 @@ def test_checkpoint_signature_is_an_hmac_of_its_body(settings, audit_checkpoint_
     record = json.loads(audit_checkpoint_file.read_text())
     body = canonical_json({k: v for k, v in record.items() if k != "mac"}).encode()
     assert record["mac"] == hmac.new(settings.ATHENA_AUDIT_KEY.encode(), body, hashlib.sha256).hexdigest()
+
+
+def test_checkpoint_command_says_when_nothing_new_was_written(audit_checkpoint_file: Path) -> None:  # type: ignore[no-untyped-def]
+    """`audit_verify --checkpoint` with no event since the last checkpoint wrote nothing but said it had."""
+    from io import StringIO
+
+    head = _events()[-1].pk
+
+    def run() -> str:
+        out = StringIO()
+        call_command("audit_verify", "--checkpoint", stdout=out)
+        return out.getvalue()
+
+    assert f"checkpoint written at event {head}" in run()
+    lines = audit_checkpoint_file.read_text().splitlines()
+    assert f"no checkpoint written: the last one already covers the head (event {head})" in run()
+    assert audit_checkpoint_file.read_text().splitlines() == lines

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
+from io import StringIO
 from pathlib import Path
 
 import numpy as np
@@ -402,6 +403,41 @@ def test_ingest_command_through_celery_worker(small_corpus, celery_worker_proces
     assert Counter(Chunk.objects.values_list("embedding_model", flat=True)) == {
         get_embedder().name: Chunk.objects.count()
     }
+    # --force through the queue indexes the unchanged files again (it was read by --inline only)
+    out = StringIO()
+    call_command("ingest", str(small_corpus), "--wait", "--force", stdout=out)
+    assert "documents: 0 new, 3 changed, 0 unchanged" in out.getvalue(), out.getvalue()
+    assert Document.objects.filter(status="indexed", version=2).count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rerun_with_access_options_says_they_skip_unchanged_documents(small_corpus):
+    """An unchanged file is skipped before any option applies: a re-run meant to restrict a folder says that it
+    did not, and --force applies the tighter tier."""
+    from django.core.management import call_command
+
+    call_command("ingest", str(small_corpus), "--inline", stdout=StringIO(), stderr=StringIO())
+    out, err = StringIO(), StringIO()
+    call_command(
+        "ingest", str(small_corpus), "--inline", "--access-tier", "restricted", stdout=out, stderr=err
+    )
+    assert "3 unchanged" in out.getvalue()
+    assert "note: --access-tier did not reach the 3 unchanged document(s)" in err.getvalue()
+    assert set(Document.objects.values_list("access_tier", flat=True)) == {"internal"}
+    err = StringIO()
+    call_command(
+        "ingest",
+        str(small_corpus),
+        "--inline",
+        "--force",
+        "--access-tier",
+        "restricted",
+        stdout=out,
+        stderr=err,
+    )
+    assert "note:" not in err.getvalue()
+    assert set(Document.objects.values_list("access_tier", flat=True)) == {"restricted"}
+    assert all(not chunk.acl_open for chunk in Chunk.objects.all())
 
 
 @pytest.mark.django_db(transaction=True)

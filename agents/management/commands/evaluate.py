@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -15,16 +14,18 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test import override_settings
 
-from athena.cli import output_file, read_json_lines
+from athena.cli import output_file, positive_int, read_json_lines
 from athena.errors import ApplicationError
 from retrieval.metrics import contains, mrr_at_k, ndcg_at_k, normalise, recall_at_k  # noqa: F401 - re-exported
 from retrieval.types import SearchConfig
 
+# --compare's rows: each sets what its name says over the --config base (a base of {"fusion": "rrf"} keeps
+# "hybrid combsum" CombSUM and runs the two rerank rows with RRF)
 ABLATIONS: list[tuple[str, dict[str, Any]]] = [
     ("dense only", {"sources": ("dense",), "rerank": False, "mmr": False}),
     ("bm25 only", {"sources": ("bm25",), "rerank": False, "mmr": False}),
     ("graph only", {"sources": ("graph",), "rerank": False, "mmr": False}),
-    ("hybrid combsum", {"rerank": False, "mmr": False}),
+    ("hybrid combsum", {"fusion": "combsum", "rerank": False, "mmr": False}),
     ("hybrid rrf", {"fusion": "rrf", "rerank": False, "mmr": False}),
     ("+ rerank", {"rerank": True, "mmr": False}),
     ("+ rerank + mmr", {"rerank": True, "mmr": True}),
@@ -55,13 +56,6 @@ def _config(raw: str | None) -> SearchConfig:
     return config
 
 
-def _positive(raw: str) -> int:
-    value = int(raw)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 class Command(BaseCommand):
     help = "Answer every question of a JSONL file and write predictions (DESIGN.md §8); prints metrics."
 
@@ -78,10 +72,12 @@ class Command(BaseCommand):
             "--config", default=None, help="JSON overrides of SearchConfig, for the answers and for --compare"
         )
         parser.add_argument("--compare", action="store_true", help="retrieval ablation table only")
-        parser.add_argument("--limit", type=_positive, default=None, help="the first N questions only")
+        parser.add_argument("--limit", type=positive_int, default=None, help="the first N questions only")
 
     def handle(self, *args: Any, **options: Any) -> None:
         questions = read_json_lines(Path(options["questions"]), required=("id", "question"))
+        if options["compare"] and options["out"]:
+            raise CommandError("--compare prints a table and writes no predictions: leave out --out")
         # checked before answering anything: a typo in --out must not cost a whole run
         out = output_file(Path(options["out"])) if options["out"] else None
         if options["limit"]:
@@ -99,7 +95,13 @@ class Command(BaseCommand):
             return
         if out is None:
             raise CommandError("--out is required (except with --compare)")
-        # the answers run under --config too (before, only --compare read it)
+        acl = sum(1 for q in questions if q.get("acl"))
+        if acl and "allowed_user" not in users:
+            self.stderr.write(
+                f"note: {acl} acl question(s) are asked by --user only; their answer figures then score that "
+                "user's run (give --allowed-user, a member of their group, to ask them as both)"
+            )
+        # None: the defaults, as the realtime worker runs them
         self._answer_all(questions, users, config if options["config"] else None, out)
 
     # -- retrieval ablation -------------------------------------------------------------------------------

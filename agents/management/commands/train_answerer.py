@@ -40,10 +40,24 @@ class Command(BaseCommand):
             "--append", action="store_true", help="with --collect: add the runs to those already in --data"
         )
         parser.add_argument("--out", default=None, help="artefact path (default agents/data/answerer.json)")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=int, default=None, help="default 0")
         parser.add_argument("--report", default=None, help="also write the report as JSON here")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # each option belongs to one of the two jobs: given to the other it would be dropped without a word (a
+        # refit that was meant to be a collection overwrites the shipped artefact)
+        wrong_job = (
+            [f"--{name}" for name in ("out", "seed", "report") if options[name] is not None]
+            if options["collect"]
+            else [
+                f"--{name.replace('_', '-')}" for name in ("user", "allowed_user", "append") if options[name]
+            ]
+        )
+        if wrong_job:
+            raise CommandError(
+                f"{', '.join(wrong_job)} "
+                + ("only apply when fitting (without --collect)" if options["collect"] else "need --collect")
+            )
         if options["collect"]:
             self._collect(
                 Path(options["collect"]),
@@ -59,7 +73,7 @@ class Command(BaseCommand):
         data = Path(options["data"])
         if not data.exists():
             raise CommandError(f"{data} does not exist: collect it first (--collect QUESTIONS ...)")
-        answerer, report = fit_answerer(load_runs(data), seed=options["seed"])
+        answerer, report = fit_answerer(load_runs(data), seed=options["seed"] or 0)
         out = Path(options["out"]) if options["out"] else ARTEFACT
         out.write_text(json.dumps(answerer.to_json(), indent=1, sort_keys=True) + "\n")
         for line in report.lines():

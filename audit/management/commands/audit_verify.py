@@ -28,7 +28,13 @@ class Command(BaseCommand):
             self.stdout.write(f"chain intact ({report.checked} events){anchor}")
             if options["checkpoint"]:
                 written = audit_checkpoint_write()
-                if written is not None:
+                if written is None:
+                    self.stdout.write("no checkpoint written: the log holds no event yet")
+                elif written.event_id == report.checkpoint_event_id:
+                    self.stdout.write(
+                        f"no checkpoint written: the last one already covers the head (event {written.event_id})"
+                    )
+                else:
                     self.stdout.write(f"checkpoint written at event {written.event_id}")
             return
         lines = []

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from athena.cli import positive_int
 from athena.errors import ApplicationError
 from knowledge import services
 from knowledge.models import AccessTier, DocType, IngestRun
@@ -40,8 +41,8 @@ class Command(BaseCommand):
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument("--wait", action="store_true", help="queue on Celery and wait, showing progress")
         mode.add_argument("--inline", action="store_true", help="run in this process, without a worker")
-        parser.add_argument("--batch-size", type=int, default=16)
-        parser.add_argument("--force", action="store_true", help="re-index even unchanged files (--inline)")
+        parser.add_argument("--batch-size", type=positive_int, default=16, help="files per task (default 16)")
+        parser.add_argument("--force", action="store_true", help="index unchanged files again too")
 
     def handle(self, *args: Any, **options: Any) -> None:
         root = Path(options["path"])
@@ -57,7 +58,7 @@ class Command(BaseCommand):
             if options["inline"]:
                 self._inline(root, opts, options["batch_size"], options["force"])
             else:
-                self._queued(root, opts, options["batch_size"], wait=options["wait"])
+                self._queued(root, opts, options["batch_size"], options["force"], wait=options["wait"])
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc
 
@@ -78,9 +79,11 @@ class Command(BaseCommand):
                 bar.update(len(batch))
         total.seconds = time.perf_counter() - started
         services.ingest_run_finish_if_done(run)
-        self._report(total.as_dict(), len(files), total.seconds)
+        self._report(total.as_dict(), len(files), total.seconds, opts)
 
-    def _queued(self, root: Path, opts: services.IngestOptions, batch_size: int, *, wait: bool) -> None:
+    def _queued(
+        self, root: Path, opts: services.IngestOptions, batch_size: int, force: bool, *, wait: bool
+    ) -> None:
         from athena.celery import app
         from knowledge.tasks import folder_ingest_enqueue
 
@@ -93,7 +96,7 @@ class Command(BaseCommand):
                         "no Celery worker is running (start the stack with `make run`, or use "
                         "--inline to ingest in this process)"
                     )
-        run_id = folder_ingest_enqueue(root=root, options=opts, batch_size=batch_size)
+        run_id = folder_ingest_enqueue(root=root, options=opts, batch_size=batch_size, force=force)
         run = IngestRun.objects.get(pk=run_id)
         self.stdout.write(f"ingest run {run_id}: {run.total} file(s) queued")
         if not wait:
@@ -110,9 +113,11 @@ class Command(BaseCommand):
                 if run.status == "finished" or done >= run.total:
                     break
                 time.sleep(0.5)
-        self._report(run.counts, run.total, time.perf_counter() - started)
+        self._report(run.counts, run.total, time.perf_counter() - started, opts)
 
-    def _report(self, counts: dict[str, Any], total: int, seconds: float) -> None:
+    def _report(
+        self, counts: dict[str, Any], total: int, seconds: float, opts: services.IngestOptions
+    ) -> None:
         chunks = counts.get("chunks", 0)
         reused = f" ({counts['reused']} with stored vectors)" if counts.get("reused") else ""
         self.stdout.write(
@@ -129,3 +134,22 @@ class Command(BaseCommand):
             )
         for source, error in sorted((counts.get("errors") or {}).items()):
             self.stderr.write(f"failed: {source}: {error}")
+        given = [
+            flag
+            for flag, value in (
+                ("--acl-group", opts.acl_groups),
+                ("--access-tier", opts.access_tier),
+                ("--department", opts.department),
+                ("--doc-type", opts.doc_type),
+                ("--vendor", opts.vendor),
+            )
+            if value
+        ]
+        if given and counts.get("unchanged"):
+            # an unchanged file is skipped before any option applies: say so, or a re-run meant to restrict a
+            # folder looks as if it had
+            self.stderr.write(
+                f"note: {', '.join(given)} did not reach the {counts['unchanged']} unchanged document(s), which "
+                "keep their access and metadata; --force indexes them again with these options (access only "
+                "ever tightens that way), and the admin changes a document's access"
+            )

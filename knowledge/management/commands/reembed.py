@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections, transaction
 
+from athena.cli import positive_int
 from knowledge.indexing import embedding_input, embedding_key
 from knowledge.models import HNSW_INDEX_SQL, Chunk
 
@@ -22,7 +23,9 @@ class Command(BaseCommand):
     help = "Re-embed all chunks with the configured embedder (recreating the vector column if needed)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--batch-size", type=int, default=512)
+        parser.add_argument(
+            "--batch-size", type=positive_int, default=512, help="chunks per batch (default 512)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         from tqdm import tqdm
