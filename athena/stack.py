@@ -67,6 +67,15 @@ def _read_pid(name: str) -> int | None:
         return None
 
 
+def runner_components() -> list[str]:
+    """What the foreground `stack run` runs (recorded beside its pid file; all of it when not recorded)."""
+    try:
+        recorded = _pidfile("runner").with_suffix(".components").read_text().split(",")
+    except FileNotFoundError:
+        return list(Stack.ALL)
+    return [name for name in Stack.ALL if name in recorded]
+
+
 def _alive(pid: int | None) -> bool:
     if not pid:
         return False
@@ -628,6 +637,15 @@ class Stack:
     def down(self, *, echo: Callable[[str], None] = print) -> None:
         runner = _read_pid("runner")
         if runner and runner != os.getpid() and _alive(runner):
+            # stopping the runner stops everything it runs: refuse a partial stop rather than overreach
+            owned = runner_components()
+            beyond = [name for name in owned if name not in self.components]
+            if beyond:
+                raise StackError(
+                    f"a foreground `stack run` (pid {runner}) runs {', '.join(owned)}; stopping it would stop "
+                    f"{', '.join(beyond)} too: stop the whole of it (Ctrl-C, or `stack down --only "
+                    f"{','.join(owned)}`)"
+                )
             # a foreground `stack run` owns the stack: ask it to stop so it does not restart what we stop
             os.kill(runner, signal.SIGTERM)
             with contextlib.suppress(psutil.NoSuchProcess, psutil.TimeoutExpired):

@@ -401,32 +401,37 @@ def test_evaluate_scores_an_acl_question_on_the_allowed_user_s_run(sample_kb, tm
     assert f"answer containment EM: {expected:.3f} (2 questions)" in stdout.getvalue()
 
 
-@pytest.mark.django_db
-def test_evaluate_answers_under_the_given_search_config(sample_kb, tmp_path):
-    """`evaluate --config` sets the retrieval of the answers, not only of `--compare` (it was ignored there)."""
+def _evaluate_one(tmp_path: Path, question_id: str, username: str, *options: str) -> tuple[dict, str]:
+    """`manage.py evaluate` over one sample-KB question asked by `username` alone: (its prediction, stderr)."""
     from io import StringIO
 
     from django.core.management import call_command
 
     lines = (SAMPLE / "questions.jsonl").read_text().splitlines()
-    questions = tmp_path / "questions.jsonl"
-    questions.write_text(next(line for line in lines if json.loads(line)["id"] == "s001") + "\n")
+    questions, out, err = tmp_path / "questions.jsonl", tmp_path / "pred.jsonl", StringIO()
+    questions.write_text(next(line for line in lines if json.loads(line)["id"] == question_id) + "\n")
+    call_command(
+        "evaluate",
+        str(questions),
+        "--user",
+        username,
+        "--out",
+        str(out),
+        *options,
+        stdout=StringIO(),
+        stderr=err,
+    )
+    (prediction,) = [json.loads(line) for line in out.read_text().splitlines()]
+    return prediction, err.getvalue()
+
+
+@pytest.mark.django_db
+def test_evaluate_answers_under_the_given_search_config(sample_kb, tmp_path):
+    """`evaluate --config` sets the retrieval of the answers, not only of `--compare` (it was ignored there)."""
     _user("eval-config", "employees")
 
     def retrieved(*config: str) -> str:
-        out = tmp_path / "pred.jsonl"
-        call_command(
-            "evaluate",
-            str(questions),
-            "--user",
-            "eval-config",
-            "--out",
-            str(out),
-            *config,
-            stdout=StringIO(),
-            stderr=StringIO(),
-        )
-        (prediction,) = [json.loads(line) for line in out.read_text().splitlines()]
+        prediction, _ = _evaluate_one(tmp_path, "s001", "eval-config", *config)
         return next(step["decision"] for step in prediction["trace"] if step["step"] == "retrieve")
 
     assert retrieved() == "10 chunk(s) for 1 query(ies)"
@@ -435,28 +440,9 @@ def test_evaluate_answers_under_the_given_search_config(sample_kb, tmp_path):
 
 @pytest.mark.django_db
 def test_evaluate_says_when_acl_questions_are_asked_by_one_user_only(sample_kb, tmp_path):
-    from io import StringIO
-
-    from django.core.management import call_command
-
-    lines = (SAMPLE / "questions.jsonl").read_text().splitlines()
-    questions = tmp_path / "questions.jsonl"
-    questions.write_text(next(line for line in lines if json.loads(line)["id"] == "s027") + "\n")
     _user("eval-one-user", "employees")
-    err = StringIO()
-    out = tmp_path / "pred.jsonl"
-    call_command(
-        "evaluate",
-        str(questions),
-        "--user",
-        "eval-one-user",
-        "--out",
-        str(out),
-        stdout=StringIO(),
-        stderr=err,
-    )
-    assert "note: 1 acl question(s) are asked by --user only" in err.getvalue()
-    assert len(out.read_text().splitlines()) == 1
+    _, err = _evaluate_one(tmp_path, "s027", "eval-one-user")
+    assert "note: 1 acl question(s) are asked by --user only" in err
 
 
 @pytest.mark.django_db

@@ -115,6 +115,10 @@ def test_foreground_run_restarts_a_crashed_component_and_stops_cleanly(stack_env
     else:
         pytest.fail("the crashed worker was not restarted")
     started = _pids(var)
+    # a part of what the runner runs cannot be stopped alone: stopping the runner would stop all of it
+    partial = _stack(stack_env, "down", "--only=worker")
+    assert partial.returncode != 0 and "runs redis, worker" in partial.stderr, partial.stderr
+    assert runner.poll() is None and _pids(var) == started
     down = _stack(stack_env, "down", only)
     assert down.returncode == 0, down.stderr
     output, _ = runner.communicate(timeout=60)

@@ -55,12 +55,17 @@ def long_runs(answer: str) -> int:
 def profile(predictions: Path, split: str, questions: Path = DEVSET / "questions.jsonl") -> dict[str, float]:
     asked = {question["id"] for question in load_questions(questions, split)}
     answers = []
+    matched = 0
     for line in predictions.read_text().splitlines():
         if not line.strip():
             continue
         run = json.loads(line)
+        matched += run.get("id") in asked
         if run.get("id") in asked and not run.get("abstained") and run.get("answer"):
             answers.append(run["answer"])
+    if not matched:
+        # all zeros would read as "nothing answered": say which file or split does not fit
+        raise SystemExit(f"{predictions}: no run answers a question of the {split} split of {questions}")
     words = [len(answer.split()) for answer in answers]
     return {
         "answered": len(answers),

@@ -151,7 +151,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument(
         "--queue",
-        help="publish to this queue (default: ATHENA_REALTIME_QUEUE); the smoke test's own worker's",
+        help="publish the floor and hop measurements to this queue (default: ATHENA_REALTIME_QUEUE; the smoke "
+        "test's own worker's); the api row goes where the web server publishes, its own setting",
     )
     parser.add_argument("--no-api", action="store_true", help="skip the HTTP measurement (no web running)")
     parser.add_argument("--save", type=Path)

@@ -359,19 +359,26 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument(
-        "--threads", type=int, default=0, help="torch threads (default: ATHENA_TORCH_THREADS)"
+        "--threads",
+        type=int,
+        default=0,
+        help="torch threads for the ingest and the comparison (sets ATHENA_TORCH_THREADS; default: the "
+        "environment's)",
     )
     parser.add_argument("--quality", action="store_true", help="dense-only dev-set quality per precision")
     parser.add_argument(
         "--device",
         choices=("auto", "cpu", "cuda"),
-        help="ATHENA_DEVICE for every embedder of the run (default: the environment's, else auto)",
+        help="ATHENA_DEVICE for the ingest and the configured embedders of the comparison; its 'naive' row "
+        "is plain sentence-transformers on the CPU (default: the environment's, else auto)",
     )
     parser.add_argument("--save", type=Path)
     parser.add_argument("--compare", type=Path)
     args = parser.parse_args()
     if args.device:
         os.environ["ATHENA_DEVICE"] = args.device  # read by the settings, which setup_django() loads
+    if args.threads:
+        os.environ["ATHENA_TORCH_THREADS"] = str(args.threads)  # the timed ingest's embedder reads it too
     setup_django()
     from django.conf import settings
     from django.db import connection

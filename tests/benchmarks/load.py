@@ -143,7 +143,12 @@ def main() -> None:
     parser.add_argument("--token", action="append", default=[], help="API token (repeatable)")
     parser.add_argument("--users", type=int, default=0, help="create N load users and use their tokens")
     parser.add_argument("--levels", default="1,4,8,16,32")
-    parser.add_argument("--per-level", type=int, default=32, help="questions per concurrency level")
+    parser.add_argument(
+        "--per-level",
+        type=int,
+        default=32,
+        help="questions per concurrency level (at least the level itself)",
+    )
     parser.add_argument("--questions", type=Path, default=DEVSET / "questions.jsonl")
     parser.add_argument("--timeout", type=float, default=200.0, help="client timeout per request, seconds")
     parser.add_argument(

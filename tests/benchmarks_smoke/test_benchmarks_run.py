@@ -289,6 +289,15 @@ def test_answer_text_counts_a_list_run_together_on_a_question_file_of_its_own(tm
     assert result.returncode == 0, result.stderr
     figures = json.loads((tmp_path / "figures.json").read_text())
     assert figures["answered"] == 2 and figures["long_runs"] == 1 and figures["code_blocks"] == 1, figures
+    # predictions of another split or question file: an error, not a table of zeros
+    other = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "benchmarks" / "answer_text.py"), str(predictions)]
+        + ["--questions", str(questions), "--split", "validation"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert other.returncode == 1 and "no run answers a question of the validation split" in other.stderr
 
 
 def test_dev_text_scan_names_our_lines_that_a_dev_document_holds(tmp_path: Path):

@@ -11,7 +11,11 @@ from athena.services import user_create_or_update
 
 
 class Command(BaseCommand):
-    help = "Create (or update) a user non-interactively and put them in the given groups."
+    help = (
+        "Create a user non-interactively and put them in the given groups; for an existing user, add the groups "
+        "(never removed here) and set what is given (password, email, --staff; staff is never taken away here: "
+        "use the admin)"
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")

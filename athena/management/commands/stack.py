@@ -58,6 +58,7 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, _stop)
         signal.signal(signal.SIGTERM, _stop)
+        _pidfile("runner").with_suffix(".components").write_text(",".join(stack.components))
         _pidfile("runner").write_text(str(os.getpid()))
         stack.up(echo=self.stdout.write)
         self.stdout.write("stack running; Ctrl-C stops everything")
@@ -70,3 +71,4 @@ class Command(BaseCommand):
             self.stdout.write("stopping ...")
             stack.down(echo=self.stdout.write)
             _pidfile("runner").unlink(missing_ok=True)
+            _pidfile("runner").with_suffix(".components").unlink(missing_ok=True)
