@@ -76,6 +76,15 @@ def runner_components() -> list[str]:
     return [name for name in Stack.ALL if name in recorded]
 
 
+def _is_runner(pid: int) -> bool:
+    """Whether `pid` is a foreground `manage.py stack run`."""
+    try:
+        words = psutil.Process(pid).cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+    return any(w.endswith("manage.py") for w in words) and "stack" in words and "run" in words
+
+
 def _alive(pid: int | None) -> bool:
     if not pid:
         return False
@@ -636,6 +645,11 @@ class Stack:
 
     def down(self, *, echo: Callable[[str], None] = print) -> None:
         runner = _read_pid("runner")
+        if runner and runner != os.getpid() and _alive(runner) and not _is_runner(runner):
+            # a pid file left by a runner that died with the machine, its number since taken by another process
+            _pidfile("runner").unlink(missing_ok=True)
+            _pidfile("runner").with_suffix(".components").unlink(missing_ok=True)
+            runner = None
         if runner and runner != os.getpid() and _alive(runner):
             # stopping the runner stops everything it runs: refuse a partial stop rather than overreach
             owned = runner_components()

@@ -75,13 +75,19 @@ def ingest_files_task(
         delivery_end(task_id)
 
 
+def _force_kwargs(force: bool) -> dict[str, bool]:
+    """`force` goes with a batch only when set: a worker that predates the argument (not yet restarted after an
+    upgrade) still takes every ordinary batch."""
+    return {"force": True} if force else {}
+
+
 def _crashed_batch(
     run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any], force: bool
 ) -> dict:
     summary = services.IngestSummary()
     if len(files) > 1:
         for item in files:  # find the file that crashes: each on its own
-            ingest_files_task.delay(run_id, root, [item], options, force)
+            ingest_files_task.apply_async((run_id, root, [item], options), _force_kwargs(force))
         return summary.as_dict()
     ingest_options = services.IngestOptions.from_dict(options)
     for source, path in files:
@@ -210,5 +216,5 @@ def folder_ingest_enqueue(
     run.save(update_fields=["counts"])
     services.ingest_run_finish_if_done(run)
     for batch in services.batches([[s, p] for s, p in files], batch_size):
-        ingest_files_task.delay(run.pk, run.root, batch, options.as_dict(), force)
+        ingest_files_task.apply_async((run.pk, run.root, batch, options.as_dict()), _force_kwargs(force))
     return run.pk

@@ -91,7 +91,7 @@ def test_train_answerer_refuses_options_of_the_other_job(tmp_path) -> None:  # t
             call_command("train_answerer", "--data", data, *args)
         return str(caught.value)
 
-    assert refused("--append") == "--append need --collect"
+    assert refused("--append") == "--append needs --collect"
     assert refused("--user", "alice", "--allowed-user", "bob") == "--user, --allowed-user need --collect"
     questions = str(_file(tmp_path, json.dumps(QUESTION)))
     assert refused("--collect", questions, "--user", "alice", "--seed", "0", "--out", "x.json") == (

@@ -141,3 +141,21 @@ def test_up_starts_the_servers_a_chosen_process_needs(stack_env):
     again = _stack(stack_env, "up", "--only=worker")
     assert again.returncode == 0, again.stderr
     assert "needed by" not in again.stdout and "worker: already running" in again.stdout
+
+
+def test_a_stale_runner_pid_file_naming_another_process_is_dropped_not_signalled(stack_env):
+    """A runner pid file left by a machine's crash may name a process that reused the number: `down` neither
+    refuses on its account nor sends it SIGTERM."""
+    var = Path(stack_env["ATHENA_VAR_DIR"])
+    (var / "run").mkdir(parents=True, exist_ok=True)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        (var / "run" / "runner.pid").write_text(str(other.pid))
+        (var / "run" / "runner.components").write_text("postgres,redis,worker,beat,web")
+        down = _stack(stack_env, "down", "--only=redis")
+        assert down.returncode == 0, down.stderr
+        assert other.poll() is None  # not signalled
+        assert not (var / "run" / "runner.pid").exists() and not (var / "run" / "runner.components").exists()
+    finally:
+        other.kill()
+        other.wait()

@@ -190,6 +190,10 @@ def main() -> None:
     elif args.cmd == "sample":
         sample(Path(args.out))
     else:
+        if args.limit is not None and args.limit < 1:
+            parser.error(f"--limit must be at least 1, got {args.limit}")
+        if args.ablate and args.compare:
+            parser.error("--ablate turns off answering parts, and --compare measures retrieval only")
         if args.ablate:
             os.environ["ATHENA_ABLATE"] = args.ablate  # read by the settings when Django starts
         evaluate(Path(args.out), args.config, args.compare, args.limit, args.split, Path(args.questions))

@@ -48,7 +48,7 @@ class Command(BaseCommand):
         # refit that was meant to be a collection overwrites the shipped artefact)
         wrong_job = (
             [f"--{name}" for name in ("out", "seed", "report") if options[name] is not None]
-            if options["collect"]
+            if options["collect"] is not None
             else [
                 f"--{name.replace('_', '-')}" for name in ("user", "allowed_user", "append") if options[name]
             ]
@@ -56,9 +56,13 @@ class Command(BaseCommand):
         if wrong_job:
             raise CommandError(
                 f"{', '.join(wrong_job)} "
-                + ("only apply when fitting (without --collect)" if options["collect"] else "need --collect")
+                + (
+                    "only apply when fitting (without --collect)"
+                    if options["collect"] is not None
+                    else ("needs" if len(wrong_job) == 1 else "need") + " --collect"
+                )
             )
-        if options["collect"]:
+        if options["collect"] is not None:
             self._collect(
                 Path(options["collect"]),
                 options["user"],

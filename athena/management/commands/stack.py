@@ -60,15 +60,17 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, _stop)
         _pidfile("runner").with_suffix(".components").write_text(",".join(stack.components))
         _pidfile("runner").write_text(str(os.getpid()))
-        stack.up(echo=self.stdout.write)
-        self.stdout.write("stack running; Ctrl-C stops everything")
         try:
+            stack.up(echo=self.stdout.write)
+            self.stdout.write("stack running; Ctrl-C stops everything")
             while not stopping:
                 time.sleep(1.0)
                 if not stopping:
                     stack.restart_dead(echo=self.stdout.write)
         finally:
-            self.stdout.write("stopping ...")
-            stack.down(echo=self.stdout.write)
-            _pidfile("runner").unlink(missing_ok=True)
-            _pidfile("runner").with_suffix(".components").unlink(missing_ok=True)
+            try:
+                self.stdout.write("stopping ...")
+                stack.down(echo=self.stdout.write)
+            finally:
+                _pidfile("runner").unlink(missing_ok=True)
+                _pidfile("runner").with_suffix(".components").unlink(missing_ok=True)

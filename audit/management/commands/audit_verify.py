@@ -29,7 +29,14 @@ class Command(BaseCommand):
             if options["checkpoint"]:
                 written = audit_checkpoint_write()
                 if written is None:
-                    self.stdout.write("no checkpoint written: the log holds no event yet")
+                    self.stdout.write(
+                        "no checkpoint written: "
+                        + (
+                            "the log holds no event yet"
+                            if not report.checked
+                            else "the chain did not verify a second time; run audit_verify again"
+                        )
+                    )
                 elif written.event_id == report.checkpoint_event_id:
                     self.stdout.write(
                         f"no checkpoint written: the last one already covers the head (event {written.event_id})"

@@ -150,6 +150,7 @@ class Command(BaseCommand):
             # folder looks as if it had
             self.stderr.write(
                 f"note: {', '.join(given)} did not reach the {counts['unchanged']} unchanged document(s), which "
-                "keep their access and metadata; --force indexes them again with these options (access only "
-                "ever tightens that way), and the admin changes a document's access"
+                "keep their access and metadata; --force indexes them again with these options, where access "
+                "only tightens (a higher tier; groups only for a document that has none), and the admin changes "
+                "a document's access"
             )
