@@ -16,7 +16,10 @@ from agents.feedback import conversation_delete, curation_enqueue, curation_reso
 from agents.models import Answer, Conversation, CurationItem
 from agents.selectors import conversation_history, conversation_list, curation_queue
 from athena.errors import Unavailable
-from athena.http import reject_unknown_fields  # also refuses bodies over 64 KiB before parsing
+from athena.http import (  # reject_unknown_fields also refuses bodies over 64 KiB before parsing
+    refuse_unknown_params,
+    reject_unknown_fields,
+)
 from athena.pagination import PageParams, page_params
 from athena.permissions import IsKbAdmin
 from athena.principals import Principal
@@ -244,6 +247,7 @@ class ConversationListApi(APIView):
     def get(self, request: Request) -> Response:
         """The caller's conversations, newest first: `limit` (default 200) from `offset`; the total is in the
         X-Total-Count header."""
+        refuse_unknown_params(request, PageParams)
         limit, offset = page_params(request, default_limit=200)
         qs = conversation_list(user=request.user)
         response = Response(ConversationSerializer(qs[offset : offset + limit], many=True).data)
@@ -314,7 +318,7 @@ class FeedbackApi(APIView):
             user=request.user,
             answer_id=answer_id,
             vote=vote,
-            comment=serializer.validated_data.get("comment", ""),
+            comment=serializer.validated_data.get("comment"),  # absent: an earlier vote's comment stays
         )
         queued = CurationItem.objects.filter(answer_id=answer_id, resolved=False).exists()
         return Response(
@@ -377,6 +381,7 @@ class CurationListApi(APIView):
     )
     def get(self, request: Request) -> Response:
         """`limit` (default 500) items from `offset`; the total is in the X-Total-Count header."""
+        refuse_unknown_params(request, self.CurationListFilterSerializer, PageParams)
         params = self.CurationListFilterSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         limit, offset = page_params(request, default_limit=500)

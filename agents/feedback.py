@@ -34,14 +34,15 @@ def curation_enqueue(*, answer: Answer, reason: str) -> CurationItem:
 
 
 @transaction.atomic
-def feedback_submit(*, user: Any, answer_id: int, vote: int, comment: str = "") -> Feedback:
+def feedback_submit(*, user: Any, answer_id: int, vote: int, comment: str | None = None) -> Feedback:
     """Record (or change) the user's vote on an answer they were given; downvotes go to curation.
 
     Args:
         user: the voter; must be the user the answer was given to.
         answer_id: Answer primary key.
         vote: +1 or -1.
-        comment: optional free text (at most 2,000 characters).
+        comment: optional free text (at most 2,000 characters); None keeps the comment of an earlier vote (a
+            changed vote with no comment sent does not erase what curators were reading), "" clears it.
 
     Returns:
         the saved Feedback row.
@@ -50,11 +51,13 @@ def feedback_submit(*, user: Any, answer_id: int, vote: int, comment: str = "") 
 
     if vote not in (Feedback.Vote.UP, Feedback.Vote.DOWN):
         raise ValidationFailed("vote must be 1 (up) or -1 (down)")
-    if len(comment) > MAX_COMMENT_CHARS:
+    if comment is not None and len(comment) > MAX_COMMENT_CHARS:
         raise ValidationFailed(f"comment too long (at most {MAX_COMMENT_CHARS} characters)")
     answer = answer_get_for_user(user=user, answer_id=answer_id)
     feedback, _ = Feedback.objects.update_or_create(
-        answer=answer, user=user, defaults={"vote": vote, "comment": comment}
+        answer=answer,
+        user=user,
+        defaults={"vote": vote} if comment is None else {"vote": vote, "comment": comment},
     )
     if vote == Feedback.Vote.DOWN:
         curation_enqueue(answer=answer, reason="downvoted")
@@ -67,7 +70,7 @@ def feedback_submit(*, user: Any, answer_id: int, vote: int, comment: str = "") 
             "answer_id": answer.pk,
             "audit_event_id": answer.audit_event_id,
             "vote": vote,
-            "comment": comment,
+            "comment": feedback.comment,
         },
     )
     return feedback

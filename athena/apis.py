@@ -7,6 +7,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from athena.errors import ValidationFailed
 from athena.health import health_report
 
 # `components` (versions, hosts, errors) only for staff; everyone else gets the status alone
@@ -36,7 +37,13 @@ class HealthApi(APIView):
     def get(self, request: Request) -> Response:
         # ?workers=false: the web process's own readiness (database, pgvector, Redis), for probes that must
         # not take every web server out of service when the workers are down
-        report = health_report(include_workers=request.query_params.get("workers") != "false")
+        workers = request.query_params.get("workers", "true").lower()
+        if workers not in ("true", "false"):
+            # "0" or "no" read as true would take every web server out of service when the workers are down
+            raise ValidationFailed(
+                f"workers must be true or false, got {workers!r}", details={"workers": workers}
+            )
+        report = health_report(include_workers=workers == "true")
         code = 200 if report["status"] == "ok" else 503
         if not (request.user and request.user.is_staff):
             return Response({"status": report["status"]}, status=code)  # details (versions, hosts) for staff

@@ -22,6 +22,16 @@ def reject_unknown_fields(request: Request, serializer_class: type[serializers.S
     refuse_unknown_fields(request.data, serializer_class().fields)
 
 
+def refuse_unknown_params(request: Request, *serializer_classes: type[serializers.Serializer]) -> None:
+    """Query-string parameters outside the fields of `serializer_classes` (and DRF's own `format`) are refused:
+    a misnamed filter (`actor=` for `user=`, `page=` for `offset=`) would otherwise return the unfiltered list,
+    an export of the whole audit log among them."""
+    allowed = {"format"}
+    for serializer_class in serializer_classes:
+        allowed.update(serializer_class().fields)
+    refuse_unknown_fields(request.query_params.keys(), allowed)
+
+
 def refuse_unknown_fields(given: Iterable[str], allowed: Iterable[str]) -> None:
     """Raise ValidationFailed naming every field of `given` that is not in `allowed`."""
     unknown = sorted(set(given) - set(allowed))

@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from athena.http import refuse_unknown_params
 from athena.pagination import paged_schema
 from athena.permissions import IsCompliance
 from audit.models import AuditEvent
@@ -70,6 +71,7 @@ class AuditSearchApi(APIView):
         responses=paged_schema("AuditEventPage", AuditEventSerializer),
     )
     def get(self, request: Request) -> Response:
+        refuse_unknown_params(request, AuditQuerySerializer, self.AuditSearchPageSerializer)
         query = audit_query_from(request.query_params)
         page = self.AuditSearchPageSerializer(data=request.query_params)
         page.is_valid(raise_exception=True)
@@ -140,6 +142,7 @@ class AuditExportApi(APIView):
         responses={200: OpenApiTypes.BINARY},
     )
     def get(self, request: Request, fmt: str) -> StreamingHttpResponse:
+        refuse_unknown_params(request, AuditQuerySerializer)  # every matching event: no limit or offset
         query = audit_query_from(request.query_params)
         events = audit_event_search(query=query).order_by("id")
         audit_record(

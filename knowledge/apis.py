@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from athena.errors import ApplicationError, NotFound, ValidationFailed, flatten_detail
-from athena.http import refuse_unknown_fields, reject_unknown_fields
+from athena.http import refuse_unknown_fields, refuse_unknown_params, reject_unknown_fields
 from athena.pagination import paged_schema
 from athena.permissions import IsKbAdmin
 from athena.principals import Principal
@@ -92,6 +92,7 @@ class DocumentListApi(APIView):
         responses=paged_schema("DocumentPage", DocumentOutputSerializer),
     )
     def get(self, request: Request) -> Response:
+        refuse_unknown_params(request, self.DocumentListFilterSerializer)
         params = self.DocumentListFilterSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         data = params.validated_data
@@ -269,6 +270,10 @@ class DocumentUploadApi(APIView):
 
         upload_rate_hit(user=request.user)  # before the body is parsed (when CSRF has not parsed it already)
         refuse_unknown_fields(request.data, {"file"})
+        files = len(request.FILES.getlist("file"))
+        if files > 1:
+            # the serializer would read the last part alone and store that one under a 201
+            raise ValidationFailed(f"one file per upload, got {files}", details={"file": files})
         serializer = self.DocumentUploadInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         user = request.user

@@ -376,6 +376,13 @@ def test_feedback_votes_comments_and_curation() -> None:
     assert AuditEvent.objects.filter(kind="feedback", actor="alice").count() == 2
     history = client.get(f"/api/v1/conversations/{answer.conversation_id}").json()
     assert history["turns"][0]["vote"] == -1
+    # a changed vote with no comment keeps the earlier comment (it was erased); an empty comment clears it
+    again = client.post(f"/api/v1/answers/{answer.pk}/feedback", {"vote": "up"}, format="json")
+    assert again.json()["comment"] == "outdated" and Feedback.objects.get(answer=answer).vote == 1
+    cleared = client.post(
+        f"/api/v1/answers/{answer.pk}/feedback", {"vote": "up", "comment": ""}, format="json"
+    )
+    assert cleared.json()["comment"] == "" and Feedback.objects.get(answer=answer).comment == ""
 
 
 @pytest.mark.parametrize(

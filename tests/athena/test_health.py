@@ -60,3 +60,9 @@ def test_web_readiness_leaves_the_workers_out():
     staff.force_authenticate(UserFactory(username="probe-staff", staff=True))
     body = staff.get("/api/v1/health?workers=false").json()
     assert set(body["components"]) == {"database", "pgvector", "redis"}
+    # only true or false: "0" or "no" read as true would have counted the workers in
+    assert APIClient().get("/api/v1/health?workers=FALSE").status_code == 200
+    refused = APIClient().get("/api/v1/health?workers=0")
+    assert (
+        refused.status_code == 400 and "workers must be true or false" in refused.json()["error"]["message"]
+    )

@@ -75,6 +75,11 @@ def test_search_filters(events, auditor) -> None:  # type: ignore[no-untyped-def
     assert count("since=9999-12-31") == 0
     first = auditor.get("/api/v1/audit/events?limit=1").json()["results"][0]
     assert first["id"] == events.last().pk  # newest first
+    audit_record(kind="question", actor="carol", verdict="answered", documents=["old/public/ntp.md"])
+    # a source id matched exactly does not also bring the ids it is a part of; a part alone matches them all
+    assert count("document=public/ntp.md") == 1
+    assert count("document=ntp") == 2
+    assert count("document=old/public/ntp.md&user=carol") == 1
 
 
 @pytest.mark.parametrize(

@@ -175,3 +175,14 @@ def test_parser_refuses_pdf_whose_streams_inflate_past_the_limit(tmp_path) -> No
     with pytest.raises(ParseError) as refused:
         parse_file(path, max_uncompressed=4 << 20)
     assert refused.value.code == "too_large" and "uncompressed" in refused.value.message
+
+
+def test_two_files_in_one_upload_are_refused(uploader) -> None:  # type: ignore[no-untyped-def]
+    """Two `file` parts: the serializer read the last alone and stored it under a 201."""
+    parts = [
+        SimpleUploadedFile(f"{name}.md", b"# Note\n\nsome text here", content_type="text/markdown")
+        for name in ("a", "b")
+    ]
+    response = client_for(uploader).post(URL, {"file": parts}, format="multipart")
+    assert response.status_code == 400 and "one file per upload, got 2" in response.json()["error"]["message"]
+    assert not AuditEvent.objects.filter(kind="upload").exists()

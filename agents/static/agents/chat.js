@@ -448,7 +448,9 @@
                                 placeholder: "Optional comment (what was wrong or missing?)" });
     var status = el("span", { className: "small muted feedback-status", role: "status" });
     function send(choice) {
-      api("POST", "/api/v1/answers/" + answerId + "/feedback", { vote: choice, comment: comment.value })
+      // an empty box sends no comment: a vote changed after a reload keeps the comment given before
+      var body = comment.value.trim() ? { vote: choice, comment: comment.value } : { vote: choice };
+      api("POST", "/api/v1/answers/" + answerId + "/feedback", body)
         .then(function (data) {
           up.classList.toggle("chosen", choice === "up");
           down.classList.toggle("chosen", choice === "down");
