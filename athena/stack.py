@@ -80,9 +80,12 @@ def _is_runner(pid: int) -> bool:
     """Whether `pid` is a foreground `manage.py stack run`."""
     try:
         words = psutil.Process(pid).cmdline()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+    except psutil.NoSuchProcess:
         return False
-    return any(w.endswith("manage.py") for w in words) and "stack" in words and "run" in words
+    except psutil.AccessDenied:
+        return True  # another user's process: assume it is what the pid file says
+    launcher = any(w.endswith(("manage.py", "django-admin")) for w in words)
+    return launcher and "stack" in words and "run" in words
 
 
 def _alive(pid: int | None) -> bool:
@@ -645,8 +648,9 @@ class Stack:
 
     def down(self, *, echo: Callable[[str], None] = print) -> None:
         runner = _read_pid("runner")
-        if runner and runner != os.getpid() and _alive(runner) and not _is_runner(runner):
-            # a pid file left by a runner that died with the machine, its number since taken by another process
+        if runner and runner != os.getpid() and not (_alive(runner) and _is_runner(runner)):
+            # a pid file left by a runner that died (with the machine, say), its number gone or since taken by
+            # another process
             _pidfile("runner").unlink(missing_ok=True)
             _pidfile("runner").with_suffix(".components").unlink(missing_ok=True)
             runner = None

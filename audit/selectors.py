@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from athena.errors import NotFound
@@ -44,8 +44,9 @@ def _day_start(day: date) -> datetime:
 
 
 def audit_event_search(*, query: AuditQuery) -> QuerySet[AuditEvent]:
-    """Events matching every given criterion, newest first. `document` matches a source id exactly or, failing
-    that, as a substring of one; `text` searches the payload (question, answer, evidence)."""
+    """Events matching every given criterion, newest first. `document` matches every source id that holds it
+    (the id itself, and the ids it is a part of: "vpn.md" also finds "old/vpn.md"), the same whatever else is
+    asked, so a narrower query never finds more; `text` searches the payload (question, answer, evidence)."""
     qs = AuditEvent.objects.all()
     if query.user:
         qs = qs.filter(actor__iexact=query.user)
@@ -54,6 +55,8 @@ def audit_event_search(*, query: AuditQuery) -> QuerySet[AuditEvent]:
     if query.until and query.until < date.max:
         # inclusive of the whole `until` day (the last day a date can hold means no end)
         qs = qs.filter(created_at__lt=_day_start(query.until + timedelta(days=1)))
+    if query.document:
+        qs = qs.filter(Q(documents__contains=[query.document]) | Q(documents__icontains=query.document))
     if query.verdict:
         qs = qs.filter(verdict__iexact=query.verdict)
     if query.kind:
@@ -62,10 +65,6 @@ def audit_event_search(*, query: AuditQuery) -> QuerySet[AuditEvent]:
         # the payload is searched as stored JSON text: the words are escaped as JSON escapes them, so a quoted
         # phrase finds the quotes inside a question or answer, not the key names around them
         qs = qs.filter(payload__icontains=json.dumps(query.text, ensure_ascii=False)[1:-1])
-    if query.document:
-        # last, so that "failing that" means: no event that the other criteria keep names it exactly
-        exact = qs.filter(documents__contains=[query.document])
-        qs = exact if exact.exists() else qs.filter(documents__icontains=query.document)
     return qs.order_by("-id")
 
 

@@ -47,6 +47,11 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
     except ValidationError as exc:
         errors = _messages(exc)
         query = None
+    unknown = sorted(set(request.GET) - set(QUERY_PARAMS) - {"offset"})
+    if unknown:
+        # a misnamed filter (`actor=` for `user=`) would show, and export, the whole log as its result
+        errors.append(f"unknown filter(s): {', '.join(unknown)}")
+        query = None
     try:
         offset = min(max(int(request.GET.get("offset", 0)), 0), MAX_OFFSET)
     except ValueError:

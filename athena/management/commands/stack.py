@@ -60,8 +60,10 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, _stop)
         _pidfile("runner").with_suffix(".components").write_text(",".join(stack.components))
         _pidfile("runner").write_text(str(os.getpid()))
+        started = False
         try:
             stack.up(echo=self.stdout.write)
+            started = True
             self.stdout.write("stack running; Ctrl-C stops everything")
             while not stopping:
                 time.sleep(1.0)
@@ -69,8 +71,10 @@ class Command(BaseCommand):
                     stack.restart_dead(echo=self.stdout.write)
         finally:
             try:
-                self.stdout.write("stopping ...")
-                stack.down(echo=self.stdout.write)
+                # a start that failed leaves alone what was running before it (`stack up` of another shell)
+                if started:
+                    self.stdout.write("stopping ...")
+                    stack.down(echo=self.stdout.write)
             finally:
                 _pidfile("runner").unlink(missing_ok=True)
                 _pidfile("runner").with_suffix(".components").unlink(missing_ok=True)
