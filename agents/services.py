@@ -55,6 +55,12 @@ def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
         if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
             raise ValidationFailed(f"filter {key} must be a list of strings")
         values[key] = tuple(raw)
+    # names an admin typed are matched as stored, whatever their case ("NOC" finds documents of "noc"); a name
+    # that no document has stays as given, so it retrieves nothing (refusing it would tell the asker which
+    # departments exist in documents they may not read)
+    for key, column in (("departments", "department"), ("vendors", "vendor")):
+        if values[key]:
+            values[key] = _stored_spellings(column, values[key])
     # a value no document can have is a typo: refused, so it never reads as "the documents don't say"
     for key, choices in (("doc_types", DocType.values), ("tiers", AccessTier.values)):
         wrong = [v for v in values[key] if v not in choices]
@@ -70,6 +76,22 @@ def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
     if after and before and after > before:
         raise ValidationFailed("filter updated_after is after updated_before")
     return Filters(**values)
+
+
+def _stored_spellings(column: str, given: tuple[str, ...]) -> tuple[str, ...]:
+    """`given` and every spelling of the same names (case aside) that documents store in `column`."""
+    from django.db.models.functions import Lower
+
+    from knowledge.models import Document
+
+    wanted = {value.lower() for value in given}
+    stored = (
+        Document.objects.annotate(folded=Lower(column))
+        .filter(folded__in=wanted)
+        .values_list(column, flat=True)
+        .distinct()
+    )
+    return tuple(dict.fromkeys([*given, *stored]))
 
 
 def answer_compute(

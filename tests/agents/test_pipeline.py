@@ -446,6 +446,25 @@ def test_evaluate_says_when_acl_questions_are_asked_by_one_user_only(sample_kb, 
 
 
 @pytest.mark.django_db
+def test_department_and_vendor_filters_match_the_stored_names_whatever_their_case(sample_kb):
+    """A department typed "NOC" retrieved nothing from documents stored under "noc", and the answer abstained
+    as if the documents did not say."""
+    from agents.services import _filters
+
+    stored = set(Document.objects.exclude(department="").values_list("department", flat=True))
+    assert "noc" in stored
+    assert set(_filters({"departments": ["NOC"]}).departments) == {"NOC", "noc"}
+    assert _filters({"departments": ["no-such-team"]}).departments == ("no-such-team",)
+    body = _answer(
+        "What BGP keepalive and hold timers do we configure on IOS-XE routers?",
+        _user("filter-case"),
+        filters={"departments": ["NOC"]},
+    )
+    docs = Document.objects.filter(source__in=body["retrieved"])
+    assert body["retrieved"] and {d.department for d in docs} == {"noc"}, body["retrieved"]
+
+
+@pytest.mark.django_db
 def test_a_search_config_is_answered_in_process_only(sample_kb):
     from retrieval.types import SearchConfig
 
