@@ -39,6 +39,7 @@ def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
     from datetime import date
 
     from knowledge.models import AccessTier, DocType
+    from knowledge.selectors import metadata_spellings
     from retrieval.types import Filters
 
     if not data:
@@ -60,7 +61,7 @@ def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
     # departments exist in documents they may not read)
     for key, column in (("departments", "department"), ("vendors", "vendor")):
         if values[key]:
-            values[key] = _stored_spellings(column, values[key])
+            values[key] = metadata_spellings(column, values[key])
     # a value no document can have is a typo: refused, so it never reads as "the documents don't say"
     for key, choices in (("doc_types", DocType.values), ("tiers", AccessTier.values)):
         wrong = [v for v in values[key] if v not in choices]
@@ -76,22 +77,6 @@ def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
     if after and before and after > before:
         raise ValidationFailed("filter updated_after is after updated_before")
     return Filters(**values)
-
-
-def _stored_spellings(column: str, given: tuple[str, ...]) -> tuple[str, ...]:
-    """`given` and every spelling of the same names (case aside) that documents store in `column`."""
-    from django.db.models.functions import Lower
-
-    from knowledge.models import Document
-
-    wanted = {value.lower() for value in given}
-    stored = (
-        Document.objects.annotate(folded=Lower(column))
-        .filter(folded__in=wanted)
-        .values_list(column, flat=True)
-        .distinct()
-    )
-    return tuple(dict.fromkeys([*given, *stored]))
 
 
 def answer_compute(

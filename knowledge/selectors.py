@@ -211,6 +211,21 @@ def passage_code_lines(*, stored: str, shown: str, marked: Sequence[str]) -> lis
     return [number for number, line in enumerate(lines) if line.strip() and line.strip() in wanted]
 
 
+def metadata_spellings(column: str, names: Sequence[str]) -> tuple[str, ...]:
+    """`names` and every spelling of the same names, case aside, that documents store in `column` ("department"
+    or "vendor"): a filter typed "NOC" then finds the documents of "noc"."""
+    if column not in ("department", "vendor"):
+        raise ValueError(f"no metadata column {column!r}")
+    wanted = {name.lower() for name in names}
+    stored = (
+        Document.objects.annotate(folded=Lower(column))
+        .filter(folded__in=wanted)
+        .values_list(column, flat=True)
+        .distinct()
+    )
+    return tuple(dict.fromkeys([*names, *stored]))
+
+
 def vendor_gazetteer() -> dict[str, tuple[str, str]]:
     """The admin-curated gazetteer: lower-case alias -> (kind, canonical name), for the entity recognisers."""
     from knowledge.models import Vendor

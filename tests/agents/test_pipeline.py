@@ -449,12 +449,12 @@ def test_evaluate_says_when_acl_questions_are_asked_by_one_user_only(sample_kb, 
 def test_department_and_vendor_filters_match_the_stored_names_whatever_their_case(sample_kb):
     """A department typed "NOC" retrieved nothing from documents stored under "noc", and the answer abstained
     as if the documents did not say."""
-    from agents.services import _filters
+    from knowledge.selectors import metadata_spellings
 
     stored = set(Document.objects.exclude(department="").values_list("department", flat=True))
     assert "noc" in stored
-    assert set(_filters({"departments": ["NOC"]}).departments) == {"NOC", "noc"}
-    assert _filters({"departments": ["no-such-team"]}).departments == ("no-such-team",)
+    assert set(metadata_spellings("department", ["NOC"])) == {"NOC", "noc"}
+    assert metadata_spellings("department", ["no-such-team"]) == ("no-such-team",)
     body = _answer(
         "What BGP keepalive and hold timers do we configure on IOS-XE routers?",
         _user("filter-case"),
