@@ -67,6 +67,17 @@ def _read_pid(name: str) -> int | None:
         return None
 
 
+def runner_record(components: list[str]) -> None:
+    """A foreground `stack run` writes down its pid and what it runs (`runner_components`)."""
+    _pidfile("runner").with_suffix(".components").write_text(",".join(components))
+    _pidfile("runner").write_text(str(os.getpid()))
+
+
+def runner_forget() -> None:
+    _pidfile("runner").unlink(missing_ok=True)
+    _pidfile("runner").with_suffix(".components").unlink(missing_ok=True)
+
+
 def runner_components() -> list[str]:
     """What the foreground `stack run` runs (recorded beside its pid file; all of it when not recorded)."""
     try:
@@ -651,8 +662,7 @@ class Stack:
         if runner and runner != os.getpid() and not (_alive(runner) and _is_runner(runner)):
             # a pid file left by a runner that died (with the machine, say), its number gone or since taken by
             # another process
-            _pidfile("runner").unlink(missing_ok=True)
-            _pidfile("runner").with_suffix(".components").unlink(missing_ok=True)
+            runner_forget()
             runner = None
         if runner and runner != os.getpid() and _alive(runner):
             # stopping the runner stops everything it runs: refuse a partial stop rather than overreach

@@ -46,22 +46,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         # each option belongs to one of the two jobs: given to the other it would be dropped without a word (a
         # refit that was meant to be a collection overwrites the shipped artefact)
-        wrong_job = (
-            [f"--{name}" for name in ("out", "seed", "report") if options[name] is not None]
-            if options["collect"] is not None
-            else [
+        if options["collect"] is not None:
+            wrong = [f"--{name}" for name in ("out", "seed", "report") if options[name] is not None]
+            why = "only apply when fitting (without --collect)"
+        else:
+            wrong = [
                 f"--{name.replace('_', '-')}" for name in ("user", "allowed_user", "append") if options[name]
             ]
-        )
-        if wrong_job:
-            raise CommandError(
-                f"{', '.join(wrong_job)} "
-                + (
-                    "only apply when fitting (without --collect)"
-                    if options["collect"] is not None
-                    else ("needs" if len(wrong_job) == 1 else "need") + " --collect"
-                )
-            )
+            why = ("needs" if len(wrong) == 1 else "need") + " --collect"
+        if wrong:
+            raise CommandError(f"{', '.join(wrong)} {why}")
         if options["collect"] is not None:
             self._collect(
                 Path(options["collect"]),

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from athena.stack import Stack, StackError, _pidfile
+from athena.stack import Stack, StackError, runner_forget, runner_record
 
 
 class Command(BaseCommand):
@@ -58,8 +57,7 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, _stop)
         signal.signal(signal.SIGTERM, _stop)
-        _pidfile("runner").with_suffix(".components").write_text(",".join(stack.components))
-        _pidfile("runner").write_text(str(os.getpid()))
+        runner_record(stack.components)
         started = False
         try:
             stack.up(echo=self.stdout.write)
@@ -76,5 +74,4 @@ class Command(BaseCommand):
                     self.stdout.write("stopping ...")
                     stack.down(echo=self.stdout.write)
             finally:
-                _pidfile("runner").unlink(missing_ok=True)
-                _pidfile("runner").with_suffix(".components").unlink(missing_ok=True)
+                runner_forget()
