@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import urllib.error
 import urllib.request
@@ -30,17 +31,43 @@ class LLMError(RuntimeError):
 
 class LLMClient(Protocol):
     enabled: bool
+    model: str
+
+    def build_messages(
+        self, *, question: str, template: str, passages: Sequence[str]
+    ) -> list[dict[str, str]]: ...
 
     def generate(self, *, question: str, template: str, passages: Sequence[str]) -> str: ...
+
+
+def prompt_record(llm: LLMClient, *, question: str, template: str, passages: Sequence[str]) -> dict[str, str]:
+    """What the audit log keeps of a prompt sent to the model: the backend and model, the question as sent, the
+    template, and the SHA-256 of the exact messages. The passages are not copied: the caller names them by chunk
+    id, and the same audit record holds each chunk's content hash, so the prompt can be rebuilt and checked."""
+    messages = llm.build_messages(question=question, template=template, passages=passages)
+    digest = hashlib.sha256(json.dumps(messages, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+    return {
+        "backend": f"{type(llm).__module__}.{type(llm).__qualname__}",
+        "model": llm.model,
+        "question": question,
+        "template": template,
+        "sha256": digest,
+    }
 
 
 class NoLLM:
     """Default: no generative model; the pipeline composes extractive answers."""
 
     enabled = False
+    model = ""
 
     def __init__(self, **_: Any) -> None:
         pass
+
+    def build_messages(
+        self, *, question: str, template: str, passages: Sequence[str]
+    ) -> list[dict[str, str]]:
+        raise LLMError("no LLM configured")
 
     def generate(self, *, question: str, template: str, passages: Sequence[str]) -> str:
         raise LLMError("no LLM configured")

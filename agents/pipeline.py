@@ -46,6 +46,8 @@ class PipelineResult:
     # abstained: how many of the question's distinctive terms only documents the asker cannot read hold;
     # for the enumeration detector (athena.throttling), never part of the response
     unreadable_terms: int = 0
+    # what was sent to a generative model (backend, model, question, chunk ids, SHA-256), for the audit log only
+    prompt: dict[str, Any] | None = None
 
 
 def run_pipeline(
@@ -115,6 +117,7 @@ def _result(state: AnswerState, started: float) -> PipelineResult:
         chunk_ids=[h.chunk_id for h in hits],
         search_timings_ms=_search_timings(state),
         unreadable_terms=_unreadable_terms(state),
+        prompt=state.prompt,
     )
 
 

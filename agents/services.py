@@ -79,6 +79,18 @@ def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
     return Filters(**values)
 
 
+def filters_logged(filters: Any) -> dict[str, Any]:
+    """The filters a question was searched under, as its audit event keeps them: each one given, the department
+    and vendor names as matched (their stored spellings), dates as YYYY-MM-DD; {} when none."""
+    logged: dict[str, Any] = {}
+    for key, value in asdict(filters).items():
+        if isinstance(value, tuple) and value:
+            logged[key] = list(value)
+        elif value is not None and not isinstance(value, tuple):
+            logged[key] = value.isoformat()
+    return logged
+
+
 def answer_compute(
     *,
     user_id: int,
@@ -161,7 +173,14 @@ def passage_text_guard(text: str) -> str:
 
 
 def _withheld_question_record(
-    user: Any, conversation_id: str | None, *, question_id: str, verdict: str, reason: str, why: str
+    user: Any,
+    conversation_id: str | None,
+    *,
+    question_id: str,
+    filters: dict[str, Any],
+    verdict: str,
+    reason: str,
+    why: str,
 ) -> None:
     """Audit a question that got no answer (`unavailable`: no worker answered; `error`: the pipeline raised).
     Its text is not logged: it has not been screened for personal data."""
@@ -177,23 +196,27 @@ def _withheld_question_record(
             "question_id": question_id,
             "groups": sorted(user.groups.values_list("name", flat=True)),
             "conversation": conversation_id,
+            "filters": filters,
             "error": reason,
         },
     )
 
 
-def _unavailable_record(user: Any, conversation_id: str | None, *, question_id: str, reason: str) -> None:
+def _unavailable_record(
+    user: Any, conversation_id: str | None, *, question_id: str, filters: dict[str, Any], reason: str
+) -> None:
     _withheld_question_record(
         user,
         conversation_id,
         question_id=question_id,
+        filters=filters,
         verdict="unavailable",
         reason=reason,
         why="the answering service did not answer",
     )
 
 
-def _admit(user: Any, question_id: str) -> None:
+def _admit(user: Any, question_id: str, logged_filters: dict[str, Any]) -> None:
     """Back-pressure: refuse at once (503 + Retry-After) a question that would wait in the realtime queue
     longer than ATHENA_MAX_QUEUE_WAIT_SECONDS, instead of holding the caller's connection; and (429 +
     Retry-After) a question whose asker already has ATHENA_USER_MAX_IN_FLIGHT questions waiting, so that one
@@ -211,7 +234,7 @@ def _admit(user: Any, question_id: str) -> None:
         # came before them (checking first and adding later let a burst of 32 all in)
         admission = realtime.admission_try(question_id=question_id, user_id=user.pk, user_cap=cap)
     except RedisError:
-        _unavailable_record(user, None, question_id=question_id, reason="broker_down")
+        _unavailable_record(user, None, question_id=question_id, filters=logged_filters, reason="broker_down")
         raise Unavailable(
             "the message broker is not reachable; retry in a few seconds",
             retry_after=realtime.retry_after_seconds(),
@@ -230,6 +253,7 @@ def _admit(user: Any, question_id: str) -> None:
             user,
             None,
             question_id=question_id,
+            filters=logged_filters,
             verdict="throttled",
             reason="too_many_in_flight",
             why="the asker had too many questions waiting",
@@ -248,7 +272,7 @@ def _admit(user: Any, question_id: str) -> None:
         )
     if bound and capacity.processes and capacity.expected_wait_seconds > bound:
         realtime.pending_remove(question_id, user.pk)
-        _unavailable_record(user, None, question_id=question_id, reason="overloaded")
+        _unavailable_record(user, None, question_id=question_id, filters=logged_filters, reason="overloaded")
         raise Unavailable(
             f"too many questions are waiting (about {capacity.expected_wait_seconds:.0f} s); retry shortly",
             code="overloaded",
@@ -260,7 +284,14 @@ def _admit(user: Any, question_id: str) -> None:
         )
 
 
-def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: Any, question_id: str) -> dict:
+def _answer_on_worker(
+    user: Any,
+    question: str,
+    conversation_id: str,
+    filters: Any,
+    question_id: str,
+    logged_filters: dict[str, Any],
+) -> dict:
     """Run the pipeline on the realtime queue under the task id `question_id` (the idempotency key). A worker
     that dies mid-answer gets the question redelivered (agents/realtime.py); when no worker is alive for
     ATHENA_NO_WORKER_GRACE_SECONDS, or none answers within ATHENA_ANSWER_TIMEOUT_SECONDS, or the broker is
@@ -288,7 +319,9 @@ def _answer_on_worker(user: Any, question: str, conversation_id: str, filters: A
     if outcome.result is not None:
         return outcome.result
     realtime.abandon(question_id)
-    _unavailable_record(user, conversation_id, question_id=question_id, reason=outcome.reason)
+    _unavailable_record(
+        user, conversation_id, question_id=question_id, filters=logged_filters, reason=outcome.reason
+    )
     messages = {
         "no_worker": "no worker is consuming the '{queue}' queue (start one: `manage.py stack up`)",
         "timeout": "no worker on the '{queue}' queue answered within {timeout} s",
@@ -332,7 +365,7 @@ def ask(
         raise ValidationFailed(
             f"question is {len(question)} characters; the limit is {settings.ATHENA_MAX_QUESTION_CHARS}"
         )
-    _filters(filters)  # validate before queueing
+    logged_filters = filters_logged(_filters(filters))  # validated before queueing
     if config is not None and settings.ATHENA_REALTIME_VIA_CELERY:
         raise ValueError("a retrieval config other than the default is answered in-process only")
     # the question's idempotency key: its task id on the realtime queue (a redelivered copy runs under the same
@@ -347,14 +380,16 @@ def ask(
         except (ValueError, Conversation.DoesNotExist):
             raise NotFound("no such conversation") from None
     if settings.ATHENA_REALTIME_VIA_CELERY:
-        _admit(user, question_id)  # counts the question as waiting from here on
+        _admit(user, question_id, logged_filters)  # counts the question as waiting from here on
     try:
         # a new conversation only once admitted (a refused question leaves none behind), and untitled until the
         # input guard has screened the question (a refused one never names it)
         if conversation is None:
             conversation = Conversation.objects.create(user=user, title="")
         if settings.ATHENA_REALTIME_VIA_CELERY:
-            result = _answer_on_worker(user, question, str(conversation.pk), filters, question_id)
+            result = _answer_on_worker(
+                user, question, str(conversation.pk), filters, question_id, logged_filters
+            )
         else:
             result = answer_compute(
                 user_id=user.pk,
@@ -373,6 +408,7 @@ def ask(
             user,
             str(conversation.pk) if conversation is not None else None,
             question_id=question_id,
+            filters=logged_filters,
             verdict="error",
             reason=type(exc).__name__,
             why="the answering pipeline failed",
@@ -405,12 +441,15 @@ def ask(
             "rewritten": result["rewritten"] if not blocked else "",
             "groups": groups,
             "conversation": str(conversation.pk),
+            "filters": logged_filters,
             "retrieved_chunks": result["retrieved_chunks"],
             "answer": result["answer"],
             "citations": result["citations"],
             "attribution_score": result["attribution_score"],
             "guardrails": guard,
             "template": result["template"],
+            "prompt": result.get("prompt"),
+            "trace": result["trace"],
             "timings_ms": result["timings_ms"],
         },
     )

@@ -34,6 +34,8 @@ UNIT_SHAPED_BY_RULES = frozenset({"procedure_sop", "comparison_decision"})
 # how many of the most probable sentences make units; the shaper spends its word budget on them before the
 # sentences that follow them (train EM: 4 units, budget in reading order .617; by priority .633; 5 units .648)
 UNITS = 5
+# evidence passages a generative model is given, best first
+LLM_PASSAGES = 8
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class Generate:
     name: str = "generate"
 
     def run(self, state: AnswerState) -> AnswerState:
-        from agents.llm import LLMError, get_llm
+        from agents.llm import LLMError, get_llm, prompt_record
 
         ranked, disagreement = disagreement_note(
             list(state.candidates), list(state.evidence), list(state.hits)
@@ -52,12 +54,15 @@ class Generate:
         attribution: Attribution | None = None
         if llm.enabled:
             started = time.perf_counter()
+            sent = state.evidence[:LLM_PASSAGES]
+            passages = [e.text for e in sent]
             try:
-                text = llm.generate(
-                    question=state.rewritten,
-                    template=state.template,
-                    passages=[e.text for e in state.evidence[:8]],
+                # recorded before the call, so the audit also holds a prompt whose call failed
+                prompt = prompt_record(
+                    llm, question=state.rewritten, template=state.template, passages=passages
                 )
+                state = replace(state, prompt={**prompt, "chunk_ids": [e.chunk_id for e in sent]})
+                text = llm.generate(question=state.rewritten, template=state.template, passages=passages)
                 draft = parse_llm_answer(text, state.template)
                 state = state.noted("generate_llm", "done", (time.perf_counter() - started) * 1000)
                 started = time.perf_counter()

@@ -113,6 +113,7 @@ class AnswerState:
     citations: tuple[dict[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
     guard: dict[str, Any] = field(default_factory=dict)
+    prompt: dict[str, Any] | None = None  # what was sent to a generative model (`agents.llm.prompt_record`)
     verdict: str = ""  # set when the run ends: blocked | clarify | abstained | answered
 
     @property

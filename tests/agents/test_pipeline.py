@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -69,6 +70,21 @@ def test_parameter_lookup_is_answered_with_verified_citations(sample_kb):
     event = AuditEvent.objects.get(pk=body["audit_event_id"])
     assert event.kind == "question" and event.verdict == "answered"
     assert all("content_hash" in c for c in event.payload["retrieved_chunks"])
+    # the audit keeps the run's trace with each step's decision, not its timings alone; no filters, no model
+    assert event.payload["trace"] == body["trace"]
+    assert event.payload["filters"] == {} and event.payload["prompt"] is None
+
+
+@pytest.mark.django_db
+def test_the_filters_a_question_was_searched_under_are_audited(sample_kb):
+    filters = {"doc_types": ["runbook", "sop"], "tiers": "public", "updated_after": "2001-02-03"}
+    body = _answer("How do I rotate the VPN pre-shared key?", _user("filtered"), filters=filters)
+    event = AuditEvent.objects.get(pk=body["audit_event_id"])
+    assert event.payload["filters"] == {
+        "doc_types": ["runbook", "sop"],
+        "tiers": ["public"],
+        "updated_after": "2001-02-03",
+    }
 
 
 @pytest.mark.django_db
@@ -278,6 +294,15 @@ def test_llm_answer_with_a_changed_number_is_rejected_and_falls_back_to_extracti
     assert any(step.startswith("generate_extractive") for step in steps)
     assert "30 120" not in body["answer"]
     assert not body["abstained"] and body["attribution_score"] >= 0.7
+    # the audit names what the model was sent: its model, the passages by chunk id, a hash of the exact messages
+    prompt = AuditEvent.objects.get(pk=body["audit_event_id"]).payload["prompt"]
+    sent = _ScriptedLLM.requests[0]["messages"]
+    digest = hashlib.sha256(json.dumps(sent, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+    assert prompt["sha256"] == digest and prompt["model"] == "scripted"
+    assert prompt["backend"] == "agents.llm.OpenAICompatibleLLM"
+    assert prompt["chunk_ids"] == [e["chunk_id"] for e in body["evidence"]][: len(prompt["chunk_ids"])]
+    assert 1 <= len(prompt["chunk_ids"]) <= 8
+    assert all(f"[{i}] " in sent[1]["content"] for i in range(1, len(prompt["chunk_ids"]) + 1))
 
 
 def _restricted_only_word() -> str:

@@ -21,11 +21,12 @@ def test_a_question_whose_pipeline_fails_is_audited() -> None:
     user = make_user("eng", "employees")
     broken = {**settings.ATHENA_EMBEDDER, "BACKEND": "knowledge.embedders.NoSuchEmbedder"}
     with override_settings(ATHENA_EMBEDDER=broken), pytest.raises(Exception):  # noqa: B017 - any failure
-        ask(user=user, question="How do I rotate the VPN pre-shared key?")
+        ask(user=user, question="How do I rotate the VPN pre-shared key?", filters={"vendors": ["Juniper"]})
     event = AuditEvent.objects.get(kind="question")
     assert event.verdict == "error" and event.actor == "eng"
     assert "rotate" not in str(event.payload)  # not screened: the text is withheld
     assert event.payload["error"]
+    assert event.payload["filters"] == {"vendors": ["Juniper"]}  # no document has it: kept as given
     # the conversation the question opened holds nothing: it leaves the asker's list, and its row stays
     assert not conversation_list(user=user)
     assert Conversation.objects.get(user=user).deleted
