@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from agents.feedback import conversation_delete, curation_enqueue, curation_resolve, feedback_submit
 from agents.models import Answer, Conversation, CurationItem
-from agents.selectors import conversation_history, conversation_list, curation_queue
+from agents.selectors import conversation_history, conversation_list, curation_queue, responses_visible
 from athena.errors import Unavailable
 from athena.http import (  # reject_unknown_fields also refuses bodies over 64 KiB before parsing
     refuse_unknown_params,
@@ -260,8 +260,12 @@ class TurnSerializer(serializers.Serializer):
     answer_id = serializers.IntegerField(source="pk")
     question = serializers.CharField()
     created_at = serializers.DateTimeField()
-    response = serializers.DictField()
+    response = serializers.SerializerMethodField()
     vote = serializers.SerializerMethodField()
+
+    def get_response(self, obj: Answer) -> dict[str, Any]:
+        # as the asker may see it now (agents.selectors.responses_visible), computed once for the conversation
+        return dict(self.context["responses"][obj.pk])
 
     def get_vote(self, obj: Answer) -> int | None:
         votes = [f.vote for f in obj.feedback.all() if f.user_id == obj.user_id]
@@ -279,6 +283,7 @@ class ConversationDetailApi(APIView):
     @extend_schema(responses=ConversationHistorySerializer)
     def get(self, request: Request, conversation_id: Any) -> Response:
         conversation, answers = conversation_history(user=request.user, conversation_id=conversation_id)
+        responses = responses_visible(answers=answers, principal=Principal.from_user(request.user))
         return Response(
             ConversationHistorySerializer(
                 {
@@ -286,7 +291,8 @@ class ConversationDetailApi(APIView):
                     "title": conversation.title,
                     "created_at": conversation.created_at,
                     "turns": answers,
-                }
+                },
+                context={"responses": responses},
             ).data
         )
 

@@ -57,19 +57,75 @@ def curation_queue(*, resolved: bool | None = False) -> QuerySet[CurationItem]:
 CURATION_ANSWER_WITHHELD = "[withheld: the answer cites documents you cannot read]"
 
 
+def _readable(sources: set[str], principal: Any) -> set[str]:
+    """Those of `sources` that name a live document `principal` may read now."""
+    from knowledge.selectors import document_list_visible
+
+    if not sources:
+        return set()
+    return set(
+        document_list_visible(principal=principal).filter(source__in=sources).values_list("source", flat=True)
+    )
+
+
 def curation_answer_visible(*, response: dict[str, Any], principal: Any) -> str:
     """The answer text of a curation item as `principal` may see it: an admin outside a cited document's
     groups gets a placeholder instead of text quoted from that document (being a kb-admin grants no read
     access). Unknown or no longer readable sources count as unreadable (fail closed)."""
-    from knowledge.selectors import document_list_visible
-
     cited = {str(c.get("document")) for c in response.get("citations") or [] if c.get("document")}
-    if cited:
-        readable = set(
-            document_list_visible(principal=principal)
-            .filter(source__in=cited)
-            .values_list("source", flat=True)
-        )
-        if cited - readable:
-            return CURATION_ANSWER_WITHHELD
+    if cited - _readable(cited, principal):
+        return CURATION_ANSWER_WITHHELD
     return str(response.get("answer", ""))
+
+
+HISTORY_ANSWER_WITHHELD = (
+    "[withheld: this answer drew on documents you can no longer read; ask again to get an answer from the "
+    "documents you can read now]"
+)
+# what a withheld past answer keeps of its stored response: nothing taken from a document
+_WITHHELD_KEEPS = (
+    "abstained",
+    "template",
+    "verdict",
+    "conversation_id",
+    "answer_id",
+    "audit_event_id",
+    "timings_ms",
+)
+
+
+def _response_sources(response: dict[str, Any]) -> set[str]:
+    """Every document a stored ask response names: cited, shown as evidence or passages, or listed as retrieved."""
+    named = [c.get("document") for c in response.get("citations") or []]
+    named += [e.get("document") for e in response.get("evidence") or []]
+    named += list(response.get("retrieved") or [])
+    return {str(name) for name in named if name}
+
+
+def responses_visible(*, answers: list[Answer], principal: Any) -> dict[int, dict[str, Any]]:
+    """Each past answer's stored response as its asker may see it now. Access is checked again on every read:
+    an answer that drew on a document the asker can no longer read (they left its group, an admin narrowed
+    its access, it was removed or expired) is withheld whole, since its text, quotes, passages, titles and notes
+    all come from that document. Unknown sources count as unreadable (fail closed)."""
+    named = {answer.pk: _response_sources(answer.response or {}) for answer in answers}
+    readable = _readable(set().union(*named.values()), principal)
+    visible: dict[int, dict[str, Any]] = {}
+    for answer in answers:
+        response = answer.response or {}
+        if named[answer.pk] <= readable:
+            visible[answer.pk] = response
+            continue
+        kept = {key: response[key] for key in _WITHHELD_KEEPS if key in response}
+        visible[answer.pk] = {
+            **kept,
+            "answer": HISTORY_ANSWER_WITHHELD,
+            "withheld": True,
+            "citations": [],
+            "retrieved": [],
+            "evidence": [],
+            "passages": [],
+            "notes": [],
+            "trace": [],
+            "attribution_score": None,
+        }
+    return visible

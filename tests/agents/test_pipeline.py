@@ -241,6 +241,36 @@ def test_restricted_answer_only_for_the_group(sample_kb):
 
 
 @pytest.mark.django_db
+def test_a_past_answer_is_withheld_from_history_once_its_asker_may_no_longer_read_its_documents(sample_kb):
+    from django.contrib.auth.models import Group
+
+    from tests.api import client_for
+
+    question = "What is the break-glass procedure for core router credentials?"
+    insider = _user("leaver", "noc-admins")
+    restricted = _answer(question, insider)
+    open_answer = _answer("What BGP keepalive and hold timers do we configure on IOS-XE routers?", insider)
+    assert any(d.startswith("restricted/") for d in restricted["retrieved"])
+    assert not any(d.startswith("restricted/") for d in open_answer["retrieved"])
+    url = f"/api/v1/conversations/{restricted['conversation_id']}"
+    shown = client_for(insider).get(url).json()["turns"][0]["response"]
+    assert shown["answer"] == restricted["answer"] and not shown.get("withheld")
+
+    insider.groups.remove(Group.objects.get(name="noc-admins"))
+    turn = client_for(insider).get(url).json()["turns"][0]
+    assert turn["question"] == question and turn["response"]["withheld"] is True
+    assert turn["response"]["verdict"] == restricted["verdict"]
+    # nothing of the restricted documents: no text, quote, passage, title or name
+    titles = Document.objects.filter(source__startswith="restricted/").values_list("title", flat=True)
+    dumped = json.dumps(turn)
+    assert "restricted/" not in dumped and not any(title in dumped for title in titles)
+    assert not any(passage[:60] in dumped for passage in restricted["passages"])
+    # an answer from documents still readable is shown as it was
+    other = client_for(insider).get(f"/api/v1/conversations/{open_answer['conversation_id']}").json()
+    assert other["turns"][0]["response"]["answer"] == open_answer["answer"]
+
+
+@pytest.mark.django_db
 def test_stale_document_carries_its_note(sample_kb):
     stale = Document.objects.filter(review_by__isnull=False).order_by("review_by").first()
     assert stale is not None

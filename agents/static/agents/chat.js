@@ -392,6 +392,10 @@
     if (refused) {
       turn.classList.add("refused");
       answerBox.insertBefore(el("p", { className: "refusal-label", text: "Not answered" }), answerBox.firstChild);
+    } else if (data.withheld) {
+      // a past answer from documents the asker can no longer read: the server sent nothing of them
+      turn.classList.add("withheld");
+      answerBox.insertBefore(el("p", { className: "refusal-label", text: "Withheld" }), answerBox.firstChild);
     } else if (data.abstained) {
       var searched = el("div", { className: "searched" }, [el("strong", { text: "What was searched: " })]);
       var notes = (data.notes || []).slice();
