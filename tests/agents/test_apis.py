@@ -14,6 +14,7 @@ from agents.models import Answer, Conversation, CurationItem, Feedback
 from athena import throttling
 from audit.models import AuditEvent
 from tests.api import client_for, make_user
+from tests.factories import DocumentFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
@@ -326,6 +327,7 @@ def test_ask_in_someone_elses_conversation_is_404(small_kb) -> None:  # type: ig
 
 def test_conversations_are_private_and_deletable() -> None:
     alice, bob = make_user("alice", "employees"), make_user("bob", "employees")
+    DocumentFactory(source="a.md")  # the document the answer cites, readable by employees
     answer = make_answer(alice, "How do I rotate certificates?")
     conversation_id = answer.conversation_id
     listing = client_for(alice).get("/api/v1/conversations").json()
