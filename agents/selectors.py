@@ -95,8 +95,10 @@ _WITHHELD_KEEPS = (
 
 
 def _response_sources(response: dict[str, Any]) -> set[str]:
-    """Every document a stored ask response names: cited, shown as evidence or passages, or listed as retrieved."""
-    named = [c.get("document") for c in response.get("citations") or []]
+    """Every document a stored ask response names: cited, named by a note as superseding a cited one, shown as
+    evidence or passages, or listed as retrieved."""
+    citations = response.get("citations") or []
+    named = [c.get("document") for c in citations] + [c.get("superseded_by") for c in citations]
     named += [e.get("document") for e in response.get("evidence") or []]
     named += list(response.get("retrieved") or [])
     return {str(name) for name in named if name}

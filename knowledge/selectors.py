@@ -137,13 +137,14 @@ def document_metadata(document: Document, *, principal: Principal) -> dict[str, 
 @dataclass(frozen=True, slots=True)
 class DocumentFreshness:
     """What a reader may be told about how current a cited document is.
-    `superseded_by_title`: the title (or source id) of a newer document that supersedes it, only when the
-    reader may see that document; `says_superseded_by`: what the document's own metadata says supersedes it
+    `superseded_by_title` and `superseded_by_source`: the title (or source id) and the source id of a newer
+    document that supersedes it, only when the reader may see that document; `says_superseded_by`: what the document's own metadata says supersedes it
     (its own text, so visible to whoever may read the document)."""
 
     source: str
     label: str
     superseded_by_title: str | None
+    superseded_by_source: str | None
     says_superseded_by: str | None
     review_by: date | None
     updated_at: datetime | None
@@ -175,6 +176,7 @@ def document_freshness(
                 source=document.source,
                 label=document.title or document.source,
                 superseded_by_title=(superseding.title or superseding.source) if superseding else None,
+                superseded_by_source=superseding.source if superseding else None,
                 says_superseded_by=str(says) if says else None,
                 review_by=document.review_by,
                 updated_at=document.source_updated_at,

@@ -49,7 +49,14 @@ class Compose:
                     "quote": cited.span if cited else "",
                 }
             )
-        notes = stale_notes(list(state.hits), {str(c["document"]) for c in citations}, state.principal)
+        notes, superseding = stale_notes(
+            list(state.hits), {str(c["document"]) for c in citations}, state.principal
+        )
+        for citation in citations:
+            # the newer document a note names: a past answer is withheld once its reader may no longer read it
+            # (agents.selectors.responses_visible)
+            if citation["document"] in superseding:
+                citation["superseded_by"] = superseding[citation["document"]]
         if state.disagreement:
             notes.insert(0, state.disagreement)
         cited_chunks = {c["chunk_id"] for c in citations}
@@ -61,19 +68,24 @@ class Compose:
         return f"{len(state.citations)} citation(s), {len(state.notes)} note(s)"
 
 
-def stale_notes(hits: list[Hit], cited: set[str], principal: Principal | None = None) -> list[str]:
-    """'May be outdated' notes for the cited documents. A superseding document is named only when
-    `principal` may read it (knowledge.selectors.document_freshness); without a principal it is never named."""
+def stale_notes(
+    hits: list[Hit], cited: set[str], principal: Principal | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """'May be outdated' notes for the cited documents, and the source of each superseding document a note
+    names, by the cited document's source. A superseding document is named only when `principal` may read it
+    (knowledge.selectors.document_freshness); without a principal it is never named."""
     from django.conf import settings
 
     from knowledge.selectors import document_freshness
 
     notes = []
+    superseding: dict[str, str] = {}
     now = datetime.now(UTC)
     cited_ids = {hit.document_id for hit in hits if hit.source in cited}
     for row in document_freshness(principal=principal, document_ids=cited_ids):
-        if row.superseded_by_title is not None:
+        if row.superseded_by_title is not None and row.superseded_by_source is not None:
             notes.append(f"'{row.label}' is superseded by '{row.superseded_by_title}'; it may be outdated.")
+            superseding[row.source] = row.superseded_by_source
         elif row.says_superseded_by:
             notes.append(
                 f"'{row.label}' says it is superseded by {row.says_superseded_by}; it may be outdated."
@@ -85,4 +97,4 @@ def stale_notes(hits: list[Hit], cited: set[str], principal: Principal | None = 
         updated = row.updated_at
         if updated and updated < now - timedelta(days=settings.ATHENA_STALE_AFTER_DAYS):
             notes.append(f"'{row.label}' was last updated {updated.date().isoformat()}; it may be outdated.")
-    return notes
+    return notes, superseding

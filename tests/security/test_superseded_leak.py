@@ -83,3 +83,14 @@ def test_an_answer_citing_a_superseded_document_never_shows_the_restricted_title
     outsider = ask(user=make_user("out", "employees"), question=question)
     assert not outsider["abstained"], outsider["answer"]
     assert CANARY not in json.dumps(outsider, default=str)
+
+    # a reader of the newer document is told of it; once they leave its group, their history no longer names it
+    reader = make_user("in", "employees", "sec-team")
+    insider = ask(user=reader, question=question)
+    assert any(CANARY in note for note in insider["notes"]), insider["notes"]
+    history = f"/api/v1/conversations/{insider['conversation_id']}"
+    assert CANARY in client_for(reader).get(history).content.decode()
+    reader.groups.remove(Group.objects.get(name="sec-team"))
+    shown = client_for(reader).get(history)
+    assert shown.status_code == 200 and CANARY not in shown.content.decode()
+    assert shown.json()["turns"][0]["response"]["withheld"] is True
