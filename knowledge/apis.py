@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from athena.errors import ApplicationError, NotFound, ValidationFailed, flatten_detail
 from athena.http import refuse_unknown_fields, refuse_unknown_params, reject_unknown_fields
 from athena.pagination import paged_schema
-from athena.permissions import IsKbAdmin
+from athena.permissions import IsKbAdmin, is_kb_admin
 from athena.principals import Principal
 from athena.throttling import document_probe_record, ensure_not_blocked
 from knowledge.models import AccessTier, DocType, Document
@@ -68,8 +68,19 @@ class DocumentOutputSerializer(serializers.ModelSerializer):
         ]
 
     def get_groups(self, obj: Document) -> list[str]:
-        # group names are part of what an admin curates; readers see only the groups they share
-        return sorted(obj.allowed_groups.values_list("name", flat=True))
+        # group names are part of what an admin curates; readers see only the groups they share (the names of
+        # other groups are not theirs to learn); with no request in the context, none (fail closed)
+        names = sorted(group.name for group in obj.allowed_groups.all())  # prefetched by the list
+        if "reader_groups" not in self.context:
+            user = getattr(self.context.get("request"), "user", None)
+            if user is None or not getattr(user, "is_authenticated", False):
+                self.context["reader_groups"] = frozenset()
+            elif is_kb_admin(user):
+                self.context["reader_groups"] = None  # every group
+            else:
+                self.context["reader_groups"] = frozenset(Principal.from_user(user).group_names)
+        shared = self.context["reader_groups"]
+        return names if shared is None else [name for name in names if name in shared]
 
     def get_private(self, obj: Document) -> bool:
         return obj.owner_id is not None
@@ -110,7 +121,7 @@ class DocumentListApi(APIView):
                 "count": qs.count(),
                 "limit": limit,
                 "offset": offset,
-                "results": DocumentOutputSerializer(page, many=True).data,
+                "results": DocumentOutputSerializer(page, many=True, context={"request": request}).data,
             }
         )
 
@@ -127,7 +138,8 @@ def _visible_or_probe(request: Request, document_id: int) -> Document:
 class DocumentDetailApi(APIView):
     @extend_schema(responses=DocumentOutputSerializer)
     def get(self, request: Request, document_id: int) -> Response:
-        return Response(DocumentOutputSerializer(_visible_or_probe(request, document_id)).data)
+        document = _visible_or_probe(request, document_id)
+        return Response(DocumentOutputSerializer(document, context={"request": request}).data)
 
 
 class DocumentMetadataOutputSerializer(serializers.Serializer):
@@ -315,7 +327,10 @@ class DocumentUploadApi(APIView):
         )
         if document.status == "failed":
             raise ValidationFailed(f"the file could not be read: {document.error}", code="unreadable")
-        return Response(DocumentOutputSerializer(document).data, status=status.HTTP_201_CREATED)
+        return Response(
+            DocumentOutputSerializer(document, context={"request": request}).data,
+            status=status.HTTP_201_CREATED,
+        )
 
     def handle_exception(self, exc: Exception) -> Response:
         """Every refused upload (size, quota, rate, unsafe archive, bad name or type) is audited. The size
@@ -386,7 +401,7 @@ class DocumentAclApi(APIView):
             groups=groups,
             actor=request.user,
         )
-        return Response(DocumentOutputSerializer(document).data)
+        return Response(DocumentOutputSerializer(document, context={"request": request}).data)
 
 
 class DocumentReingestApi(APIView):
@@ -409,4 +424,7 @@ class DocumentReingestApi(APIView):
             documents=[document.source],
             payload={"document": document.source},
         )
-        return Response(DocumentOutputSerializer(document).data, status=status.HTTP_202_ACCEPTED)
+        return Response(
+            DocumentOutputSerializer(document, context={"request": request}).data,
+            status=status.HTTP_202_ACCEPTED,
+        )

@@ -102,6 +102,17 @@ def test_invisible_document_is_404_like_a_missing_one(corpus) -> None:  # type: 
     assert client.get("/api/v1/documents/lookup?source=restricted/secret.md").status_code == 404
 
 
+def test_a_reader_sees_only_the_groups_of_a_document_they_share_and_an_admin_sees_all(corpus) -> None:  # type: ignore[no-untyped-def]
+    shared = make_document("restricted/shared.md", tier="restricted", groups=("noc-admins", "merger-team"))
+    noc = client_for(corpus["noc"])
+    assert noc.get(f"/api/v1/documents/{shared.pk}").json()["groups"] == ["noc-admins"]
+    listed = {d["source"]: d["groups"] for d in noc.get("/api/v1/documents").json()["results"]}
+    assert listed["restricted/shared.md"] == ["noc-admins"]
+    assert "merger-team" not in noc.get("/api/v1/documents").content.decode()
+    admin = client_for(make_user("curator", "employees", "kb-admins", "noc-admins"))
+    assert admin.get(f"/api/v1/documents/{shared.pk}").json()["groups"] == ["merger-team", "noc-admins"]
+
+
 def test_detail_metadata_and_lookup(corpus) -> None:  # type: ignore[no-untyped-def]
     client = client_for(corpus["noc"])
     doc = corpus["restricted"]
