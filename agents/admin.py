@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from agents.models import Answer, Conversation, CurationItem, Feedback
+from knowledge.admin import UNREADABLE_DOCUMENT, ReadableDocumentChoices
 
 
 @admin.register(Conversation)
@@ -48,13 +49,15 @@ class FeedbackAdmin(admin.ModelAdmin):
 
 
 @admin.register(CurationItem)
-class CurationItemAdmin(admin.ModelAdmin):
-    """The curation queue: abstentions and downvotes to resolve with a new or corrected document."""
+class CurationItemAdmin(ReadableDocumentChoices):
+    """The curation queue: abstentions and downvotes to resolve with a new or corrected document (one the admin
+    may read: a document outside their groups is neither offered nor named)."""
 
-    list_display = ("id", "reason", "question", "resolved", "resolved_document", "created_at")
+    list_display = ("id", "reason", "question", "resolved", "resolving_document", "created_at")
     list_filter = ("resolved", "reason")
     search_fields = ("answer__question", "resolution")
-    raw_id_fields = ("answer", "resolved_document")
+    raw_id_fields = ("answer",)
+    document_choice_fields = ("resolved_document",)
     readonly_fields = ("answer", "reason", "created_at", "resolved_at")
     actions = ["resolve"]
 
@@ -64,6 +67,24 @@ class CurationItemAdmin(admin.ModelAdmin):
     @admin.display(description="question")
     def question(self, obj: CurationItem) -> str:
         return obj.answer.question[:120]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[CurationItem]:
+        from knowledge.admin import readable_document_flag
+
+        flag = readable_document_flag(request, "resolved_document_id")
+        return super().get_queryset(request).annotate(resolved_readable=flag)
+
+    @admin.display(description="resolved document")
+    def resolving_document(self, obj: CurationItem) -> str:
+        if obj.resolved_document_id is None:
+            return "-"
+        if getattr(obj, "resolved_readable", False):
+            return str(obj.resolved_document)
+        return UNREADABLE_DOCUMENT
+
+    @admin.display(description="resolved document")
+    def resolved_document_withheld(self, obj: CurationItem) -> str:
+        return UNREADABLE_DOCUMENT
 
     @admin.action(description="Resolve selected items")
     def resolve(self, request: HttpRequest, queryset: QuerySet[CurationItem]) -> None:

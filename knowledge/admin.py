@@ -3,21 +3,68 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpRequest
 
 from knowledge.models import Chunk, Document, DocumentLink, Entity, IngestRun, Synonym, Vendor
 
 
-def _readable_ids(request: HttpRequest) -> Any:
+def readable_document_ids(request: HttpRequest) -> Any:
+    """The ids of the documents the signed-in admin may read (a subquery): being staff grants no read access."""
     from athena.principals import Principal
     from knowledge.selectors import documents_readable
 
     return documents_readable(principal=Principal.from_user(request.user)).values("pk")
 
 
+def readable_document_flag(request: HttpRequest, field: str) -> Exists:
+    """An annotation for a queryset of another model: whether its document `field` is one the admin may read."""
+    return Exists(Document.objects.filter(pk=OuterRef(field), pk__in=readable_document_ids(request)))
+
+
+UNREADABLE_DOCUMENT = "a document you cannot read (not named here; an admin in its groups can change this)"
+
+
+class ReadableDocumentChoices(admin.ModelAdmin):
+    """A ModelAdmin whose model points at documents through `document_choice_fields`: the admin picks among the
+    documents they may read, and a document they cannot read is neither offered nor named. When the row
+    already points at one, the field leaves the form (so saving keeps it) and reads as UNREADABLE_DOCUMENT."""
+
+    document_choice_fields: tuple[str, ...] = ()
+
+    def _unreadable_choices(self, request: HttpRequest, obj: Any) -> list[str]:
+        if obj is None:
+            return []
+        ids = {name: getattr(obj, f"{name}_id") for name in self.document_choice_fields}
+        readable = set(
+            Document.objects.filter(pk__in=[i for i in ids.values() if i is not None])
+            .filter(pk__in=readable_document_ids(request))
+            .values_list("pk", flat=True)
+        )
+        return [name for name, pk in ids.items() if pk is not None and pk not in readable]
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
+        if db_field.name in self.document_choice_fields:
+            from knowledge.models import DocumentStatus
+
+            kwargs["queryset"] = (
+                Document.objects.filter(pk__in=readable_document_ids(request))
+                .exclude(status=DocumentStatus.TOMBSTONED)
+                .order_by("title", "source")
+            )
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_exclude(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [*(super().get_exclude(request, obj) or ()), *self._unreadable_choices(request, obj)]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # each subclass defines `<field>_withheld` (UNREADABLE_DOCUMENT), shown in place of such a field
+        hidden = [f"{name}_withheld" for name in self._unreadable_choices(request, obj)]
+        return [*super().get_readonly_fields(request, obj), *hidden]
+
+
 @admin.register(Document)
-class DocumentAdmin(admin.ModelAdmin):
+class DocumentAdmin(ReadableDocumentChoices):
     list_display = (
         "source",
         "title",
@@ -33,6 +80,7 @@ class DocumentAdmin(admin.ModelAdmin):
     list_filter = ("status", "access_tier", "doc_type", "department", "vendor", "allowed_groups")
     search_fields = ("source", "title", "author")
     filter_horizontal = ("allowed_groups",)
+    document_choice_fields = ("superseded_by",)
     readonly_fields = (
         "content_hash",
         "version",
@@ -48,10 +96,14 @@ class DocumentAdmin(admin.ModelAdmin):
     )
     actions = ["reingest", "tombstone"]
 
+    @admin.display(description="superseded by")
+    def superseded_by_withheld(self, obj: Document) -> str:
+        return UNREADABLE_DOCUMENT
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[Document]:
         # being staff or a superuser grants no read access: only documents the admin's groups may read are
         # listed (an ACL can still be set on any document through PUT /api/v1/documents/<id>/acl)
-        return super().get_queryset(request).filter(pk__in=_readable_ids(request))
+        return super().get_queryset(request).filter(pk__in=readable_document_ids(request))
 
     def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:  # type: ignore[no-untyped-def]
         super().save_related(request, form, formsets, change)
@@ -107,7 +159,7 @@ class ChunkAdmin(admin.ModelAdmin):
     exclude = ("embedding", "tsv")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Chunk]:
-        return super().get_queryset(request).filter(document_id__in=_readable_ids(request))
+        return super().get_queryset(request).filter(document_id__in=readable_document_ids(request))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -137,10 +189,32 @@ class EntityAdmin(admin.ModelAdmin):
     list_filter = ("kind",)
     search_fields = ("name",)
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Entity]:
+        # an entity's name is text of the documents that mention it: listed only when one the admin may read does
+        from knowledge.models import Mention
+
+        readable = Mention.objects.filter(
+            entity=OuterRef("pk"), chunk__document_id__in=readable_document_ids(request)
+        )
+        return super().get_queryset(request).filter(Exists(readable))
+
 
 @admin.register(DocumentLink)
 class DocumentLinkAdmin(admin.ModelAdmin):
+    """Links are found at ingestion: read-only here, and listed only between documents the admin may read."""
+
     list_display = ("source", "target_ref", "target", "kind")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[DocumentLink]:
+        readable = readable_document_ids(request)
+        links = super().get_queryset(request).filter(source_id__in=readable)
+        return links.filter(target__isnull=True) | links.filter(target_id__in=readable)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 @admin.register(IngestRun)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
@@ -119,3 +121,61 @@ def test_audit_events_are_read_only_in_the_admin(client) -> None:  # type: ignor
     view = client.get(f"/admin/audit/auditevent/{event.pk}/change/")
     assert view.status_code == 200 and b'name="_save"' not in view.content
     assert client.get("/admin/agents/curationitem/").status_code == 200
+
+
+@pytest.mark.slow
+def test_the_django_admin_names_no_document_its_admin_may_not_read(client) -> None:  # type: ignore[no-untyped-def]
+    from agents.models import Answer, Conversation, CurationItem
+    from knowledge.models import DocumentLink, Entity
+    from tests.factories import DocumentFactory
+
+    canary = "CANARY-41d2 vault unseal"
+    secret = DocumentFactory(
+        source="restricted/vault.md",
+        title=canary,
+        body="Run vaultctl-unseal-41d2 --shares 5 and keep /etc/vault41d2/unseal.keys offline.",
+        access_tier="restricted",
+        groups=("vault-admins",),
+    )
+    readable = DocumentFactory(source="public/readme.md", title="Readme")
+    Document.objects.filter(pk=readable.pk).update(superseded_by=secret)
+    DocumentLink.objects.create(source=secret, target=readable, target_ref="readme.md")
+    assert Entity.objects.filter(mentions__chunk__document=secret).exists()
+    curator = make_user("curator", "employees", "kb-admins", superuser=True)
+    answer = Answer.objects.create(
+        conversation=Conversation.objects.create(user=curator), user=curator, question="How to unseal?"
+    )
+    item = CurationItem.objects.create(answer=answer, reason="abstained", resolved_document=secret)
+    client.login(username="curator", password="pw")
+    pages = [
+        "/admin/knowledge/document/",
+        f"/admin/knowledge/document/{readable.pk}/change/",
+        "/admin/knowledge/entity/",
+        "/admin/knowledge/documentlink/",
+        "/admin/agents/curationitem/",
+        f"/admin/agents/curationitem/{item.pk}/change/",
+    ]
+    for page in pages:
+        response = client.get(page)
+        assert response.status_code == 200, page
+        body = response.content.decode()
+        assert canary not in body and "41d2" not in body, page
+    # the pointer they cannot read is kept when the admin saves the document, and named to its group's admins
+    change = client.get(f"/admin/knowledge/document/{readable.pk}/change/").content.decode()
+    assert "a document you cannot read" in change
+    form = {
+        "source": readable.source,
+        "title": "Readme, edited",
+        "access_tier": readable.access_tier,
+        "doc_type": readable.doc_type,
+        "analyzer_version": readable.analyzer_version,
+        "metadata": json.dumps(readable.metadata),
+    }
+    saved = client.post(f"/admin/knowledge/document/{readable.pk}/change/", form)
+    assert saved.status_code == 302, saved.content.decode()[:2000]
+    readable.refresh_from_db()
+    assert readable.title == "Readme, edited" and readable.superseded_by_id == secret.pk
+    make_user("vault-curator", "employees", "kb-admins", "vault-admins", superuser=True)
+    client.login(username="vault-curator", password="pw")
+    assert canary in client.get(f"/admin/knowledge/document/{readable.pk}/change/").content.decode()
+    assert canary in client.get("/admin/agents/curationitem/").content.decode()
