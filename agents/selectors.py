@@ -79,8 +79,8 @@ def curation_answer_visible(*, response: dict[str, Any], principal: Any) -> str:
 
 
 HISTORY_ANSWER_WITHHELD = (
-    "[withheld: this answer drew on documents you can no longer read; ask again to get an answer from the "
-    "documents you can read now]"
+    "This answer is withheld: it drew on documents you can no longer read. Ask again for an answer from the "
+    "documents you can read now."
 )
 # what a withheld past answer keeps of its stored response: nothing taken from a document
 _WITHHELD_KEEPS = (

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -62,6 +63,24 @@ def _clear_throttle(username: str) -> None:
     from athena import throttling
 
     throttling.user_counters_clear(User.objects.get(username=username))
+
+
+def _committed(change: Callable[[], object]) -> None:
+    """Make `change` (ORM writes) and commit it at once, as an operator's shell would, so that the server sees
+    it: the test's own connection is inside the test's transaction, which is never committed, while a thread
+    gets a connection of its own, in autocommit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    def run() -> None:
+        try:
+            change()
+        finally:
+            connection.close()  # the thread's connection
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(run).result(timeout=30)
 
 
 def test_alice_asks_reads_the_sources_and_votes(
@@ -351,6 +370,77 @@ def test_alice_uploads_a_docx_asks_about_it_and_bob_cannot_see_it(
     assert "Zebrafrost badge printer" not in other.text.replace(question, "")
     assert title not in [t.text for t in other.find_elements("css selector", ".sources .source-title")]
     shot("03-bob-cannot-see-it")
+
+
+def test_bob_reopens_an_answer_from_a_group_he_has_left_and_it_is_withheld(
+    browser, web_server, sample_site, celery_worker_process, shot
+) -> None:  # type: ignore[no-untyped-def]
+    """noc-bob is answered from a restricted document of noc-admins; once he has left the group, the
+    conversation opened again from his list shows his question and a "Withheld" label in place of the answer,
+    and nothing of the restricted documents: no text of the earlier answer, no title, no source list."""
+    from django.contrib.auth.models import Group, User
+
+    from knowledge.models import Document
+
+    driver, base = browser, web_server
+    question = "What is the break-glass procedure for core router credentials?"
+    bob = User.objects.get(username="noc-bob")
+    noc_admins = Group.objects.get(name="noc-admins")
+    assert bob.groups.filter(pk=noc_admins.pk).exists()
+    _clear_throttle("noc-bob")
+    login(driver, base, "noc-bob")
+    wait(driver, _present("#question"))
+    turn = _ask(driver, question, answers_before=0)
+    sources = turn.find_elements("css selector", ".sources > li")
+    restricted = [s for s in sources if s.get_attribute("data-document").startswith("restricted/")]
+    assert restricted, turn.text
+    assert restricted[0].find_element("css selector", ".tier").text == "restricted"
+    earlier = [
+        line.strip()
+        for line in turn.find_element("css selector", ".answer-text").text.splitlines()
+        if len(line.strip()) >= 25
+    ]
+    assert earlier, turn.text
+    shot("01-answer-from-restricted")
+
+    try:
+        _committed(lambda: bob.groups.remove(noc_admins))
+        # as bob would: the page again, and the conversation from his list
+        driver.refresh()
+        wait(
+            driver,
+            lambda d: any(question in a.text for a in _by_css(d, "#conversation-list a.conversation-link")),
+        )
+        assert not _by_css(driver, "#thread .turn")
+        shot("02-list-after-leaving-the-group")
+        link = next(
+            a for a in _by_css(driver, "#conversation-list a.conversation-link") if question in a.text
+        )
+        link.click()
+        wait(driver, _present("#thread .turn.withheld"))
+        turns = _by_css(driver, "#thread .turn")
+        assert len(turns) == 1, [t.text for t in turns]
+        turn = turns[0]
+        label = turn.find_element("css selector", ".answer .refusal-label")
+        assert label.is_displayed() and label.get_attribute("textContent") == "Withheld"
+        assert turn.find_element("css selector", ".question-bubble").text == question
+        assert "withheld" in turn.find_element("css selector", ".answer-text").text.lower(), turn.text
+        assert not turn.find_elements("css selector", ".sources, .sources-heading, a.cite"), turn.text
+        # nothing left to inspect or vote on
+        assert not turn.find_elements("css selector", ".feedback, .show-evidence, .show-trace"), turn.text
+        assert not _by_css(driver, "#panel-evidence table tbody tr")
+        # nothing of the restricted documents anywhere in the page, shown or hidden
+        titles = list(
+            Document.objects.filter(source__startswith="restricted/").values_list("title", flat=True)
+        )
+        assert titles
+        for page in (_one(driver, "body").text, driver.execute_script("return document.body.textContent")):
+            assert "restricted/" not in page
+            assert not [title for title in titles if title in page], page
+            assert not [line for line in earlier if line in page], page
+        shot("03-withheld")
+    finally:
+        _committed(lambda: bob.groups.add(noc_admins))
 
 
 def test_no_worker_answering_reads_as_busy(browser, web_server_without_worker, sample_site, shot) -> None:  # type: ignore[no-untyped-def]

@@ -387,15 +387,20 @@
                                "data-answer-id": answerId || "" });
     turn.appendChild(el("div", { className: "question-bubble", text: askedText }));
     var answerBox = el("div", { className: "answer" });
+    if (data.withheld) {
+      // a past answer from documents the asker can no longer read: the server sent nothing of them, and there
+      // is nothing left to show, cite, inspect or vote on
+      turn.classList.add("withheld");
+      answerBox.appendChild(el("p", { className: "refusal-label", text: "Withheld" }));
+      answerBox.appendChild(el("p", { className: "answer-text withheld-text", text: data.answer || "" }));
+      showTurn(turn, answerBox, data);
+      return;
+    }
     answerBox.appendChild(answerBlocks(data.answer || "", data.citations, turn));
     var refused = data.verdict === "blocked";
     if (refused) {
       turn.classList.add("refused");
       answerBox.insertBefore(el("p", { className: "refusal-label", text: "Not answered" }), answerBox.firstChild);
-    } else if (data.withheld) {
-      // a past answer from documents the asker can no longer read: the server sent nothing of them
-      turn.classList.add("withheld");
-      answerBox.insertBefore(el("p", { className: "refusal-label", text: "Withheld" }), answerBox.firstChild);
     } else if (data.abstained) {
       var searched = el("div", { className: "searched" }, [el("strong", { text: "What was searched: " })]);
       var notes = (data.notes || []).slice();
@@ -433,6 +438,10 @@
     meta.appendChild(showTrace);
     answerBox.appendChild(meta);
     if (answerId) { answerBox.appendChild(feedbackBox(answerId, vote)); }
+    showTurn(turn, answerBox, data);
+  }
+
+  function showTurn(turn, answerBox, data) {
     turn.appendChild(answerBox);
     $("thread").appendChild(turn);
     // an answer is read from its start: the question and the lead sentence come into view first
