@@ -335,29 +335,66 @@ def test_llm_answer_with_a_changed_number_is_rejected_and_falls_back_to_extracti
     assert all(f"[{i}] " in sent[1]["content"] for i in range(1, len(prompt["chunk_ids"]) + 1))
 
 
-def _restricted_only_word() -> str:
+def _restricted_only_word(*, everyday: bool = False) -> str:
     """A word of a restricted sample document whose index terms occur in no open chunk; not an everyday word (an
-    absent everyday word is left for the evidence to judge, see below)."""
+    absent everyday word is left for the evidence to judge, see below), or only an everyday one."""
     import re
 
-    from django.db import connection
-
     from agents.steps.retrieve import everyday_words
-    from knowledge.text import analyze
 
     restricted = " ".join(Chunk.objects.filter(acl_open=False).values_list("text", flat=True))
-    words = sorted({w.lower() for w in re.findall(r"\b[A-Za-z]{7,}\b", restricted)} - everyday_words())
-    with connection.cursor() as cursor:
-        for word in words:
-            terms = analyze(word)
-            cursor.execute(
-                "SELECT count(*) FROM knowledge_posting p JOIN knowledge_chunk c ON c.id = p.chunk_id "
-                "WHERE p.term = ANY(%s) AND c.acl_open",
-                [terms],
-            )
-            if terms and cursor.fetchone()[0] == 0:
-                return word
+    found = {w.lower() for w in re.findall(r"\b[A-Za-z]{7,}\b", restricted)}
+    words = found & everyday_words() if everyday else found - everyday_words()
+    for word in sorted(words):
+        if _chunks_holding(word, open_only=True) == 0:
+            return word
     raise AssertionError("the sample KB has no word that only restricted documents use")
+
+
+def _chunks_holding(word: str, *, open_only: bool) -> int:
+    from django.db import connection
+
+    from knowledge.text import analyze
+
+    terms = analyze(word)
+    assert terms, word
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM knowledge_posting p JOIN knowledge_chunk c ON c.id = p.chunk_id "
+            "WHERE p.term = ANY(%s)" + (" AND c.acl_open" if open_only else ""),
+            [terms],
+        )
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db
+def test_an_everyday_word_only_restricted_documents_use_weighs_for_outsiders_as_a_word_found_nowhere(
+    sample_kb,
+):
+    """The words an abstention lists, the retried query and the trace's figures are ordered and weighed by idf:
+    an everyday word that only restricted documents hold must weigh, for an outsider, what a word no document
+    holds weighs, and not what its count among documents they cannot read makes it."""
+    from agents.steps.retrieve import everyday_words, question_terms
+    from athena.principals import Principal
+    from knowledge.text import analyze
+    from retrieval.search import search
+    from retrieval.types import SearchConfig
+
+    hidden = _restricted_only_word(everyday=True)
+    absent = next(
+        w for w in sorted(everyday_words()) if len(w) >= 9 and _chunks_holding(w, open_only=False) == 0
+    )
+    question = f"When is the {hidden} {absent} review due?"
+    (hidden_term,), (absent_term,) = analyze(hidden), analyze(absent)
+
+    def idf(user: User) -> dict[str, float]:
+        principal = Principal.from_user(user)
+        return question_terms(search(question, principal, None, SearchConfig()), principal, question).idf
+
+    outside = idf(_user("outsider5", "employees"))
+    assert outside[hidden_term] == outside[absent_term]
+    inside = idf(_user("insider5", "noc-admins"))
+    assert inside[hidden_term] < inside[absent_term]
 
 
 @pytest.mark.django_db
