@@ -1,11 +1,12 @@
-"""Django middleware for the JSON API: its errors keep the `{"error": {code, message}}` shape even where no
-DRF view runs."""
+"""Django middleware: the JSON API's errors keep the `{"error": {code, message}}` shape even where no DRF view
+runs; no response of the application is kept by a cache."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.cache import patch_cache_control
 
 from athena.http import MAX_JSON_BODY
 from athena.permissions import PayloadTooLarge, body_limit
@@ -42,4 +43,20 @@ class ApiErrorsMiddleware:
             "application/json"
         ):
             return _error(404, "not_found", f"no such endpoint: {request.method} {request.path}")
+        return response
+
+
+class NoStoreMiddleware:
+    """Every response of the application (pages, API, exports, the admin) is `Cache-Control: no-store, private`
+    unless its view set its own caching: they hold answers, passages, document titles and audit events that a
+    shared proxy or the browser's disk cache must not keep, and that must not be shown again from a cache after
+    the reader lost access. Listed after WhiteNoise, so the static files keep their long-lived caching."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not response.has_header("Cache-Control"):
+            patch_cache_control(response, no_store=True, private=True)
         return response

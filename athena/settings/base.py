@@ -36,6 +36,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # gunicorn serves nothing by itself: WhiteNoise serves the collected static files from STATIC_ROOT
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # after WhiteNoise (which answers static files before it): everything else is Cache-Control: no-store
+    "athena.middleware.NoStoreMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "athena.middleware.ApiErrorsMiddleware",
     "django.middleware.common.CommonMiddleware",

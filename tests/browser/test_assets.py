@@ -140,3 +140,26 @@ def test_every_page_asset_is_served_by_the_server(browser, web_server, sample_si
     _check_page(driver, base, ready_css="[role=search], .api-content h1", expect=("redoc.standalone.",))
     assert "Athena KB API" in driver.find_element(By.CSS_SELECTOR, ".api-content h1").text
     shot("07-redoc")
+
+
+def test_no_page_or_answer_is_kept_by_a_cache_and_static_files_are(web_server) -> None:  # type: ignore[no-untyped-def]
+    """Pages and API answers (answers, passages, titles, audit events) are `no-store`, so that no proxy or
+    browser cache keeps them or shows them again after the reader lost access; the hashed static files keep
+    their long-lived caching."""
+    base = web_server
+
+    def headers(url: str) -> tuple[str, str]:
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                return response.headers.get("Cache-Control", ""), response.read().decode(errors="replace")
+        except urllib.error.HTTPError as exc:
+            return exc.headers.get("Cache-Control", ""), ""
+
+    page_caching, html = headers(f"{base}/accounts/login/")
+    stylesheet = re.search(r'href="(/static/[^"]+\.css)"', html)
+    assert stylesheet, html[:500]
+    for url in (f"{base}/accounts/login/", f"{base}/api/v1/health", f"{base}/api/v1/documents"):
+        caching, _ = headers(url)
+        assert "no-store" in caching and "private" in caching, (url, caching)
+    static_caching, _ = headers(urljoin(base, stylesheet.group(1)))
+    assert "no-store" not in static_caching and "max-age" in static_caching, static_caching
