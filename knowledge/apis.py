@@ -32,6 +32,7 @@ from knowledge.selectors import (
     document_get_visible,
     document_list_visible,
     document_metadata,
+    documents_readable,
     get_document_metadata,
     passage_code_lines,
 )
@@ -363,6 +364,19 @@ def upload_refusal_audit(request: Request, exc: ApplicationError) -> None:
     audit_record(kind="upload_refused", actor=user, payload=payload, verdict="refused")
 
 
+# what an admin endpoint leaves out of a document the admin may not read: everything taken from its text or
+# naming it (being a kb-admin grants no read access); its id, tier, groups, status and counts stay
+UNREADABLE_FIELDS = ("source", "title", "author", "department", "vendor", "error")
+
+
+def _admin_view(request: Request, document: Document) -> dict[str, Any]:
+    data = dict(DocumentOutputSerializer(document, context={"request": request}).data)
+    readable = documents_readable(principal=Principal.from_user(request.user)).filter(pk=document.pk).exists()
+    if not readable:
+        data.update(dict.fromkeys(UNREADABLE_FIELDS, ""))
+    return data
+
+
 def _document_or_404(document_id: int) -> Document:
     """Any document by id, visible or not (admin endpoints)."""
     document = Document.objects.filter(pk=document_id).first()
@@ -401,7 +415,7 @@ class DocumentAclApi(APIView):
             groups=groups,
             actor=request.user,
         )
-        return Response(DocumentOutputSerializer(document, context={"request": request}).data)
+        return Response(_admin_view(request, document))
 
 
 class DocumentReingestApi(APIView):
@@ -424,7 +438,4 @@ class DocumentReingestApi(APIView):
             documents=[document.source],
             payload={"document": document.source},
         )
-        return Response(
-            DocumentOutputSerializer(document, context={"request": request}).data,
-            status=status.HTTP_202_ACCEPTED,
-        )
+        return Response(_admin_view(request, document), status=status.HTTP_202_ACCEPTED)

@@ -308,6 +308,13 @@ def test_acl_update_is_admin_only_and_audited(corpus) -> None:  # type: ignore[n
     response = client_for(admin).put(url, body, format="json")
     assert response.status_code == 200, response.content
     assert response.json()["groups"] == ["noc-admins"]
+    # the admin is not in noc-admins: the answer names the document no more than their reads would
+    shown = response.json()
+    assert shown["id"] == doc.pk and shown["access_tier"] == "restricted"
+    assert shown["source"] == shown["title"] == "" and doc.source not in response.content.decode()
+    reader = make_user("kbadmin-noc", "employees", "kb-admins", "noc-admins")
+    again = client_for(reader).put(url, body, format="json").json()
+    assert again["source"] == doc.source and again["title"] == doc.title
     chunk = doc.chunks.get()
     assert chunk.acl_open is False and chunk.access_tier == "restricted"
     assert AuditEvent.objects.filter(kind="acl_change", actor="kbadmin").exists()
