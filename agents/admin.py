@@ -57,6 +57,7 @@ class CurationItemAdmin(ReadableDocumentChoices):
     list_filter = ("resolved", "reason")
     search_fields = ("answer__question", "resolution")
     raw_id_fields = ("answer",)
+    list_select_related = ("answer", "resolved_document")
     document_choice_fields = ("resolved_document",)
     readonly_fields = ("answer", "reason", "created_at", "resolved_at")
     actions = ["resolve"]

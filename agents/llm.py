@@ -40,18 +40,24 @@ class LLMClient(Protocol):
     def generate(self, *, question: str, template: str, passages: Sequence[str]) -> str: ...
 
 
-def prompt_record(llm: LLMClient, *, question: str, template: str, passages: Sequence[str]) -> dict[str, str]:
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def prompt_record(llm: LLMClient, *, question: str, template: str, passages: Sequence[str]) -> dict[str, Any]:
     """What the audit log keeps of a prompt sent to the model: the backend and model, the question as sent, the
-    template, and the SHA-256 of the exact messages. The passages are not copied: the caller names them by chunk
-    id, and the same audit record holds each chunk's content hash, so the prompt can be rebuilt and checked."""
-    messages = llm.build_messages(question=question, template=template, passages=passages)
-    digest = hashlib.sha256(json.dumps(messages, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+    template, the SHA-256 of each passage's text and of the exact messages. The passages are not copied (the
+    caller names them by chunk id), so the prompt can be rebuilt from the chunks and checked. A backend that
+    does not say how it builds its messages leaves that hash out (None)."""
+    build = getattr(llm, "build_messages", None)
+    messages = build(question=question, template=template, passages=passages) if build else None
     return {
         "backend": f"{type(llm).__module__}.{type(llm).__qualname__}",
-        "model": llm.model,
+        "model": str(getattr(llm, "model", "")),
         "question": question,
         "template": template,
-        "sha256": digest,
+        "passage_sha256": [_sha256(passage) for passage in passages],
+        "sha256": _sha256(json.dumps(messages, ensure_ascii=False, sort_keys=True)) if messages else None,
     }
 
 

@@ -104,6 +104,17 @@ def _response_sources(response: dict[str, Any]) -> set[str]:
     return {str(name) for name in named if name}
 
 
+# a note naming a superseding document by its title (agents.steps.compose.stale_notes); answers stored before
+# their citations recorded that document's source (`superseded_by`) cannot be checked, and are withheld
+_SUPERSEDED_NOTE = " is superseded by '"
+
+
+def _unverifiable(response: dict[str, Any]) -> bool:
+    notes = [str(note) for note in response.get("notes") or []]
+    recorded = any("superseded_by" in c for c in response.get("citations") or [])
+    return any(_SUPERSEDED_NOTE in note for note in notes) and not recorded
+
+
 def responses_visible(*, answers: list[Answer], principal: Any) -> dict[int, dict[str, Any]]:
     """Each past answer's stored response as its asker may see it now. Access is checked again on every read:
     an answer that drew on a document the asker can no longer read (they left its group, an admin narrowed
@@ -114,7 +125,7 @@ def responses_visible(*, answers: list[Answer], principal: Any) -> dict[int, dic
     visible: dict[int, dict[str, Any]] = {}
     for answer in answers:
         response = answer.response or {}
-        if named[answer.pk] <= readable:
+        if named[answer.pk] <= readable and not _unverifiable(response):
             visible[answer.pk] = response
             continue
         kept = {key: response[key] for key in _WITHHELD_KEEPS if key in response}

@@ -3,7 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.forms import ModelChoiceField
 from django.http import HttpRequest
 
 from knowledge.models import Chunk, Document, DocumentLink, Entity, IngestRun, Synonym, Vendor
@@ -43,16 +44,31 @@ class ReadableDocumentChoices(admin.ModelAdmin):
         )
         return [name for name, pk in ids.items() if pk is not None and pk not in readable]
 
+    @staticmethod
+    def _choices(request: HttpRequest, current: int | None = None) -> QuerySet[Document]:
+        """The documents offered: those the admin may read and that are not removed, and the row's current one
+        (only ever a readable one: an unreadable pointer is not in the form), even if it was removed since, so
+        that saving another change does not clear it."""
+        from knowledge.models import DocumentStatus
+
+        offered = Q(pk__in=readable_document_ids(request)) & ~Q(status=DocumentStatus.TOMBSTONED)
+        if current is not None:
+            offered |= Q(pk=current)
+        return Document.objects.filter(offered).order_by("title", "source")
+
     def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
         if db_field.name in self.document_choice_fields:
-            from knowledge.models import DocumentStatus
-
-            kwargs["queryset"] = (
-                Document.objects.filter(pk__in=readable_document_ids(request))
-                .exclude(status=DocumentStatus.TOMBSTONED)
-                .order_by("title", "source")
-            )
+            kwargs["queryset"] = self._choices(request)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        for name in self.document_choice_fields:
+            field = form.base_fields.get(name)
+            current = getattr(obj, f"{name}_id", None) if obj is not None else None
+            if isinstance(field, ModelChoiceField) and current is not None:
+                field.queryset = self._choices(request, current)
+        return form
 
     def get_exclude(self, request: HttpRequest, obj: Any = None) -> Any:
         return [*(super().get_exclude(request, obj) or ()), *self._unreadable_choices(request, obj)]
@@ -204,6 +220,7 @@ class DocumentLinkAdmin(admin.ModelAdmin):
     """Links are found at ingestion: read-only here, and listed only between documents the admin may read."""
 
     list_display = ("source", "target_ref", "target", "kind")
+    list_select_related = ("source", "target")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[DocumentLink]:
         readable = readable_document_ids(request)
@@ -214,6 +231,9 @@ class DocumentLinkAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
 

@@ -358,6 +358,14 @@ def test_conversations_are_private_and_deletable() -> None:
     missing = client_for(alice).get("/api/v1/conversations/not-a-uuid")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"  # JSON, not HTML
 
+    # an answer stored before citations recorded a superseding document's source: its note names one that can
+    # no longer be checked, so it is withheld
+    legacy = make_answer(alice, "And the older way?")
+    legacy.response["notes"] = ["'a.md' is superseded by 'Some newer runbook'; it may be outdated."]
+    legacy.save(update_fields=["response"])
+    shown = client_for(alice).get(f"/api/v1/conversations/{legacy.conversation_id}").json()["turns"][0]
+    assert shown["response"]["withheld"] is True and "Some newer runbook" not in str(shown)
+
 
 # --- feedback and curation ----------------------------------------------------------------------------------
 

@@ -331,6 +331,9 @@ def test_llm_answer_with_a_changed_number_is_rejected_and_falls_back_to_extracti
     assert prompt["sha256"] == digest and prompt["model"] == "scripted"
     assert prompt["backend"] == "agents.llm.OpenAICompatibleLLM"
     assert prompt["chunk_ids"] == [e["chunk_id"] for e in body["evidence"]][: len(prompt["chunk_ids"])]
+    assert len(prompt["passage_sha256"]) == len(prompt["chunk_ids"])
+    first = hashlib.sha256(Chunk.objects.get(pk=prompt["chunk_ids"][0]).text.encode()).hexdigest()
+    assert prompt["passage_sha256"][0] == first
     assert 1 <= len(prompt["chunk_ids"]) <= 8
     assert all(f"[{i}] " in sent[1]["content"] for i in range(1, len(prompt["chunk_ids"]) + 1))
 

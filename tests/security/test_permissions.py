@@ -175,6 +175,26 @@ def test_the_django_admin_names_no_document_its_admin_may_not_read(client) -> No
     assert saved.status_code == 302, saved.content.decode()[:2000]
     readable.refresh_from_db()
     assert readable.title == "Readme, edited" and readable.superseded_by_id == secret.pk
+    # a readable pointer to a document removed since stays a choice: saving another change keeps it
+    removed = DocumentFactory(source="public/old-readme.md", title="Old readme")
+    other = DocumentFactory(source="public/guide.md", title="Guide")
+    Document.objects.filter(pk=other.pk).update(superseded_by=removed)
+    Document.objects.filter(pk=removed.pk).update(status="tombstoned")
+    other.refresh_from_db()
+    form = {
+        "source": other.source,
+        "title": "Guide, edited",
+        "access_tier": other.access_tier,
+        "doc_type": other.doc_type,
+        "analyzer_version": other.analyzer_version,
+        "metadata": json.dumps(other.metadata),
+        "superseded_by": str(removed.pk),
+    }
+    assert client.post(f"/admin/knowledge/document/{other.pk}/change/", form).status_code == 302
+    other.refresh_from_db()
+    assert other.title == "Guide, edited" and other.superseded_by_id == removed.pk
+    link = DocumentLink.objects.create(source=readable, target=other, target_ref="guide.md")
+    assert client.get(f"/admin/knowledge/documentlink/{link.pk}/delete/").status_code == 403
     make_user("vault-curator", "employees", "kb-admins", "vault-admins", superuser=True)
     client.login(username="vault-curator", password="pw")
     assert canary in client.get(f"/admin/knowledge/document/{readable.pk}/change/").content.decode()
