@@ -64,10 +64,11 @@ def merge_results(results: list[SearchResult], final_k: int) -> list[Hit]:
 
 
 def question_terms(result: SearchResult, principal: Principal, question: str) -> QuestionTerms:
-    """The search terms with their corpus idf; a term no readable chunk holds gets the idf of a term seen
-    nowhere, everyday words included: what the asker is shown (the words an abstention searched for, the
-    retried query, the trace's figures) must not tell a word that only documents they cannot read hold from a
-    word no document holds."""
+    """The search terms with their corpus idf. A term no readable chunk holds is weighed as a term seen nowhere:
+    a distinctive one (`distinctive_unknown_terms`) gets the idf of a term in no chunk, an everyday one has none,
+    as an everyday word no document uses has none. What the asker is shown (the words an abstention searched
+    for, the retried query, the trace's figures) must not tell a word that only documents they cannot read
+    hold from a word no document holds."""
     from knowledge.index_selectors import corpus_chunk_count, term_df, terms_readable
 
     terms = list(result.query_terms)
@@ -75,8 +76,11 @@ def question_terms(result: SearchResult, principal: Principal, question: str) ->
     unknown = distinctive_unknown_terms(
         terms, principal, result.corrections, everyday=everyday_terms(question)
     )
-    idf = {t: float(np.log(1 + (n_chunks - d + 0.5) / (d + 0.5))) for t, d in df.items()}
-    for t in {*unknown, *(set(terms) - terms_readable(set(terms), principal))}:
+    unreadable = set(terms) - terms_readable(set(terms), principal)
+    idf = {
+        t: float(np.log(1 + (n_chunks - d + 0.5) / (d + 0.5))) for t, d in df.items() if t not in unreadable
+    }
+    for t in unknown:
         idf[t] = float(np.log(1 + (n_chunks + 0.5) / 0.5))
     return QuestionTerms(tuple(terms), tuple(unknown), idf, dict(result.corrections))
 
