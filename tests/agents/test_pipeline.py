@@ -78,7 +78,7 @@ def test_parameter_lookup_is_answered_with_verified_citations(sample_kb):
 @pytest.mark.django_db
 def test_the_filters_a_question_was_searched_under_are_audited(sample_kb):
     filters = {"doc_types": ["runbook", "sop"], "tiers": "public", "updated_after": "2001-02-03"}
-    body = _answer("How do I rotate the VPN pre-shared key?", _user("filtered"), filters=filters)
+    body = _answer("Which runbook covers the VPN pre-shared keys?", _user("filtered"), filters=filters)
     event = AuditEvent.objects.get(pk=body["audit_event_id"])
     assert event.payload["filters"] == {
         "doc_types": ["runbook", "sop"],

@@ -18,6 +18,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
 
 def test_a_question_whose_pipeline_fails_is_audited() -> None:
+    # the question is asked by no other test: a query vector cached in this process would skip the embedder
     user = make_user("eng", "employees")
     broken = {**settings.ATHENA_EMBEDDER, "BACKEND": "knowledge.embedders.NoSuchEmbedder"}
     with override_settings(ATHENA_EMBEDDER=broken), pytest.raises(Exception):  # noqa: B017 - any failure
