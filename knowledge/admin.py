@@ -79,6 +79,20 @@ class ReadableDocumentChoices(admin.ModelAdmin):
         return [*super().get_readonly_fields(request, obj), *hidden]
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows that ingestion makes and keeps consistent (chunks, links): viewed here, never added, changed or
+    deleted by hand."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
 @admin.register(Document)
 class DocumentAdmin(ReadableDocumentChoices):
     list_display = (
@@ -159,7 +173,7 @@ class DocumentAdmin(ReadableDocumentChoices):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(admin.ModelAdmin):
+class ChunkAdmin(ReadOnlyAdmin):
     list_display = (
         "id",
         "document",
@@ -176,15 +190,6 @@ class ChunkAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Chunk]:
         return super().get_queryset(request).filter(document_id__in=readable_document_ids(request))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 @admin.register(Vendor)
@@ -216,7 +221,7 @@ class EntityAdmin(admin.ModelAdmin):
 
 
 @admin.register(DocumentLink)
-class DocumentLinkAdmin(admin.ModelAdmin):
+class DocumentLinkAdmin(ReadOnlyAdmin):
     """Links are found at ingestion: read-only here, and listed only between documents the admin may read."""
 
     list_display = ("source", "target_ref", "target", "kind")
@@ -226,15 +231,6 @@ class DocumentLinkAdmin(admin.ModelAdmin):
         readable = readable_document_ids(request)
         links = super().get_queryset(request).filter(source_id__in=readable)
         return links.filter(target__isnull=True) | links.filter(target_id__in=readable)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 @admin.register(IngestRun)
