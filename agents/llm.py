@@ -31,11 +31,6 @@ class LLMError(RuntimeError):
 
 class LLMClient(Protocol):
     enabled: bool
-    model: str
-
-    def build_messages(
-        self, *, question: str, template: str, passages: Sequence[str]
-    ) -> list[dict[str, str]]: ...
 
     def generate(self, *, question: str, template: str, passages: Sequence[str]) -> str: ...
 
@@ -47,8 +42,9 @@ def _sha256(text: str) -> str:
 def prompt_record(llm: LLMClient, *, question: str, template: str, passages: Sequence[str]) -> dict[str, Any]:
     """What the audit log keeps of a prompt sent to the model: the backend and model, the question as sent, the
     template, the SHA-256 of each passage's text and of the exact messages. The passages are not copied (the
-    caller names them by chunk id), so the prompt can be rebuilt from the chunks and checked. A backend that
-    does not say how it builds its messages leaves that hash out (None)."""
+    caller names them by chunk id), so the prompt can be rebuilt from the chunks and checked. `build_messages`
+    and `model` are not part of the protocol: a backend without them leaves that hash out (None) and the model
+    empty."""
     build = getattr(llm, "build_messages", None)
     messages = build(question=question, template=template, passages=passages) if build else None
     return {
@@ -65,15 +61,9 @@ class NoLLM:
     """Default: no generative model; the pipeline composes extractive answers."""
 
     enabled = False
-    model = ""
 
     def __init__(self, **_: Any) -> None:
         pass
-
-    def build_messages(
-        self, *, question: str, template: str, passages: Sequence[str]
-    ) -> list[dict[str, str]]:
-        raise LLMError("no LLM configured")
 
     def generate(self, *, question: str, template: str, passages: Sequence[str]) -> str:
         raise LLMError("no LLM configured")

@@ -84,10 +84,11 @@ def filters_logged(filters: Any) -> dict[str, Any]:
     and vendor names as matched (their stored spellings), dates as YYYY-MM-DD; {} when none."""
     logged: dict[str, Any] = {}
     for key, value in asdict(filters).items():
-        if isinstance(value, tuple) and value:
-            logged[key] = list(value)
-        elif value is not None and not isinstance(value, tuple):
-            logged[key] = value.isoformat()
+        if isinstance(value, tuple):
+            if value:
+                logged[key] = list(value)
+        elif value is not None:
+            logged[key] = value.isoformat()  # a date
     return logged
 
 

@@ -5,12 +5,13 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from athena.admin import ReadOnlyAdmin
 from audit.models import AuditEvent
 from audit.selectors import EXPORT_COLUMNS
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     """Read-only: the database refuses changes anyway; the admin does not offer them."""
 
     list_display = ("id", "created_at", "kind", "actor", "verdict")
@@ -28,12 +29,3 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -7,6 +7,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.forms import ModelChoiceField
 from django.http import HttpRequest
 
+from athena.admin import ReadOnlyAdmin
 from knowledge.models import Chunk, Document, DocumentLink, Entity, IngestRun, Synonym, Vendor
 
 
@@ -77,20 +78,6 @@ class ReadableDocumentChoices(admin.ModelAdmin):
         # each subclass defines `<field>_withheld` (UNREADABLE_DOCUMENT), shown in place of such a field
         hidden = [f"{name}_withheld" for name in self._unreadable_choices(request, obj)]
         return [*super().get_readonly_fields(request, obj), *hidden]
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows that ingestion makes and keeps consistent (chunks, links): viewed here, never added, changed or
-    deleted by hand."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 @admin.register(Document)

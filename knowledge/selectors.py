@@ -138,8 +138,9 @@ def document_metadata(document: Document, *, principal: Principal) -> dict[str, 
 class DocumentFreshness:
     """What a reader may be told about how current a cited document is.
     `superseded_by_title` and `superseded_by_source`: the title (or source id) and the source id of a newer
-    document that supersedes it, only when the reader may see that document; `says_superseded_by`: what the document's own metadata says supersedes it
-    (its own text, so visible to whoever may read the document)."""
+    document that supersedes it, both set only when the reader may see that document; `says_superseded_by`:
+    what the document's own metadata says supersedes it (its own text, so visible to whoever may read the
+    document)."""
 
     source: str
     label: str

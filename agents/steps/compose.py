@@ -83,7 +83,7 @@ def stale_notes(
     now = datetime.now(UTC)
     cited_ids = {hit.document_id for hit in hits if hit.source in cited}
     for row in document_freshness(principal=principal, document_ids=cited_ids):
-        if row.superseded_by_title is not None and row.superseded_by_source is not None:
+        if row.superseded_by_source is not None:
             notes.append(f"'{row.label}' is superseded by '{row.superseded_by_title}'; it may be outdated.")
             superseding[row.source] = row.superseded_by_source
         elif row.says_superseded_by:

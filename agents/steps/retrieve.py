@@ -73,10 +73,11 @@ def question_terms(result: SearchResult, principal: Principal, question: str) ->
 
     terms = list(result.query_terms)
     df, n_chunks = term_df(terms), corpus_chunk_count()
+    readable = terms_readable(set(terms), principal)
     unknown = distinctive_unknown_terms(
-        terms, principal, result.corrections, everyday=everyday_terms(question)
+        terms, principal, result.corrections, everyday=everyday_terms(question), readable=readable
     )
-    unreadable = set(terms) - terms_readable(set(terms), principal)
+    unreadable = set(terms) - readable
     idf = {
         t: float(np.log(1 + (n_chunks - d + 0.5) / (d + 0.5))) for t, d in df.items() if t not in unreadable
     }
@@ -188,7 +189,11 @@ def network_address(value: str) -> bool:
 
 
 def distinctive_unknown_terms(
-    terms: list[str], principal: Principal, corrected: Collection[str] = (), everyday: Collection[str] = ()
+    terms: list[str],
+    principal: Principal,
+    corrected: Collection[str] = (),
+    everyday: Collection[str] = (),
+    readable: Collection[str] | None = None,
 ) -> list[str]:
     """Question terms that occur in no chunk the principal may read and are not explained away as chat words,
     typos, everyday words or compounds of known words (per-host, stop/start). Such a term means the corpus
@@ -197,7 +202,8 @@ def distinctive_unknown_terms(
     looked up once. `everyday`: terms of everyday words the question uses (`everyday_terms`): a question in
     the user's own words ("when do changes stop for the holidays?") is not about a topic the corpus lacks
     because the documents say it differently ("year-end freeze"); whether the evidence answers it is then
-    judged on the evidence."""
+    judged on the evidence. `readable`: those of `terms` the principal may read, when the caller looked them up
+    already (only the parts of identifiers are then looked up)."""
     from knowledge.index_selectors import terms_readable
     from retrieval.search import ABBREVIATIONS
     from retrieval.stages import near_readable_terms
@@ -212,7 +218,11 @@ def distinctive_unknown_terms(
         for term in terms
         if term.startswith("=")
     }
-    known = terms_readable({*terms, *(p for parts in parts_of.values() for p in parts)}, principal)
+    all_parts = {p for found in parts_of.values() for p in found}
+    if readable is None:
+        known = terms_readable({*terms, *all_parts}, principal)
+    else:
+        known = set(readable) | terms_readable(all_parts - set(terms), principal)
     missing = []
     for term in terms:
         if term in known or network_address(term.lstrip("=")):
