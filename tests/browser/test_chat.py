@@ -285,6 +285,40 @@ def test_admin_changes_a_documents_groups_and_it_is_audited(browser, web_server,
     shot("04-in-audit-log")
 
 
+def test_the_admin_names_no_document_its_admin_may_not_read(browser, web_server, sample_site, shot) -> None:  # type: ignore[no-untyped-def]
+    """The kb-admin (not in noc-admins) opens a public document that a restricted one supersedes: the form shows
+    "a document you cannot read" in place of it, the page names no restricted document, and saving an edit keeps
+    the pointer."""
+    from knowledge.models import Document
+
+    driver, base = browser, web_server
+    public = Document.objects.get(source="public/manual-noc-shift-handover.md")
+    restricted = Document.objects.filter(source__startswith="restricted/").order_by("source").first()
+    assert restricted is not None
+    titles = list(Document.objects.filter(source__startswith="restricted/").values_list("title", flat=True))
+    _committed(lambda: Document.objects.filter(pk=public.pk).update(superseded_by=restricted))
+    try:
+        login(driver, base, "admin", next_path="/admin/")
+        driver.get(f"{base}/admin/knowledge/document/{public.pk}/change/")
+        wait(driver, _present("input[name=_save]"))
+        page = _one(driver, "body").text
+        assert "a document you cannot read" in page, page
+        assert not _by_css(driver, "#id_superseded_by")
+        page_source = driver.page_source
+        assert "restricted/" not in page_source and not [t for t in titles if t in page_source]
+        field = _one(driver, ".field-superseded_by_withheld")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", field)
+        assert "a document you cannot read" in field.text
+        shot("01-superseded-by-withheld")
+        _one(driver, "input[name=_save]").click()
+        wait(driver, _present(".messagelist .success"))
+        shot("02-saved")
+        public.refresh_from_db()
+        assert public.superseded_by_id == restricted.pk
+    finally:
+        _committed(lambda: Document.objects.filter(pk=public.pk).update(superseded_by=None))
+
+
 def test_errors_read_like_a_product(browser, web_server, sample_site, celery_worker_process, shot) -> None:  # type: ignore[no-untyped-def]
     from django.conf import settings
     from django.contrib.auth.models import User
