@@ -11,6 +11,7 @@ from django.utils import timezone
 from agents.models import Answer, CurationItem, Feedback
 from agents.selectors import answer_get_for_user, conversation_get
 from athena.errors import NotFound, ValidationFailed
+from athena.principals import Principal
 
 MAX_COMMENT_CHARS = 2000
 
@@ -88,9 +89,13 @@ def conversation_delete(*, user: Any, conversation_id: UUID | str) -> None:
 def curation_resolve(
     *, item_id: int, actor: Any, resolution: str, document_id: int | None = None
 ) -> CurationItem:
-    """Close a curation item, optionally pointing at the new or corrected document that answers it."""
+    """Close a curation item, optionally pointing at the new or corrected document that answers it.
+
+    The document must be one the actor may read now, or the one the item already points at (the admin's
+    "resolve" action keeps it): being a kb-admin grants no read access, and a document the actor cannot
+    read answers as a missing one, so the call tells nothing of which restricted documents exist."""
     from audit.services import audit_record
-    from knowledge.selectors import document_by_id
+    from knowledge.selectors import document_by_id, document_list_visible
 
     item = CurationItem.objects.select_for_update().filter(pk=item_id).first()
     if item is None:
@@ -99,7 +104,9 @@ def curation_resolve(
         raise ValidationFailed("say how the item was resolved")
     document = None
     if document_id is not None:
-        document = document_by_id(document_id=document_id)
+        readable = document_list_visible(principal=Principal.from_user(actor)).filter(pk=document_id).exists()
+        if readable or document_id == item.resolved_document_id:
+            document = document_by_id(document_id=document_id)
         if document is None:
             raise ValidationFailed("no such document")
     item.resolved = True

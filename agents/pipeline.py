@@ -106,6 +106,7 @@ def _result(state: AnswerState, started: float) -> PipelineResult:
                 "document": h.source,
                 "title": h.title,
                 "section": h.section,
+                "content_hash": h.content_hash,
                 "score": round(h.score, 4),
                 "scores": _shown_scores(h.scores, best_bm25),
             }

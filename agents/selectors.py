@@ -82,6 +82,10 @@ HISTORY_ANSWER_WITHHELD = (
     "This answer is withheld: it drew on documents you can no longer read. Ask again for an answer from the "
     "documents you can read now."
 )
+HISTORY_ANSWER_CHANGED = (
+    "This answer is withheld: a passage it showed has since been changed or removed from its document. Ask "
+    "again for an answer from the documents as they are now."
+)
 # what a withheld past answer keeps of its stored response: nothing taken from a document
 _WITHHELD_KEEPS = (
     "abstained",
@@ -104,6 +108,23 @@ def _response_sources(response: dict[str, Any]) -> set[str]:
     return {str(name) for name in named if name}
 
 
+def _response_passages(response: dict[str, Any]) -> set[tuple[int, str, str]]:
+    """The passages a stored ask response shows text of, as (chunk id, document source, text hash): each
+    citation's chunk and the first ten evidence chunks (`passages`). Answers stored before the evidence
+    recorded text hashes have "" (then only the same chunk id proves the text unchanged)."""
+    evidence = [e for e in response.get("evidence") or [] if e.get("chunk_id")]
+    digest = {e["chunk_id"]: str(e.get("content_hash") or "") for e in evidence}
+    shown = [
+        (e["chunk_id"], str(e.get("document") or "")) for e in evidence[: len(response.get("passages") or [])]
+    ]
+    shown += [
+        (c["chunk_id"], str(c.get("document") or ""))
+        for c in response.get("citations") or []
+        if c.get("chunk_id")
+    ]
+    return {(int(pk), source, digest.get(pk, "")) for pk, source in shown}
+
+
 # a note naming a superseding document by its title (agents.steps.compose.stale_notes); answers stored before
 # their citations recorded that document's source (`superseded_by`) cannot be checked, and are withheld
 _SUPERSEDED_NOTE = " is superseded by '"
@@ -120,18 +141,26 @@ def responses_visible(*, answers: list[Answer], principal: Any) -> dict[int, dic
     an answer that drew on a document the asker can no longer read (they left its group, an admin narrowed
     its access, it was removed or expired) is withheld whole, since its text, quotes, passages, titles and notes
     all come from that document. Unknown sources count as unreadable (fail closed)."""
+    from knowledge.selectors import passages_unchanged
+
     named = {answer.pk: _response_sources(answer.response or {}) for answer in answers}
     readable = _readable(set().union(*named.values()), principal)
+    shown = {answer.pk: _response_passages(answer.response or {}) for answer in answers}
+    unchanged = passages_unchanged(set().union(*shown.values()))
     visible: dict[int, dict[str, Any]] = {}
     for answer in answers:
         response = answer.response or {}
-        if named[answer.pk] <= readable and not _unverifiable(response):
+        if not (named[answer.pk] <= readable and not _unverifiable(response)):
+            message = HISTORY_ANSWER_WITHHELD
+        elif not {pk for pk, _, _ in shown[answer.pk]} <= unchanged:
+            message = HISTORY_ANSWER_CHANGED
+        else:
             visible[answer.pk] = response
             continue
         kept = {key: response[key] for key in _WITHHELD_KEEPS if key in response}
         visible[answer.pk] = {
             **kept,
-            "answer": HISTORY_ANSWER_WITHHELD,
+            "answer": message,
             "withheld": True,
             "citations": [],
             "retrieved": [],

@@ -249,6 +249,28 @@ def chunk_sentence_vectors(chunk_ids: Collection[int]) -> dict[int, bytes]:
     return {chunk_id: bytes(data) for chunk_id, data in rows if data is not None}
 
 
+def passages_unchanged(shown: Collection[tuple[int, str, str]]) -> set[int]:
+    """Of passages shown once as (chunk id, document source, text hash; "" when not recorded), the chunk ids
+    whose text a live document still holds. A chunk keeps its text for life, so a live chunk of that id holds
+    it; a re-ingest gives every chunk a new id, so otherwise a live chunk of the same document must carry the
+    same text hash. No access check: the caller checks the documents."""
+    shown = list(shown)
+    live = set(
+        Chunk.objects.filter(pk__in=[pk for pk, _, _ in shown], active=True).values_list("pk", flat=True)
+    )
+    wanted = {(source, digest) for pk, source, digest in shown if pk not in live and digest}
+    if wanted:
+        held = set(
+            Chunk.objects.filter(
+                active=True,
+                document__source__in={source for source, _ in wanted},
+                content_hash__in={digest for _, digest in wanted},
+            ).values_list("document__source", "content_hash")
+        )
+        live |= {pk for pk, source, digest in shown if (source, digest) in held}
+    return live
+
+
 def synonym_expansions() -> list[tuple[str, list[str]]]:
     """The admin-curated synonyms: (lower-case term, its expansions), for query understanding."""
     from knowledge.models import Synonym

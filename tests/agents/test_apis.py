@@ -322,6 +322,61 @@ def test_ask_in_someone_elses_conversation_is_404(small_kb) -> None:  # type: ig
     assert response.status_code == 404
 
 
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)  # retrieval threads use their own connections
+def test_a_past_answer_is_withheld_once_a_passage_it_showed_changed(tmp_path: Path) -> None:
+    """An admin re-ingests a runbook with a sentence removed (a host name published by mistake, say): a past
+    answer that showed it is withheld from history, since its text, quotes and passages repeat what the
+    document no longer says. Re-ingesting the same text gives every chunk a new id but keeps its text hash, so
+    an answer from unchanged passages stays; one stored before passages recorded their hash cannot be checked
+    and is withheld."""
+    from knowledge.services import IngestOptions, files_ingest
+
+    root = tmp_path / "kb"
+    root.mkdir()
+    path = root / "oob.md"
+    secret = "The out-of-band console answers on VLAN 4093 through the jump host oob-gw-7."
+
+    def ingest(body: str) -> None:
+        path.write_text(f"# Out-of-band console\n\n{body}\n")
+        summary = files_ingest(
+            root=str(root), files=[("oob.md", str(path))], options=IngestOptions(), force=True
+        )
+        assert summary.failed == 0, summary.errors
+
+    ingest(secret)
+    user = make_user("alice", "employees")
+    client = client_for(user)
+    body = client.post("/api/v1/ask", {"question": "Which VLAN does the out-of-band console answer on?"})
+    body = body.json()
+    assert "oob.md" in body["retrieved"] and "oob-gw-7" in json.dumps(body)
+    url = f"/api/v1/conversations/{body['conversation_id']}"
+
+    def shown() -> dict:  # type: ignore[type-arg]
+        return client.get(url).json()["turns"][0]["response"]
+
+    ingest(secret)  # the same text again: new chunk ids, the same hashes
+    assert shown()["answer"] == body["answer"] and not shown().get("withheld")
+
+    # an answer stored before the evidence recorded text hashes: a new chunk id proves nothing
+    answer = Answer.objects.get(pk=body["answer_id"])
+    stored = answer.response
+    legacy = {
+        **stored,
+        "evidence": [{k: v for k, v in e.items() if k != "content_hash"} for e in stored["evidence"]],
+    }
+    Answer.objects.filter(pk=answer.pk).update(response=legacy)
+    assert shown()["withheld"] is True
+    Answer.objects.filter(pk=answer.pk).update(response=stored)
+    assert not shown().get("withheld")
+
+    ingest("The out-of-band console answers on VLAN 4093; ask the NOC lead for the jump host.")
+    turn = client.get(url).json()["turns"][0]
+    assert turn["response"]["withheld"] is True and "changed or removed" in turn["response"]["answer"]
+    assert "oob-gw-7" not in json.dumps(turn)
+    assert turn["question"] == "Which VLAN does the out-of-band console answer on?"
+
+
 # --- conversations ------------------------------------------------------------------------------------------
 
 
@@ -455,3 +510,35 @@ def test_curation_queue_is_admin_only_and_resolvable() -> None:
     assert (
         admin.post("/api/v1/curation/99999999/resolve", {"resolution": "x"}, format="json").status_code == 404
     )
+
+
+def test_curation_resolves_only_to_a_document_the_admin_can_read() -> None:
+    """Being a kb-admin grants no read access: a restricted document outside the admin's groups answers as a
+    missing one (the same 400, the same message), so resolving cannot probe which document ids exist; one the
+    admin may read is accepted, and a pointer already on the item is kept when it is resolved again."""
+    vault = DocumentFactory(source="vault.md", access_tier="restricted", groups=("vault-admins",))
+    readable = DocumentFactory(source="dhcp.md")
+    alice = make_user("alice", "employees")
+    admin_user = make_user("kbadmin", "kb-admins")
+    admin = client_for(admin_user)
+    item = CurationItem.objects.create(answer=make_answer(alice, "Who rotates the token?", abstained=True))
+
+    url = f"/api/v1/curation/{item.pk}/resolve"
+    hidden = admin.post(url, {"resolution": "x", "document_id": vault.pk}, format="json")
+    missing = admin.post(url, {"resolution": "x", "document_id": 99999999}, format="json")
+    assert hidden.status_code == missing.status_code == 400
+    assert hidden.json() == missing.json()
+    item.refresh_from_db()
+    assert not item.resolved and item.resolved_document_id is None
+
+    done = admin.post(url, {"resolution": "see the DHCP page", "document_id": readable.pk}, format="json")
+    assert done.status_code == 200
+    item.refresh_from_db()
+    assert item.resolved and item.resolved_document_id == readable.pk
+
+    # a pointer an admin of the vault group set stays when another admin resolves the item again
+    CurationItem.objects.filter(pk=item.pk).update(resolved=False, resolved_document=vault)
+    again = admin.post(url, {"resolution": "checked", "document_id": vault.pk}, format="json")
+    assert again.status_code == 200
+    item.refresh_from_db()
+    assert item.resolved and item.resolved_document_id == vault.pk

@@ -44,7 +44,8 @@ def test_resolved_items_export_with_answer_gold_document_and_acl(tmp_path: Path)
         "# Vault\n\nThe break-glass token is rotated every 30 days by the security team.\n",
         IngestOptions(access_tier="restricted", acl_groups=("sec-admins",)),
     )
-    alice, admin = make_user("alice", "employees"), make_user("kbadmin", "kb-admins")
+    # the admin reads the vault page (a kb-admin points an item only at a document they may read)
+    alice, admin = make_user("alice", "employees"), make_user("kbadmin", "kb-admins", "sec-admins")
     first = curation_enqueue(answer=_abstained(alice, "How long is a DHCP lease?"), reason="abstained")
     second = curation_enqueue(answer=_abstained(alice, "How often is the token rotated?"), reason="abstained")
     open_item = curation_enqueue(answer=_abstained(alice, "Still open?"), reason="abstained")
