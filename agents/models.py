@@ -10,7 +10,8 @@ from django.db import models
 
 class Conversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
+    # users are deactivated, not deleted: their questions and answers are the record of what was shown
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="conversations")
     title = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -24,7 +25,7 @@ class Answer(models.Model):
     conversation = models.ForeignKey(
         Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="answers"
     )
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="answers")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="answers")
     question = models.TextField()
     response = models.JSONField(default=dict, help_text="the ask API response body")
     abstained = models.BooleanField(default=False)
@@ -42,7 +43,7 @@ class Feedback(models.Model):
         UP = 1
 
     answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="feedback")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
     vote = models.SmallIntegerField(choices=Vote.choices)
     comment = models.TextField(blank=True, max_length=2000)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -90,11 +90,16 @@ class Document(models.Model):
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
-        on_delete=models.CASCADE,
+        # a user with uploads is deactivated, not deleted: a cascade would drop chunks past the services
+        # (BM25 statistics, files, audit); the uploads expire by themselves
+        on_delete=models.PROTECT,
         related_name="private_documents",
         help_text="set for private uploads only",
     )
     expires_at = models.DateTimeField(null=True, blank=True)
+    # when it was last tombstoned: a version staged before then is not swapped in (a removal wins over a batch
+    # already queued)
+    tombstoned_at = models.DateTimeField(null=True, blank=True, editable=False)
     metadata = models.JSONField(default=dict, blank=True)
     injection_flags = models.PositiveIntegerField(default=0)
     chunk_count = models.PositiveIntegerField(default=0)
@@ -308,8 +313,9 @@ class DocumentLink(models.Model):
     """A hyperlink or explicit reference from one document to another (target resolved when known)."""
 
     source = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="links_out")
+    # a deleted target leaves the link open (target_ref kept), to be resolved again if it comes back
     target = models.ForeignKey(
-        Document, null=True, blank=True, on_delete=models.CASCADE, related_name="links_in"
+        Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="links_in"
     )
     target_ref = models.CharField(max_length=1000)
     kind = models.CharField(max_length=20, default="hyperlink")  # hyperlink | reference
