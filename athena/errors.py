@@ -65,7 +65,7 @@ class Unavailable(ApplicationError):
 DEPENDENCY_RETRY_AFTER_SECONDS = 5
 
 
-def _dependency_unavailable(exc: Exception) -> Unavailable | None:
+def dependency_unavailable(exc: Exception) -> Unavailable | None:
     """The database or the broker went away mid-request (restart, failover): 503 with a retry hint, never
     500. Django drops the broken connection at the end of the request, so the next one reconnects."""
     import psycopg
@@ -110,7 +110,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = ValidationFailed(
             "a parameter has a value out of range or contains characters that are not allowed"
         )
-    exc = _dependency_unavailable(exc) or exc
+    exc = dependency_unavailable(exc) or exc
     if isinstance(exc, ApplicationError):
         body: dict[str, Any] = {"code": exc.code, "message": exc.message}
         if exc.details is not None:

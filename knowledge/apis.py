@@ -18,13 +18,19 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from athena.errors import ApplicationError, NotFound, ValidationFailed, flatten_detail
+from athena.errors import (
+    ApplicationError,
+    NotFound,
+    ValidationFailed,
+    dependency_unavailable,
+    flatten_detail,
+)
 from athena.http import refuse_unknown_fields, refuse_unknown_params, reject_unknown_fields
 from athena.pagination import paged_schema
 from athena.permissions import IsKbAdmin, is_kb_admin
 from athena.principals import Principal
 from athena.throttling import document_probe_record, ensure_not_blocked
-from knowledge.models import AccessTier, DocType, Document
+from knowledge.models import AccessTier, DocType, Document, DocumentStatus
 from knowledge.parsing import ParseError, archive_limits_check
 from knowledge.selectors import (
     NOT_FOUND_MESSAGE,
@@ -265,6 +271,19 @@ def upload_store(*, user: Any, upload: Any) -> tuple[str, Path]:
     return source, target
 
 
+def upload_not_queued(*, document: Document, path: Path, error: str) -> None:
+    """An upload whose ingestion could not be queued (the broker is down): it is marked failed with the
+    reason, and its file is deleted unless an earlier version of it is still indexed, so nothing is left on
+    disk that no document names (it would count against the owner's quota until it expired)."""
+    indexed = Document.objects.filter(pk=document.pk, status=DocumentStatus.INDEXED).exists()
+    Document.objects.filter(pk=document.pk).update(
+        error=f"not queued for indexing: {error}; upload it again"[:2000],
+        status=DocumentStatus.INDEXED if indexed else DocumentStatus.FAILED,
+    )
+    if not indexed:
+        path.unlink(missing_ok=True)
+
+
 class DocumentUploadApi(APIView):
     """Upload a private document (PDF/DOCX/MD/TXT/HTML): readable only by the uploader, expiring."""
 
@@ -294,38 +313,59 @@ class DocumentUploadApi(APIView):
         expires_at = timezone.now() + timedelta(hours=settings.ATHENA_UPLOAD_TTL_HOURS)
         options = IngestOptions(owner_id=user.pk, access_tier=AccessTier.CONFIDENTIAL, expires_at=expires_at)
         root = str(Path(settings.MEDIA_ROOT).resolve())
-        if settings.ATHENA_REALTIME_VIA_CELERY:
-            from knowledge.tasks import ingest_files_task
-
-            transaction.on_commit(
-                lambda: ingest_files_task.delay(None, root, [[source, str(path)]], options.as_dict())
-            )
-            summary: dict[str, Any] = {"queued": True}
-        else:
+        queued = settings.ATHENA_REALTIME_VIA_CELERY
+        summary: dict[str, Any] = {"queued": True}
+        if not queued:
             summary = files_ingest(
                 root=root, files=[(source, str(path))], options=options, force=True
             ).as_dict()
-        document, created = Document.objects.get_or_create(
-            source=source,
-            defaults={"owner_id": user.pk, "access_tier": AccessTier.CONFIDENTIAL, "expires_at": expires_at},
-        )
-        if not created and document.expires_at != expires_at:
-            # the same file uploaded again renews its time, as the audit event says (unchanged content is not
-            # indexed again, so ingestion would not)
-            Document.objects.filter(pk=document.pk).update(expires_at=expires_at)
-            document.expires_at = expires_at
-        audit_record(
-            kind="upload",
-            actor=user,
-            documents=[source],
-            verdict=document.status,
-            payload={
-                "document": source,
-                "bytes": path.stat().st_size,
-                "expires_at": expires_at.isoformat(),
-                "errors": summary.get("errors", {}),
-            },
-        )
+        # the document's row and the audit event commit before the file is queued: a worker never indexes an
+        # upload that has neither, and one that cannot be queued is found and told below
+        with transaction.atomic():
+            document, created = Document.objects.get_or_create(
+                source=source,
+                defaults={
+                    "owner_id": user.pk,
+                    "access_tier": AccessTier.CONFIDENTIAL,
+                    "expires_at": expires_at,
+                },
+            )
+            if not created and document.expires_at != expires_at:
+                # the same file uploaded again renews its time, as the audit event says (unchanged content is
+                # not indexed again, so ingestion would not)
+                Document.objects.filter(pk=document.pk).update(expires_at=expires_at)
+                document.expires_at = expires_at
+            if queued and document.status == DocumentStatus.FAILED:
+                # a file whose earlier upload failed is queued again: pending until the worker has read it
+                Document.objects.filter(pk=document.pk).update(status=DocumentStatus.PENDING, error="")
+                document.status, document.error = DocumentStatus.PENDING, ""
+            audit_record(
+                kind="upload",
+                actor=user,
+                documents=[source],
+                verdict=document.status,
+                payload={
+                    "document": source,
+                    "bytes": path.stat().st_size,
+                    "expires_at": expires_at.isoformat(),
+                    "errors": summary.get("errors", {}),
+                },
+            )
+        if queued:
+            from knowledge.tasks import ingest_files_task
+
+            try:
+                # no result is awaited: without ignore_result Celery first subscribes to the result store,
+                # and a Redis that is down then fails there with a RuntimeError instead of the broker's error
+                ingest_files_task.apply_async(
+                    (None, root, [[source, str(path)]], options.as_dict()), ignore_result=True
+                )
+            except Exception as exc:
+                unavailable = dependency_unavailable(exc)
+                if unavailable is None:
+                    raise
+                upload_not_queued(document=document, path=path, error=unavailable.message)
+                raise unavailable from exc  # audited as a refusal (handle_exception)
         if document.status == "failed":
             raise ValidationFailed(f"the file could not be read: {document.error}", code="unreadable")
         return Response(

@@ -115,10 +115,29 @@ class FaultStack:
 
     # -- the HTTP API
     def ask(self, question: str, *, timeout: float = 200) -> Reply:
+        data = json.dumps({"question": question}).encode()
+        return self._request("ask", data, "application/json", timeout=timeout)
+
+    def upload(self, name: str, content: bytes, *, timeout: float = 60) -> Reply:
+        """POST /api/v1/documents/upload as the fault user, one file in a multipart body."""
+        boundary = "athena-fault-upload"
+        body = (
+            (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+                "Content-Type: application/octet-stream\r\n\r\n"
+            ).encode()
+            + content
+            + f"\r\n--{boundary}--\r\n".encode()
+        )
+        return self._request(
+            "documents/upload", body, f"multipart/form-data; boundary={boundary}", timeout=timeout
+        )
+
+    def _request(self, path: str, data: bytes, content_type: str, *, timeout: float) -> Reply:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{self.env['PORT']}/api/v1/ask",
-            data=json.dumps({"question": question}).encode(),
-            headers={"Authorization": f"Token {self.token}", "Content-Type": "application/json"},
+            f"http://127.0.0.1:{self.env['PORT']}/api/v1/{path}",
+            data=data,
+            headers={"Authorization": f"Token {self.token}", "Content-Type": content_type},
             method="POST",
         )
         started = time.monotonic()

@@ -122,3 +122,41 @@ def test_redis_restarted_questions_recover_and_a_queued_ingest_is_not_lost(fault
     assert status == "indexed"
     reply = fault_stack.ask("How long is the DHCP lease on guest Wi-Fi?")
     assert reply.status == 200 and "dhcp-pools.md" in reply.body["retrieved"], reply
+
+
+def test_an_upload_while_redis_is_down_is_refused_marked_failed_and_leaves_no_file(fault_stack):
+    """The broker is down when a private upload comes in: the uploader gets 503 with a retry hint, the
+    document is marked failed with the reason (their document list tells them), its file is not left on disk
+    where nothing names it, and the refusal is audited. With Redis back, the same upload is indexed."""
+    content = (
+        b"# Generator runs\n\nThe standby generator runs under load every second Tuesday for 30 minutes.\n"
+    )
+    fault_stack.manage("stack", "down", "--only", "redis")
+    try:
+        refused = fault_stack.upload("generator-runs.md", content)
+    finally:
+        fault_stack.up("redis")
+    assert refused.status == 503 and int(refused.headers["Retry-After"]) >= 1, refused
+    assert refused.body["error"]["code"] == "dependency_unavailable", refused
+    rows = fault_stack.sql(
+        "SELECT source, status, error FROM knowledge_document WHERE source LIKE 'uploads/%%/generator-runs.md'"
+    )
+    assert len(rows) == 1 and rows[0][1] == "failed" and "not queued" in rows[0][2], rows
+    source = rows[0][0]
+    assert not (fault_stack.var / "media" / source).exists()
+    refusals = fault_stack.sql(
+        "SELECT payload->>'code' FROM audit_auditevent WHERE kind = 'upload_refused' ORDER BY id DESC LIMIT 1"
+    )
+    assert refusals == [("dependency_unavailable",)]
+
+    fault_stack.wait_for_worker()
+    accepted = fault_stack.upload("generator-runs.md", content)
+    assert accepted.status == 201, accepted
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status = fault_stack.sql("SELECT status FROM knowledge_document WHERE source = %s", source)[0][0]
+        if status == "indexed":
+            break
+        time.sleep(1)
+    assert status == "indexed"
+    assert (fault_stack.var / "media" / source).exists()
