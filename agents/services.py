@@ -427,93 +427,110 @@ def ask(
     changes: dict[str, Any] = {"updated_at": timezone.now()}
     if not conversation_id and not blocked:
         changes["title"] = question[:200]
-    Conversation.objects.filter(pk=conversation.pk).update(**changes)
     # a refused question is logged without its text when it carried PII
     logged_question = "[withheld: contained personal data]" if guard.get("code") == "pii" else question
     groups = sorted(user.groups.values_list("name", flat=True))
-    event = audit_record(
-        kind="question",
-        actor=user,
-        verdict=result["verdict"],
-        documents=result["retrieved"],
-        payload={
-            "question": logged_question,
-            "question_id": question_id,
-            "rewritten": result["rewritten"] if not blocked else "",
-            "groups": groups,
-            "conversation": str(conversation.pk),
-            "filters": logged_filters,
-            "retrieved_chunks": result["retrieved_chunks"],
-            "answer": result["answer"],
-            "citations": result["citations"],
-            "attribution_score": result["attribution_score"],
-            "guardrails": guard,
-            "template": result["template"],
-            "prompt": result.get("prompt"),
-            "trace": result["trace"],
-            "timings_ms": result["timings_ms"],
-        },
-    )
+    # the audit event, the answer as stored, its curation item and the conversation's turn commit together:
+    # an event never records an answer that history and curation lack, nor the reverse
+    try:
+        with transaction.atomic():
+            Conversation.objects.filter(pk=conversation.pk).update(**changes)
+            event = audit_record(
+                kind="question",
+                actor=user,
+                verdict=result["verdict"],
+                documents=result["retrieved"],
+                payload={
+                    "question": logged_question,
+                    "question_id": question_id,
+                    "rewritten": result["rewritten"] if not blocked else "",
+                    "groups": groups,
+                    "conversation": str(conversation.pk),
+                    "filters": logged_filters,
+                    "retrieved_chunks": result["retrieved_chunks"],
+                    "answer": result["answer"],
+                    "citations": result["citations"],
+                    "attribution_score": result["attribution_score"],
+                    "guardrails": guard,
+                    "template": result["template"],
+                    "prompt": result.get("prompt"),
+                    "trace": result["trace"],
+                    "timings_ms": result["timings_ms"],
+                },
+            )
+            answer_row = None
+            if not blocked:
+                answer_row = Answer.objects.create(
+                    conversation=conversation,
+                    user=user,
+                    question=question,
+                    abstained=result["abstained"],
+                    template=result["template"],
+                    audit_event_id=event.pk,
+                    response={},
+                )
+                if result["verdict"] == "abstained":
+                    CurationItem.objects.create(answer=answer_row, reason="abstained")
+            body = {
+                "answer": result["answer"],
+                "abstained": result["abstained"],
+                "template": result["template"],
+                "verdict": result["verdict"],
+                "citations": result["citations"],
+                "retrieved": result["retrieved"],
+                "attribution_score": result["attribution_score"],
+                "conversation_id": str(conversation.pk),
+                "answer_id": answer_row.pk if answer_row else None,
+                "notes": result["notes"],
+                "timings_ms": result["timings_ms"],
+                "trace": result["trace"],
+                "evidence": result["evidence"],
+                "passages": result["passages"],
+                "audit_event_id": event.pk,
+            }
+            if answer_row is not None:
+                Answer.objects.filter(pk=answer_row.pk).update(response=body)
+            if blocked:
+                if not conversation_id:
+                    _set_aside(conversation)
+                audit_record(
+                    kind="guardrail",
+                    actor=user,
+                    verdict=guard.get("code", "blocked"),
+                    payload={
+                        "code": guard.get("code"),
+                        "details": guard.get("details", []),
+                        "question_event": event.pk,
+                    },
+                )
+    except Exception as exc:
+        # nothing of it was kept: the attempt is audited as an error (where the database still answers)
+        if not conversation_id:
+            _set_aside(conversation)
+        _withheld_question_record(
+            user,
+            str(conversation.pk),
+            question_id=question_id,
+            filters=logged_filters,
+            verdict="error",
+            reason=type(exc).__name__,
+            why="the answer could not be stored",
+        )
+        raise
     if enumeration_watch and result["verdict"] == "abstained":
         from athena.throttling import abstention_record
 
         abstention_record(user, question, unreadable_match=bool(result.get("unreadable_terms")))
     if blocked:
-        answer_row = None
-    else:
-        with transaction.atomic():
-            answer_row = Answer.objects.create(
-                conversation=conversation,
-                user=user,
-                question=question,
-                abstained=result["abstained"],
-                template=result["template"],
-                audit_event_id=event.pk,
-                response={},
-            )
-            if result["verdict"] == "abstained":
-                CurationItem.objects.create(answer=answer_row, reason="abstained")
-        memory_append(
-            str(conversation.pk),
-            Turn(
-                question=question,
-                rewritten=result["rewritten"] or question,
-                answer=result["answer"][:1000],
-                template=result["template"],
-                chunk_ids=[c["chunk_id"] for c in result["citations"]],
-            ),
-        )
-    body = {
-        "answer": result["answer"],
-        "abstained": result["abstained"],
-        "template": result["template"],
-        "verdict": result["verdict"],
-        "citations": result["citations"],
-        "retrieved": result["retrieved"],
-        "attribution_score": result["attribution_score"],
-        "conversation_id": str(conversation.pk),
-        "answer_id": answer_row.pk if answer_row else None,
-        "notes": result["notes"],
-        "timings_ms": result["timings_ms"],
-        "trace": result["trace"],
-        "evidence": result["evidence"],
-        "passages": result["passages"],
-        "audit_event_id": event.pk,
-    }
-    if answer_row is not None:
-        Answer.objects.filter(pk=answer_row.pk).update(response=body)
-    if blocked:
-        if not conversation_id:
-            _set_aside(conversation)
-        audit_record(
-            kind="guardrail",
-            actor=user,
-            verdict=guard.get("code", "blocked"),
-            payload={
-                "code": guard.get("code"),
-                "details": guard.get("details", []),
-                "question_event": event.pk,
-            },
-        )
         raise Blocked(result["answer"], details={"guard": guard.get("code"), "audit_event_id": event.pk})
+    memory_append(
+        str(conversation.pk),
+        Turn(
+            question=question,
+            rewritten=result["rewritten"] or question,
+            answer=result["answer"][:1000],
+            template=result["template"],
+            chunk_ids=[c["chunk_id"] for c in result["citations"]],
+        ),
+    )
     return body

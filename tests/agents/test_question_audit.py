@@ -53,3 +53,30 @@ def test_a_refused_question_in_a_conversation_leaves_the_conversation_as_it_was(
     with pytest.raises(Blocked):
         ask(user=user, question="My SSN is 536-22-1234, ok?", conversation_id=str(conversation.pk))
     assert [c.pk for c in conversation_list(user=user)] == [conversation.pk]
+
+
+def test_an_answer_that_cannot_be_stored_leaves_no_event_that_says_it_was_given() -> None:
+    """The database refuses the answer's row (here a trigger standing for a full disk or a broken constraint):
+    the question's event, the answer, its curation item and the conversation's new turn go together, so the
+    log does not record an answer that history and the curation queue never got; the attempt is audited as an
+    error instead, and the question's conversation leaves the asker's list."""
+    from django.db import connection
+
+    from agents.models import Answer, CurationItem
+
+    user = make_user("eng", "employees")
+    with connection.cursor() as cursor:  # rolled back with the test's transaction
+        cursor.execute(
+            "CREATE FUNCTION refuse_answer() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'no space left on device'; END $$"
+        )
+        cursor.execute(
+            "CREATE TRIGGER refuse_answer BEFORE INSERT ON agents_answer "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_answer()"
+        )
+    with pytest.raises(Exception, match="no space left"):
+        ask(user=user, question="Which port does the lab's tftp mirror listen on after the move?")
+    events = list(AuditEvent.objects.filter(kind="question"))
+    assert [e.verdict for e in events] == ["error"] and events[0].payload["error"]
+    assert not Answer.objects.exists() and not CurationItem.objects.exists()
+    assert not conversation_list(user=user)
