@@ -66,38 +66,51 @@ def audit_aggregated(*, kind: str, actor: Any, subject: str, payload: dict[str, 
     return True
 
 
+# how long a flush runner holds a window it is closing; one killed while writing leaves it to the next run
+FLUSH_CLAIM_SECONDS = 600
+
+
 def audit_aggregates_flush(*, now: float | None = None) -> int:
     """Close every aggregation window that has ended: write one event with its exact total (`count`,
-    `window_closed`: true) unless that total was already written as a milestone. Run by a beat task; two
-    runners never both write a window (the ZREM decides). Returns how many events were written."""
-    from audit.services import audit_record
-
+    `window_closed`: true) unless that total was already written as a milestone. Run by a beat task. A runner
+    claims a window before writing it (two runners never both write one) and forgets its counters only once
+    the event is committed: a write that fails leaves the window to the next run, and a runner killed after
+    its write is not followed by a second event for the same window. One window's failure does not stop the
+    others. Returns how many events were written."""
     now = time.time() if now is None else now
     client = redis_client()
     written = 0
     for raw in client.zrangebyscore(_aggregate_open_key(), 0, now):
         key = raw.decode() if isinstance(raw, bytes) else str(raw)
-        if not client.zrem(_aggregate_open_key(), key):
-            continue  # another runner closed it
-        count_raw, meta_raw = client.mget(key, f"{key}:meta")
-        client.delete(key, f"{key}:meta")
-        if count_raw is None or meta_raw is None:
+        if not client.set(f"{key}:claim", "1", nx=True, ex=FLUSH_CLAIM_SECONDS):
+            continue  # another runner is closing it
+        try:
+            written += _window_close(client, key)
+        except Exception:
+            logger.exception("audit aggregation: window %s not closed; the next run tries again", key)
+            client.delete(f"{key}:claim")
             continue
-        count = int(count_raw)
-        if _is_milestone(count):
-            continue  # that total is already in the log
-        meta = json.loads(meta_raw)
-        window = int(key.rsplit(":", 1)[1])
-        audit_record(
-            kind=meta["kind"],
-            actor=meta["actor"],
-            verdict=meta["verdict"],
-            payload={
-                **meta["payload"],
-                "count": count,
-                "window_started": window * AGGREGATE_WINDOW_SECONDS,
-                "window_closed": True,
-            },
-        )
-        written += 1
+        client.zrem(_aggregate_open_key(), key)
+        client.delete(key, f"{key}:meta", f"{key}:claim")
     return written
+
+
+def _window_close(client: Any, key: str) -> int:
+    """Write the closing event of the window counted at `key` (1), or nothing (0) when its total is a
+    milestone already in the log, its counters expired, or a killed runner wrote it already."""
+    from audit.models import AuditEvent
+    from audit.services import audit_record
+
+    count_raw, meta_raw = client.mget(key, f"{key}:meta")
+    if count_raw is None or meta_raw is None:
+        return 0
+    count = int(count_raw)
+    if _is_milestone(count):
+        return 0  # that total is already in the log
+    meta = json.loads(meta_raw)
+    window_started = int(key.rsplit(":", 1)[1]) * AGGREGATE_WINDOW_SECONDS
+    payload = {**meta["payload"], "count": count, "window_started": window_started, "window_closed": True}
+    if AuditEvent.objects.filter(kind=meta["kind"], actor=meta["actor"], payload__contains=payload).exists():
+        return 0
+    audit_record(kind=meta["kind"], actor=meta["actor"], verdict=meta["verdict"], payload=payload)
+    return 1

@@ -71,6 +71,47 @@ def test_an_ended_window_gets_one_event_with_its_exact_count(settings) -> None: 
     assert events[-1].payload["window_started"] == events[0].payload["window_started"]
 
 
+def test_a_window_whose_closing_write_fails_is_closed_by_the_next_run(settings) -> None:  # type: ignore[no-untyped-def]
+    """The database refuses the closing event (a trigger stands for it being down): the window's total is not
+    forgotten, the next run writes it once; and a runner killed after its write, which left the window's
+    counters and its place in the queue behind, is not followed by a second closing event."""
+    from django.db import connection
+
+    from athena.throttling import redis_client
+    from audit.aggregation import AGGREGATE_WINDOW_SECONDS, _aggregate_open_key, audit_aggregates_flush
+
+    settings.ATHENA_LOGIN_FAILURES_PER_NAME = 1000
+    client = Client()
+    for attempt in range(3):
+        client.post("/accounts/login/", {"username": "trudy", "password": f"p{attempt}"})
+    later = time.time() + AGGREGATE_WINDOW_SECONDS + 1
+    redis = redis_client()
+    keys = [k.decode() for k in redis.zrangebyscore(_aggregate_open_key(), 0, later)]
+    ours = [(k, redis.zscore(_aggregate_open_key(), k), redis.mget(k, f"{k}:meta")) for k in keys]
+    with connection.cursor() as cursor:  # rolled back with the test's transaction
+        cursor.execute(
+            "CREATE FUNCTION refuse_closing() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF NEW.payload ? 'window_closed' THEN RAISE EXCEPTION 'database is shutting down'; END IF; "
+            "RETURN NEW; END $$"
+        )
+        cursor.execute(
+            "CREATE TRIGGER refuse_closing BEFORE INSERT ON audit_auditevent "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_closing()"
+        )
+    assert audit_aggregates_flush(now=later) == 0
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER refuse_closing ON audit_auditevent")
+    assert audit_aggregates_flush(now=later) == 1
+    assert [e.payload["count"] for e in AuditEvent.objects.filter(actor="trudy").order_by("id")] == [1, 3]
+
+    for key, score, (count, meta) in ours:  # what a runner killed before forgetting the window leaves
+        redis.set(key, count)
+        redis.set(f"{key}:meta", meta)
+        redis.zadd(_aggregate_open_key(), {key: score})
+    assert audit_aggregates_flush(now=later) == 0
+    assert [e.payload["count"] for e in AuditEvent.objects.filter(actor="trudy").order_by("id")] == [1, 3]
+
+
 def test_a_throttled_question_flood_is_a_handful_of_events_with_the_total(settings) -> None:  # type: ignore[no-untyped-def]
     """One user hammering the throttled ask endpoint: 1 + 10 + the window's total, not 40 chain events."""
     from athena.throttling import user_counters_clear
