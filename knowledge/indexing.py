@@ -87,6 +87,14 @@ class StagedDocument:
     embedding_keys: list[str] | None = None  # per chunk, `embedding_key` of what the vectors were made from
     embedding_model: str = ""
     options: dict = field(default_factory=dict)
+    # when this version's ingest was requested (an ingest run's start, or when staging began); a document
+    # tombstoned after that keeps its tombstone (document_replace_chunks). None: not known (a batch staged by
+    # an older worker), taken as earlier than any tombstone
+    requested_at: datetime | None = None
+
+
+class DocumentRemoved(Exception):
+    """The document was tombstoned after this version's ingest was requested: the version is not swapped in."""
 
 
 def index_statistics_refresh() -> None:
@@ -363,8 +371,16 @@ def _upsert_entities(cursor, entities: set[tuple[str, str, str]]) -> dict[tuple[
 
 @transaction.atomic
 def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Document:
-    """Swap in a new version of `document` built from `staged`, in one transaction."""
+    """Swap in a new version of `document` built from `staged`, in one transaction. Raises DocumentRemoved,
+    changing nothing, when the document was tombstoned after the version's ingest was requested (a batch
+    queued before `manage.py remove` must not bring the document back; an ingest requested later does)."""
     document = Document.objects.select_for_update().get(pk=document.pk)
+    if (
+        document.status == DocumentStatus.TOMBSTONED
+        and document.tombstoned_at is not None
+        and (staged.requested_at is None or staged.requested_at < document.tombstoned_at)
+    ):
+        raise DocumentRemoved("removed while its ingest was queued; not indexed again")
     if (
         staged.embedding_model
         and staged.embedding_model not in _checked_models
@@ -536,6 +552,7 @@ def staged_to_json(staged: StagedDocument) -> dict:
         "metadata": {k: str(v) for k, v in staged.metadata.items()},
         "links": [list(x) for x in staged.links],
         "options": staged.options,
+        "requested_at": staged.requested_at.isoformat() if staged.requested_at else None,
         "chunks": [
             {
                 "ordinal": c.ordinal,
@@ -567,6 +584,8 @@ def staged_from_json(data: dict) -> StagedDocument:
         metadata=data["metadata"],
         links=[tuple(x) for x in data["links"]],
         options=data["options"],  # type: ignore[misc]
+        # absent from a batch staged by an older worker: not known (see StagedDocument.requested_at)
+        requested_at=datetime.fromisoformat(data["requested_at"]) if data.get("requested_at") else None,
         chunks=[
             StagedChunk(
                 ordinal=c["ordinal"],

@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 from django.contrib.auth.models import Group
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from athena.errors import ValidationFailed
 from knowledge.indexing import (
+    DocumentRemoved,
     StagedChunk,
     StagedDocument,
     document_remove_chunks,
@@ -458,9 +459,16 @@ def document_record_failure(
 
 
 def document_tombstone(*, document: Document) -> None:
+    """Take the document out of the index, recording when (a batch whose ingest was requested before then does
+    not bring it back: knowledge.indexing.document_replace_chunks)."""
     with transaction.atomic():
+        # the row lock document_replace_chunks takes: a version being swapped in commits first, and its chunks
+        # are removed here; one swapped in later sees the tombstone
+        Document.objects.select_for_update().filter(pk=document.pk).exists()
         document_remove_chunks(document=document)
-        Document.objects.filter(pk=document.pk).update(status=DocumentStatus.TOMBSTONED, chunk_count=0)
+        Document.objects.filter(pk=document.pk).update(
+            status=DocumentStatus.TOMBSTONED, chunk_count=0, tombstoned_at=timezone.now()
+        )
 
 
 def document_acl_sync(*, document: Document, actor: Any = None) -> int:
@@ -493,31 +501,43 @@ def document_set_acl(*, document: Document, access_tier: str, groups: Sequence[s
 
 def uploads_expire(*, now: datetime | None = None) -> int:
     """Tombstone every private upload whose expiry has passed (its chunks leave retrieval and the citation
-    viewer) and delete its file; each expiry is audited. Returns how many expired."""
+    viewer) and delete its file; each expiry is audited. An expired upload tombstoned already whose file is
+    still there (its deletion failed, or the worker died after the commit) has the file deleted now. Each
+    upload is handled on its own: one that fails is logged and tried again next time. Returns how many
+    expired."""
     from django.conf import settings
 
     from audit.services import audit_record
 
     now = now or timezone.now()
     uploads = (Path(settings.MEDIA_ROOT) / "uploads").resolve()
-    expired = Document.objects.filter(owner__isnull=False, expires_at__lte=now).exclude(
-        status=DocumentStatus.TOMBSTONED
-    )
     count = 0
-    for document in expired:
-        with transaction.atomic():
-            document_tombstone(document=document)
-            audit_record(
-                kind="upload_expired",
-                actor=None,
-                documents=[document.source],
-                payload={"document": document.source, "owner_id": document.owner_id},
-            )
-        path = Path(document.source_path).resolve() if document.source_path else None
-        if path is not None and path.is_relative_to(uploads):  # only ever a file of the upload area
-            path.unlink(missing_ok=True)
-        count += 1
+    for document in Document.objects.filter(owner__isnull=False, expires_at__lte=now).order_by("pk"):
+        try:
+            path = Path(document.source_path).resolve() if document.source_path else None
+            if path is not None and not path.is_relative_to(uploads):  # only ever a file of the upload area
+                path = None
+            if document.status != DocumentStatus.TOMBSTONED:
+                with transaction.atomic():
+                    document_tombstone(document=document)
+                    audit_record(
+                        kind="upload_expired",
+                        actor=None,
+                        documents=[document.source],
+                        payload={"document": document.source, "owner_id": document.owner_id},
+                    )
+                count += 1
+            elif path is None or not path.exists() or _written_after(path, document.tombstoned_at):
+                continue  # a file written after the tombstone is the same name uploaded again
+            if path is not None:
+                path.unlink(missing_ok=True)
+        except Exception:
+            logger.exception("expiring the upload %s failed; tried again next time", document.source)
     return count
+
+
+def _written_after(path: Path, moment: datetime | None) -> bool:
+    return moment is not None and path.stat().st_mtime >= moment.timestamp()
 
 
 def group_delete_close_documents(*, group: Group) -> list[int]:
@@ -565,10 +585,18 @@ def document_reingest(*, document: Document) -> None:
 
 
 def files_stage(
-    *, root: str, files: Sequence[tuple[str, str]], options: IngestOptions, force: bool = False
+    *,
+    root: str,
+    files: Sequence[tuple[str, str]],
+    options: IngestOptions,
+    force: bool = False,
+    requested_at: datetime | None = None,
 ) -> tuple[IngestSummary, list[StagedDocument]]:
     """Stage a batch of files (hash, parse, chunk, analyse), recording per-file errors without stopping.
-    Unchanged files cost one hash and one query. Returns the summary so far and the documents to embed."""
+    Unchanged files cost one hash and one query. `requested_at`: when the ingest was requested (an ingest
+    run's start; by default now), carried by each staged document (StagedDocument.requested_at). Returns the
+    summary so far and the documents to embed."""
+    requested_at = requested_at or timezone.now()
     summary = IngestSummary()
     gazetteer = vendor_gazetteer()
     staged: list[StagedDocument] = []
@@ -621,19 +649,118 @@ def files_stage(
             summary.changed += 1
         else:
             summary.new += 1
+        document.requested_at = requested_at
         staged.append(document)
     return summary, staged
 
 
 def staged_index(staged: Sequence[StagedDocument], summary: IngestSummary) -> None:
-    """Embed all staged documents in one call, then index each in its own transaction."""
-    if staged:
-        summary.reused += staged_embed(staged, timings=summary.stage_seconds)
-    for document in staged:
+    """Embed all staged documents in one call, then index each in its own transaction.
+
+    A document whose embedding or indexing fails is marked failed (document_record_failure: an earlier indexed
+    version stays served) and counted `failed` with its error instead of new or changed; the rest of the batch
+    goes on. A document tombstoned after its ingest was requested stays tombstoned and is counted failed. A
+    database OperationalError propagates: the task that called this retries the batch."""
+    for document in _staged_embed_each(staged, summary):
         t0 = time.perf_counter()
-        document_index_staged(staged=document)
-        summary.stage_seconds["index"] += time.perf_counter() - t0
+        try:
+            document_index_staged(staged=document)
+        except OperationalError:
+            raise
+        except DocumentRemoved as exc:
+            _staged_count_failed(summary, document, error=str(exc))
+            continue
+        except Exception as exc:  # one bad document never blocks the batch
+            logger.exception("indexing %s failed", document.source)
+            _staged_record_failure(summary, document, error=f"indexing failed: {exc}")
+            continue
+        finally:
+            summary.stage_seconds["index"] += time.perf_counter() - t0
         summary.chunks += len(document.chunks)
+
+
+def staged_counts_each(staged: Sequence[StagedDocument], counts: dict[str, int]) -> list[dict[str, int]]:
+    """Share a batch's new/changed `counts` out among its documents, one count each, when the batch is split:
+    a document is changed when an indexed version is there (as files_stage decided), new otherwise, as far as
+    the batch's counts go (a document whose status changed since staging takes the count that is left)."""
+    indexed = set(
+        Document.objects.filter(
+            source__in=[d.source for d in staged], status=DocumentStatus.INDEXED
+        ).values_list("source", flat=True)
+    )
+    left = {"new": counts.get("new", 0), "changed": counts.get("changed", 0)}
+    shares: list[dict[str, int]] = [{} for _ in staged]
+    for i, document in enumerate(staged):
+        name = "changed" if document.source in indexed else "new"
+        if left[name] > 0:
+            shares[i], left[name] = {name: 1}, left[name] - 1
+    for i, share in enumerate(shares):
+        name = "changed" if left["changed"] > 0 else "new"
+        if not share and left[name] > 0:
+            shares[i], left[name] = {name: 1}, left[name] - 1
+    return shares
+
+
+def _staged_embed_each(staged: Sequence[StagedDocument], summary: IngestSummary) -> list[StagedDocument]:
+    """Embed the batch in one call; when that fails, each document on its own, so that only the documents
+    whose embedding fails are lost (a batch can fail where its documents alone do not: memory). Returns the
+    documents embedded."""
+    if not staged:
+        return []
+    try:
+        summary.reused += staged_embed(staged, timings=summary.stage_seconds)
+        return list(staged)
+    except OperationalError:
+        raise
+    except Exception as exc:
+        if len(staged) == 1:
+            logger.exception("embedding %s failed", staged[0].source)
+            _staged_record_failure(summary, staged[0], error=f"embedding failed: {exc}")
+            return []
+        logger.exception("embedding a batch of %d documents failed; embedding each on its own", len(staged))
+    embedded = []
+    for document in staged:
+        try:
+            summary.reused += staged_embed([document], timings=summary.stage_seconds)
+        except OperationalError:
+            raise
+        except Exception as exc:
+            logger.exception("embedding %s failed", document.source)
+            _staged_record_failure(summary, document, error=f"embedding failed: {exc}")
+            continue
+        embedded.append(document)
+    return embedded
+
+
+def _staged_record_failure(summary: IngestSummary, document: StagedDocument, *, error: str) -> None:
+    """Count a staged document failed and mark it failed. Recording it may fail in turn (a source id too long
+    for the table never had a row): that is logged, and the document is still counted failed."""
+    _staged_count_failed(summary, document, error=error)
+    try:
+        with transaction.atomic():  # a savepoint: a failed write leaves the caller's transaction usable
+            document_record_failure(
+                source=document.source,
+                path=Path(document.source_path),
+                root=document.source_root,
+                error=error,
+                options=IngestOptions.from_dict(document.options),
+            )
+    except OperationalError:
+        raise
+    except Exception:
+        logger.exception("recording the failure of %s failed", document.source)
+
+
+def _staged_count_failed(summary: IngestSummary, document: StagedDocument, *, error: str) -> None:
+    """Count a staged document `failed` instead of new or changed, deciding which as files_stage did: changed
+    when an indexed version is there."""
+    changed = Document.objects.filter(source=document.source, status=DocumentStatus.INDEXED).exists()
+    name, other = ("changed", "new") if changed else ("new", "changed")
+    if not getattr(summary, name) and getattr(summary, other):
+        name = other  # its status changed after staging (tombstoned, say): take the count staging gave it
+    setattr(summary, name, max(getattr(summary, name) - 1, 0))
+    summary.failed += 1
+    summary.errors[document.source] = error
 
 
 def files_ingest(
@@ -692,6 +819,19 @@ def folder_remove(*, root: Path, actor: Any = None) -> list[str]:
     return sources
 
 
+def source_folder_failure_record(*, folder: str, error: str) -> None:
+    """Record in the audit log that a configured source folder could not be synced (missing, not mounted,
+    misconfigured): the other folders went on, and nothing of this one was indexed or removed."""
+    from audit.services import audit_record
+
+    audit_record(
+        kind="folder_sync_failed",
+        actor=None,
+        payload={"folder": folder, "error": error[:2000]},
+        verdict="error",
+    )
+
+
 def ingest_run_start(*, root: Path, options: IngestOptions) -> tuple[IngestRun, list[tuple[str, str]]]:
     options.validate()
     files = [(safe_source_id(options.prefix + rel), str(path)) for rel, path in folder_scan(root)]
@@ -704,10 +844,17 @@ def ingest_run_start(*, root: Path, options: IngestOptions) -> tuple[IngestRun, 
     return run, files
 
 
+def ingest_run_requested_at(*, run_id: int) -> datetime | None:
+    """When the run's ingest was requested (the run's start; None when the run is gone): the request time its
+    staged documents carry (StagedDocument.requested_at)."""
+    return IngestRun.objects.filter(pk=run_id).values_list("started_at", flat=True).first()
+
+
 def ingest_run_add(*, run_id: int, summary: IngestSummary) -> None:
     """Merge a batch's summary into the run (row-locked so concurrent batches add up exactly). The batch that
     finishes a run which indexed or removed anything refreshes the index's statistics
-    (`knowledge.indexing.index_statistics_refresh`)."""
+    (`knowledge.indexing.index_statistics_refresh`); a refresh that fails is logged, not raised: the counts are
+    merged already, and a task retried for it would merge them again (autovacuum catches up)."""
     finished = False
     with transaction.atomic():
         run = IngestRun.objects.select_for_update().get(pk=run_id)
@@ -728,7 +875,13 @@ def ingest_run_add(*, run_id: int, summary: IngestSummary) -> None:
         run.counts = counts
         run.save(update_fields=["counts", "status", "finished_at"])
     if finished:
-        index_statistics_refresh()
+        try:
+            with transaction.atomic():  # a savepoint: a failed ANALYZE leaves the caller's transaction usable
+                index_statistics_refresh()
+        except Exception:
+            logger.warning(
+                "refreshing the index statistics after ingest run %s failed", run_id, exc_info=True
+            )
 
 
 def ingest_run_done(counts: dict[str, Any]) -> int:

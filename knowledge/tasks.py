@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ from django.db import OperationalError
 
 from knowledge import services
 from knowledge.indexing import staged_from_json, staged_to_json
+
+logger = logging.getLogger(__name__)
 
 # database hiccups are retried with backoff; a task is acknowledged only once it has run
 _RETRYING: dict[str, Any] = {
@@ -113,44 +116,62 @@ def _ingest_files(
         files=[(s, p) for s, p in files],
         options=services.IngestOptions.from_dict(options),
         force=force,
+        requested_at=services.ingest_run_requested_at(run_id=run_id) if run_id is not None else None,
     )
     staged = [staged_to_json(document) for document in documents]
-    if staged:
-        embed_index_task.delay(run_id, staged, {"new": summary.new, "changed": summary.changed})
-        # new/changed are counted when the embed task has indexed them, so --wait ends when all is visible
-        summary.new = summary.changed = 0
+    counts = {"new": summary.new, "changed": summary.changed}
+    # new/changed are counted when the embed task has indexed them, so --wait ends when all is visible
+    summary.new = summary.changed = 0
+    # merged before the embed task is queued: a merge that failed after the queueing would retry this task,
+    # which would queue the batch again and have it counted twice
     if run_id is not None:
         services.ingest_run_add(run_id=run_id, summary=summary)
+    if staged:
+        embed_index_task.delay(run_id, staged, counts)
     return summary.as_dict()
 
 
 @shared_task(**_RETRYING)
 def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[str, int]) -> dict:  # type: ignore[no-untyped-def]
     """Embed every chunk of the batch in one length-sorted call, then index each document atomically. A batch
-    that took its worker down CRASH_LIMIT times is marked failed (see ingest_files_task)."""
+    that took its worker down CRASH_LIMIT times is split into one task per document, each with its own new or
+    changed count; a single document that did is marked failed instead of being tried again (as
+    ingest_files_task does)."""
     documents = [staged_from_json(item) for item in staged]
     task_id = self.request.id
     if delivery_start(task_id) > CRASH_LIMIT:
         try:
-            crashed = services.IngestSummary()
-            for document in documents:
-                services.document_record_failure(
-                    source=document.source,
-                    path=Path(document.source_path),
-                    root=document.source_root,
-                    error=f"the worker died {CRASH_LIMIT} times while embedding this batch; not retried",
-                    options=services.IngestOptions.from_dict(document.options),
-                )
-                crashed.failed += 1
-            if run_id is not None:
-                services.ingest_run_add(run_id=run_id, summary=crashed)
-            return crashed.as_dict()
+            return _crashed_embed_batch(run_id, staged, documents, counts)
         finally:
             delivery_end(task_id)
     try:
         return _embed_index(run_id, documents, counts)
     finally:
         delivery_end(task_id)
+
+
+def _crashed_embed_batch(
+    run_id: int | None, staged: list[dict], documents: list[Any], counts: dict[str, int]
+) -> dict:
+    summary = services.IngestSummary()
+    if len(documents) > 1:
+        # find the document that crashes: each on its own
+        for item, share in zip(staged, services.staged_counts_each(documents, counts), strict=True):
+            embed_index_task.delay(run_id, [item], share)
+        return summary.as_dict()
+    for document in documents:
+        services.document_record_failure(
+            source=document.source,
+            path=Path(document.source_path),
+            root=document.source_root,
+            error=f"the worker died {CRASH_LIMIT} times while embedding this document; not retried",
+            options=services.IngestOptions.from_dict(document.options),
+        )
+        summary.failed += 1
+        summary.errors[document.source] = "crashed the worker"
+    if run_id is not None:
+        services.ingest_run_add(run_id=run_id, summary=summary)
+    return summary.as_dict()
 
 
 def _embed_index(run_id: int | None, documents: list[Any], counts: dict[str, int]) -> dict:
@@ -164,7 +185,8 @@ def _embed_index(run_id: int | None, documents: list[Any], counts: dict[str, int
 @shared_task
 def sync_source_folders_task(once_per_night: bool = False) -> list[int]:
     """Nightly: ingest every configured source folder with its own ACL policy (services.source_folder_parse;
-    unchanged files cost a hash each).
+    unchanged files cost a hash each). A folder that cannot be synced (missing, not mounted, misconfigured) is
+    logged and audited (services.source_folder_failure_record), and the others go on. Returns the runs' ids.
 
     Beat sends it with `once_per_night`. Beat saves its schedule right after each send
     (CELERY_BEAT_SYNC_EVERY); one killed between the send and that save sends it again when restarted: the
@@ -186,8 +208,17 @@ def sync_source_folders_task(once_per_night: bool = False) -> list[int]:
         key = f"athena:{settings.DATABASES['default']['NAME']}:nightly-sync:{night}"
         if not redis_client().set(key, "1", nx=True, ex=36 * 3600):
             return []
-    folders = [services.source_folder_parse(entry) for entry in settings.ATHENA_SOURCE_FOLDERS]
-    return [folder_ingest_enqueue(root=folder.path, options=folder.options) for folder in folders]
+    run_ids = []
+    for entry in settings.ATHENA_SOURCE_FOLDERS:
+        # each folder on its own: one that is missing (a share not mounted) or misconfigured must not keep the
+        # folders after it from their sync
+        try:
+            folder = services.source_folder_parse(entry)
+            run_ids.append(folder_ingest_enqueue(root=folder.path, options=folder.options))
+        except Exception as exc:
+            logger.exception("the nightly sync of %s failed", entry)
+            services.source_folder_failure_record(folder=entry.split("|")[0].strip() or entry, error=str(exc))
+    return run_ids
 
 
 @shared_task
