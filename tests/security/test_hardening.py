@@ -125,3 +125,43 @@ def test_an_expired_upload_is_not_citable_even_before_the_expiry_task(settings) 
     Document.objects.filter(source=source).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert source not in search(question, principal).documents()
     assert client.get(f"/api/v1/passages/{chunk.pk}").status_code == 404
+
+
+def test_deleting_keeps_the_record_a_user_or_a_link_target_is_part_of(tmp_path: Path) -> None:
+    """A user with uploads, questions or votes cannot be deleted (a cascade would drop their uploads' chunks
+    past the services that keep the index statistics exact, and their questions with them): they are
+    deactivated instead. Deleting a document that others link to leaves those links open, found again when a
+    document of that name returns."""
+    from django.db.models import ProtectedError
+
+    from agents.models import Answer, Conversation
+    from knowledge.models import DocumentLink
+    from knowledge.services import document_tombstone
+
+    owner = make_user("uploader", "employees")
+    _ingest(write_docs(tmp_path / "private", {"mine.md": DOC}), IngestOptions(owner_id=owner.pk))
+    with pytest.raises(ProtectedError):
+        owner.delete()
+    assert Chunk.objects.filter(document__source="mine.md", active=True).exists()
+    asker = make_user("asker", "employees")
+    conversation = Conversation.objects.create(user=asker, title="power")
+    Answer.objects.create(conversation=conversation, user=asker, question="How much power per rack?")
+    with pytest.raises(ProtectedError):
+        asker.delete()
+
+    _ingest(
+        write_docs(
+            tmp_path / "linked", {"guide.md": DOC + "\nSee [the power table](power.md).\n", "power.md": DOC}
+        ),
+        IngestOptions(),
+    )
+    link = DocumentLink.objects.get(source__source="guide.md")
+    assert link.target is not None and link.target.source == "power.md"
+    target = link.target
+    document_tombstone(document=target)  # as the admin deletes a document: through the service, then the row
+    target.delete()
+    link.refresh_from_db()
+    assert link.target is None and link.target_ref.endswith("power.md")
+    _ingest(write_docs(tmp_path / "back", {"power.md": DOC}), IngestOptions())
+    link.refresh_from_db()
+    assert link.target is not None and link.target.source == "power.md"
