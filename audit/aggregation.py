@@ -19,7 +19,7 @@ AGGREGATE_WINDOW_SECONDS = 3600
 AGGREGATE_KEEP_SECONDS = 2 * AGGREGATE_WINDOW_SECONDS
 
 
-def _aggregate_open_key() -> str:
+def aggregate_open_key() -> str:
     """Sorted set of the aggregation counters still to be closed, scored by the end of their window."""
     return f"{key_prefix()}:aggopen"
 
@@ -50,7 +50,7 @@ def audit_aggregated(*, kind: str, actor: Any, subject: str, payload: dict[str, 
             pipe.expire(key, AGGREGATE_KEEP_SECONDS)
             # what the window's closing event says: the latest occurrence's details
             pipe.set(f"{key}:meta", meta, ex=AGGREGATE_KEEP_SECONDS)
-            pipe.zadd(_aggregate_open_key(), {key: (window + 1) * AGGREGATE_WINDOW_SECONDS})
+            pipe.zadd(aggregate_open_key(), {key: (window + 1) * AGGREGATE_WINDOW_SECONDS})
             count = int(pipe.execute()[0])
     except Exception:
         logger.warning("audit aggregation: redis unavailable, event written", exc_info=True)
@@ -80,7 +80,7 @@ def audit_aggregates_flush(*, now: float | None = None) -> int:
     now = time.time() if now is None else now
     client = redis_client()
     written = 0
-    for raw in client.zrangebyscore(_aggregate_open_key(), 0, now):
+    for raw in client.zrangebyscore(aggregate_open_key(), 0, now):
         key = raw.decode() if isinstance(raw, bytes) else str(raw)
         if not client.set(f"{key}:claim", "1", nx=True, ex=FLUSH_CLAIM_SECONDS):
             continue  # another runner is closing it
@@ -90,7 +90,7 @@ def audit_aggregates_flush(*, now: float | None = None) -> int:
             logger.exception("audit aggregation: window %s not closed; the next run tries again", key)
             client.delete(f"{key}:claim")
             continue
-        client.zrem(_aggregate_open_key(), key)
+        client.zrem(aggregate_open_key(), key)
         client.delete(key, f"{key}:meta", f"{key}:claim")
     return written
 

@@ -78,7 +78,7 @@ def test_a_window_whose_closing_write_fails_is_closed_by_the_next_run(settings) 
     from django.db import connection
 
     from athena.throttling import redis_client
-    from audit.aggregation import AGGREGATE_WINDOW_SECONDS, _aggregate_open_key, audit_aggregates_flush
+    from audit.aggregation import AGGREGATE_WINDOW_SECONDS, aggregate_open_key, audit_aggregates_flush
 
     settings.ATHENA_LOGIN_FAILURES_PER_NAME = 1000
     client = Client()
@@ -86,8 +86,8 @@ def test_a_window_whose_closing_write_fails_is_closed_by_the_next_run(settings) 
         client.post("/accounts/login/", {"username": "trudy", "password": f"p{attempt}"})
     later = time.time() + AGGREGATE_WINDOW_SECONDS + 1
     redis = redis_client()
-    keys = [k.decode() for k in redis.zrangebyscore(_aggregate_open_key(), 0, later)]
-    ours = [(k, redis.zscore(_aggregate_open_key(), k), redis.mget(k, f"{k}:meta")) for k in keys]
+    keys = [k.decode() for k in redis.zrangebyscore(aggregate_open_key(), 0, later)]
+    ours = [(k, redis.zscore(aggregate_open_key(), k), redis.mget(k, f"{k}:meta")) for k in keys]
     with connection.cursor() as cursor:  # rolled back with the test's transaction
         cursor.execute(
             "CREATE FUNCTION refuse_closing() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
@@ -107,7 +107,7 @@ def test_a_window_whose_closing_write_fails_is_closed_by_the_next_run(settings) 
     for key, score, (count, meta) in ours:  # what a runner killed before forgetting the window leaves
         redis.set(key, count)
         redis.set(f"{key}:meta", meta)
-        redis.zadd(_aggregate_open_key(), {key: score})
+        redis.zadd(aggregate_open_key(), {key: score})
     assert audit_aggregates_flush(now=later) == 0
     assert [e.payload["count"] for e in AuditEvent.objects.filter(actor="trudy").order_by("id")] == [1, 3]
 
