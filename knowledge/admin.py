@@ -122,9 +122,23 @@ class DocumentAdmin(ReadableDocumentChoices):
         # listed (an ACL can still be set on any document through PUT /api/v1/documents/<id>/acl)
         return super().get_queryset(request).filter(pk__in=readable_document_ids(request))
 
+    def save_model(self, request: HttpRequest, obj: Document, form, change: bool) -> None:  # type: ignore[no-untyped-def]
+        if not change:
+            super().save_model(request, obj, form, change)
+            return
+        # The form's copy of the row was read when the request came in; an ingest may have committed a new
+        # version since (status, version, counts, title). Only the fields the admin changed are written, under
+        # the row lock an ingest takes, which is held until the chunks are synced (save_related).
+        Document.objects.select_for_update().filter(pk=obj.pk).exists()
+        concrete = {f.name for f in Document._meta.concrete_fields}
+        fields = [name for name in form.changed_data if name in concrete]
+        if fields:
+            obj.save(update_fields=fields)
+
     def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:  # type: ignore[no-untyped-def]
         super().save_related(request, form, formsets, change)
-        # ACL or metadata edits must reach the denormalised chunk columns used by retrieval at once.
+        # ACL or metadata edits must reach the denormalised chunk columns used by retrieval at once (the sync
+        # reads the row again: form.instance may be stale)
         from knowledge.services import document_acl_sync
 
         document_acl_sync(document=form.instance, actor=request.user)
@@ -142,11 +156,24 @@ class DocumentAdmin(ReadableDocumentChoices):
 
     @admin.action(description="Re-ingest selected documents from their source files")
     def reingest(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        from athena.errors import dependency_unavailable
         from knowledge.services import document_reingest
 
         count = 0
         for document in queryset:
-            document_reingest(document=document)
+            try:
+                document_reingest(document=document)
+            except Exception as exc:
+                unavailable = dependency_unavailable(exc)
+                if unavailable is None:
+                    raise
+                # the broker is down: say so instead of a server error, and queue nothing more
+                self.message_user(
+                    request,
+                    f"queued {count} document(s) for re-ingestion; the others were not: {unavailable.message}",
+                    messages.ERROR,
+                )
+                return
             count += 1
         self.message_user(request, f"queued {count} document(s) for re-ingestion", messages.SUCCESS)
 

@@ -25,14 +25,16 @@ class KnowledgeConfig(AppConfig):
 
 
 def _group_pre_delete(sender: Any, instance: Any, **kwargs: Any) -> None:
-    from knowledge.services import group_delete_close_documents
+    from knowledge.services import group_delete_documents
 
-    instance._athena_closed_documents = group_delete_close_documents(group=instance)
+    instance._athena_group_documents = group_delete_documents(group=instance)
 
 
 def _group_post_delete(sender: Any, instance: Any, **kwargs: Any) -> None:
-    from knowledge.services import group_deleted_sync_documents
+    # after the delete statements of the whole batch: the documents' rows of every group deleted with this
+    # one are gone, so a document left with none of its groups is seen as such
+    from knowledge.services import group_deleted_close_documents
 
-    group_deleted_sync_documents(
-        group_name=instance.name, document_ids=getattr(instance, "_athena_closed_documents", [])
+    group_deleted_close_documents(
+        group_name=instance.name, document_ids=getattr(instance, "_athena_group_documents", [])
     )

@@ -40,18 +40,16 @@ class ChunkFilters(Protocol):
 def visibility_sql(
     principal: Principal, filters: ChunkFilters | None = None, alias: str = "c"
 ) -> tuple[str, list[Any]]:
-    """WHERE fragment: active chunk, readable by the principal, matching the metadata filters (none when
-    `filters` is None)."""
-    clauses = [f"{alias}.active"]
+    """WHERE fragment: active chunk of an unexpired document, readable by the principal, matching the metadata
+    filters (none when `filters` is None)."""
+    # an expired document is readable by nobody, owner or group, from the moment it expires (the hourly expiry
+    # task then removes it); the chunk carries the document's expiry, so this is a column test in the scan
+    clauses = [f"{alias}.active", f"({alias}.expires_at IS NULL OR {alias}.expires_at > now())"]
     params: list[Any] = []
     acl = f"({alias}.acl_open OR {alias}.acl_groups && %s::bigint[]"
     params.append(list(principal.group_ids))
     if principal.user_id is not None:
-        # a private upload is readable by its owner until it expires (the hourly expiry task then removes it)
-        acl += (
-            f" OR ({alias}.owner_id_acl = %s AND NOT EXISTS (SELECT 1 FROM knowledge_document expiring"
-            f" WHERE expiring.id = {alias}.document_id AND expiring.expires_at <= now()))"
-        )
+        acl += f" OR {alias}.owner_id_acl = %s"  # a private upload is readable by its owner
         params.append(principal.user_id)
     clauses.append(acl + ")")
     if filters is None:

@@ -143,13 +143,14 @@ _INSERT_CHUNKS_SQL = """
     INSERT INTO knowledge_chunk (
         id, prev_id, document_id, ordinal, text, section_path, page, token_count, doc_len, content_hash,
         embedding, sentence_vectors, embedding_model, embedding_key, tsv, injection_flag, injection_matches,
-        code_lines, active, updated_at, acl_open, acl_groups, access_tier, doc_type, department, vendor, owner_id_acl)
+        code_lines, active, updated_at, acl_open, acl_groups, access_tier, doc_type, department, vendor, owner_id_acl,
+        expires_at)
     SELECT x.id, x.prev_id, %(document)s, x.ordinal, x.text, x.section_path, x.page, x.token_count, x.doc_len,
            x.content_hash, x.embedding::vector, x.sentence_vectors, %(model)s, x.embedding_key,
            to_tsvector('english', x.text), x.injection_flag, x.injection_matches::jsonb, x.code_lines::jsonb,
            true, %(updated_at)s,
            %(acl_open)s, %(acl_groups)s::bigint[], %(access_tier)s, %(doc_type)s, %(department)s, %(vendor)s,
-           %(owner_id_acl)s
+           %(owner_id_acl)s, %(expires_at)s
     FROM unnest(%(id)s::bigint[], %(prev_id)s::bigint[], %(ordinal)s::int[], %(text)s::text[],
                 %(section_path)s::varchar[], %(page)s::int[], %(token_count)s::int[], %(doc_len)s::int[],
                 %(content_hash)s::varchar[], %(embedding)s::text[], %(sentence_vectors)s::bytea[],
@@ -160,10 +161,9 @@ _INSERT_CHUNKS_SQL = """
 """
 
 
-def _insert_chunks(  # type: ignore[no-untyped-def]
-    cursor, staged: StagedDocument, document: Document, acl: dict[str, object], updated_at: datetime | None
-) -> list[int]:
-    """Insert the staged chunks in one statement, ids drawn first so each row carries its predecessor's."""
+def _insert_chunks(cursor, staged: StagedDocument, document: Document, acl: dict[str, object]) -> list[int]:  # type: ignore[no-untyped-def]
+    """Insert the staged chunks in one statement, ids drawn first so each row carries its predecessor's. `acl`:
+    the columns copied from the document (:func:`_acl_fields`)."""
     n = len(staged.chunks)
     if not n:
         return []
@@ -178,7 +178,6 @@ def _insert_chunks(  # type: ignore[no-untyped-def]
         {
             "document": document.pk,
             "model": staged.embedding_model,
-            "updated_at": updated_at,
             **acl,
             "id": ids,
             "prev_id": [None, *ids[:-1]],
@@ -204,7 +203,8 @@ def _insert_chunks(  # type: ignore[no-untyped-def]
 
 
 def _acl_fields(document: Document) -> dict[str, object]:
-    """The chunk columns copied from the document so that every retrieval source filters inside its scan."""
+    """The chunk columns copied from the document so that every retrieval source filters inside its scan: its
+    ACL, its expiry (an expired document is readable by nobody), and the fields searches filter on."""
     groups = sorted(document.allowed_groups.values_list("id", flat=True))
     return {
         "acl_open": not groups and document.access_tier in OPEN_TIERS and document.owner_id is None,
@@ -214,6 +214,8 @@ def _acl_fields(document: Document) -> dict[str, object]:
         "department": document.department,
         "vendor": document.vendor,
         "owner_id_acl": document.owner_id,
+        "expires_at": document.expires_at,
+        "updated_at": document.source_updated_at,
     }
 
 
@@ -229,15 +231,21 @@ def _remove_chunks(cursor, chunk_ids: Sequence[int]) -> None:  # type: ignore[no
     ids = list(chunk_ids)
     cursor.execute(
         """
-        WITH pairs AS (
-            SELECT m1.entity_id AS a, m2.entity_id AS b, count(*) AS c
-            FROM knowledge_mention m1 JOIN knowledge_mention m2
-              ON m1.chunk_id = m2.chunk_id AND m1.entity_id < m2.entity_id
-            WHERE m1.chunk_id = ANY(%s) GROUP BY 1, 2)
+        WITH top AS (
+            SELECT chunk_id, entity_id FROM (
+                SELECT chunk_id, entity_id,
+                       row_number() OVER (PARTITION BY chunk_id ORDER BY count DESC, entity_id) AS r
+                FROM knowledge_mention WHERE chunk_id = ANY(%s)) ranked
+            WHERE r <= %s),
+        pairs AS (
+            SELECT t1.entity_id AS a, t2.entity_id AS b, count(*) AS c
+            FROM top t1 JOIN top t2 ON t1.chunk_id = t2.chunk_id AND t1.entity_id < t2.entity_id
+            GROUP BY 1, 2)
         UPDATE knowledge_edge e SET weight = e.weight - pairs.c FROM pairs
         WHERE e.source_id = pairs.a AND e.target_id = pairs.b AND e.relation = 'co_occurs'
         """,
-        [ids],
+        # the pairs indexing added: among each chunk's MAX_EDGE_ENTITIES most mentioned entities
+        [ids, MAX_EDGE_ENTITIES],
     )
     cursor.execute(
         "SELECT term, count(*) FROM knowledge_posting WHERE chunk_id = ANY(%s) GROUP BY term ORDER BY term",
@@ -393,13 +401,14 @@ def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Do
             "`manage.py reembed` before ingesting with a new embedder"
         )
     _checked_models.add(staged.embedding_model)
-    acl = _acl_fields(document)
     now = timezone.now()
     updated_at = staged.updated_at or document.source_updated_at
+    # the chunks carry this version's date, which is saved on the document below
+    acl = {**_acl_fields(document), "updated_at": updated_at}
     with connection.cursor() as cursor:
         _remove_document_chunks(cursor, document)
 
-        ids = _insert_chunks(cursor, staged, document, acl, updated_at)
+        ids = _insert_chunks(cursor, staged, document, acl)
         # postings
         p_terms: list[str] = []
         p_chunks: list[int] = []
@@ -533,10 +542,11 @@ def document_remove_chunks(*, document: Document) -> None:
 
 
 def document_sync_chunk_acl(*, document: Document) -> int:
-    """Copy the document's ACL and filter fields onto its chunks (after an admin edit)."""
-    return Chunk.objects.filter(document=document).update(
-        active=document.status == DocumentStatus.INDEXED, **_acl_fields(document)
-    )
+    """Copy the document's ACL, expiry and filter fields onto its chunks (after an admin edit). `active` is not
+    touched: a document's chunks exist only while it is indexed (a swap inserts them active, a tombstone
+    deletes them), BM25's N and df count them as such, and a copy of the document read before an ingest
+    committed would carry a stale status."""
+    return Chunk.objects.filter(document=document).update(**_acl_fields(document))
 
 
 def staged_to_json(staged: StagedDocument) -> dict:

@@ -153,6 +153,9 @@ class Chunk(models.Model):
     department = models.CharField(max_length=100, blank=True)
     vendor = models.CharField(max_length=100, blank=True)
     owner_id_acl = models.BigIntegerField(null=True, blank=True)
+    # the document's expiry: past it the chunk is readable by nobody (until the hourly task tombstones it);
+    # a trigger copies every change of the document's (migration 0015)
+    expires_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -173,7 +176,7 @@ class Chunk(models.Model):
             # 77 -> 35 ms)
             models.Index(
                 fields=["id"],
-                include=["active", "acl_open", "acl_groups", "owner_id_acl", "document_id"],
+                include=["active", "acl_open", "acl_groups", "owner_id_acl", "expires_at", "document_id"],
                 name="chunk_acl_cover",
             ),
             models.Index(fields=["embedding_key"], name="chunk_embedding_key"),

@@ -2,8 +2,8 @@
 
 The rule is the one retrieval applies in SQL (knowledge.index_selectors.visibility_sql): a document is visible when it
 is open (public/internal tier, no groups, no owner), when one of its allowed groups is one of the principal's
-groups, or when the principal owns it (private uploads). Invisible and missing documents are
-indistinguishable: both raise NotFound with the same message.
+groups, or when the principal owns it (private uploads); an expired document is visible to nobody. Invisible
+and missing documents are indistinguishable: both raise NotFound with the same message.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def _visible_q(principal: Principal) -> Q:
     rule = open_q | Q(shared)
     if principal.user_id is not None:
         rule |= Q(owner_id=principal.user_id)
-    return rule
+    # an expired document is readable by nobody, as in retrieval
+    return rule & (Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
 
 
 def documents_readable(*, principal: Principal) -> QuerySet[Document]:
@@ -62,11 +63,9 @@ def document_list_visible(
     *, principal: Principal, query: str = "", doc_type: str = "", access_tier: str = "", mine: bool = False
 ) -> QuerySet[Document]:
     """Indexed, unexpired documents the principal may read (their own uploads in any live state)."""
-    now = timezone.now()
     qs = Document.objects.filter(_visible_q(principal)).exclude(status=DocumentStatus.TOMBSTONED)
     own = Q(owner_id=principal.user_id) if principal.user_id is not None else Q(pk__in=[])
     qs = qs.filter(Q(status=DocumentStatus.INDEXED) | own)
-    qs = qs.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
     if query:
         qs = qs.filter(Q(title__icontains=query) | Q(source__icontains=query))
     if doc_type:
@@ -190,9 +189,9 @@ def chunk_get_visible(*, principal: Principal, chunk_id: int) -> Chunk:
     """A passage for the citation viewer, by the chunk's own denormalised ACL columns (as retrieval uses)."""
     rule = Q(acl_open=True) | Q(acl_groups__overlap=list(principal.group_ids))
     if principal.user_id is not None:
-        unexpired = Q(document__expires_at__isnull=True) | Q(document__expires_at__gt=timezone.now())
-        rule |= Q(owner_id_acl=principal.user_id) & unexpired
-    chunk = Chunk.objects.select_related("document").filter(rule, active=True, pk=chunk_id).first()
+        rule |= Q(owner_id_acl=principal.user_id)
+    unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())  # an expired one: nobody's
+    chunk = Chunk.objects.select_related("document").filter(rule, unexpired, active=True, pk=chunk_id).first()
     if chunk is None:
         raise NotFound("no such passage")
     return chunk

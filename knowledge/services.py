@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from django.contrib.auth.models import Group
 from django.db import OperationalError, transaction
-from django.db.models import F, Q
+from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from athena.errors import ValidationFailed
@@ -33,7 +33,7 @@ from knowledge.indexing import (
     embedding_key,
     index_statistics_refresh,
 )
-from knowledge.models import AccessTier, DocType, Document, DocumentStatus, IngestRun
+from knowledge.models import OPEN_TIERS, AccessTier, DocType, Document, DocumentStatus, IngestRun
 from knowledge.selectors import chunk_vectors_stored, vendor_gazetteer
 from knowledge.text import ANALYZER_VERSION
 
@@ -53,6 +53,8 @@ class IngestOptions:
     prefix: str = ""
     owner_id: int | None = None
     expires_at: datetime | None = None
+    # a re-ingest of a document: one deleted since it was queued is not created again
+    existing_only: bool = False
 
     def validate(self) -> None:
         if self.access_tier:
@@ -63,7 +65,7 @@ class IngestOptions:
             raise ValidationFailed(f"invalid source prefix {self.prefix!r}")
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "acl_groups": list(self.acl_groups),
             "access_tier": self.access_tier,
             "department": self.department,
@@ -73,6 +75,9 @@ class IngestOptions:
             "owner_id": self.owner_id,
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,
         }
+        if self.existing_only:  # only when set: a worker not yet restarted after an upgrade takes the others
+            data["existing_only"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IngestOptions:
@@ -389,7 +394,8 @@ def _apply_options(
 ) -> None:
     """Command-line options win over document metadata; metadata fills what options leave empty. A re-ingest
     never loosens an existing document's access: its tier can only rise (to the option's or the document's
-    own metadata tier); changing an ACL otherwise is document_set_acl's job (admin, audited)."""
+    own metadata tier), and it keeps its owner and expiry (its owner uploading it again only renews the
+    expiry); changing an ACL otherwise is document_set_acl's job (admin, audited)."""
     if not existing:
         document.access_tier = options.access_tier or AccessTier.INTERNAL
     elif _tier_rank(options.access_tier) > _tier_rank(document.access_tier):
@@ -401,8 +407,20 @@ def _apply_options(
     document.doc_type = doc_type if doc_type in DocType.values else DocType.OTHER
     document.department = options.department or str(metadata.get("department", ""))[:100]
     document.vendor = options.vendor or str(metadata.get("vendor", ""))[:100]
-    document.owner_id = options.owner_id
-    document.expires_at = options.expires_at
+    if not existing:
+        document.owner_id = options.owner_id
+        document.expires_at = options.expires_at
+    elif (
+        options.owner_id is not None
+        and options.owner_id == document.owner_id
+        and options.expires_at is not None
+        and document.expires_at is not None
+        and options.expires_at > document.expires_at
+    ):
+        # the owner uploaded the file again: its time is renewed (the upload API renews it too, before the
+        # file is queued); an existing document otherwise keeps its owner and expiry, whatever a queued batch
+        # or a folder's options say
+        document.expires_at = options.expires_at
     review = metadata.get("review_by")
     if review:
         try:
@@ -419,14 +437,24 @@ def document_index_staged(*, staged: StagedDocument) -> Document:
     options = IngestOptions.from_dict(staged.options)
     with transaction.atomic():
         document, created = Document.objects.select_for_update().get_or_create(source=staged.source)
+        if created and options.existing_only:
+            raise DocumentRemoved("deleted while its re-ingest was queued; not indexed again")
         # a document whose first ingest failed already carries the ACL it was given then: keep it on retry
         existing = not created
+        # read before the options apply: a restricted or confidential document with no groups is readable by
+        # nobody (an admin closed it, or its last group was deleted), and groups would open it to their members
+        was_open = (
+            existing
+            and document.access_tier in OPEN_TIERS
+            and document.owner_id is None
+            and not document.allowed_groups.exists()
+        )
         _apply_options(document, options, staged.metadata, existing=existing)
         document.save()
         if not existing:
             document.allowed_groups.set(_groups(options.acl_groups))
-        elif options.acl_groups and not document.allowed_groups.exists():
-            # groups restrict a document that had none; a document's existing groups are never widened
+        elif options.acl_groups and was_open:
+            # groups narrow a document every employee could read; any other document keeps its groups
             document.allowed_groups.set(_groups(options.acl_groups))
         return document_replace_chunks(staged=staged, document=document)
 
@@ -435,6 +463,8 @@ def document_record_failure(
     *, source: str, path: Path, root: str, error: str, options: IngestOptions
 ) -> None:
     """Mark a document failed without touching a previously indexed version's chunks (they stay served)."""
+    if options.existing_only and not Document.objects.filter(source=source).exists():
+        return  # a re-ingest of a document deleted since: nothing to mark
     document, created = Document.objects.get_or_create(
         source=source,
         defaults={
@@ -450,9 +480,12 @@ def document_record_failure(
         attempts=F("attempts") + 1,
         source_path=str(path),
         source_root=root,
-        status=DocumentStatus.FAILED
-        if created or document.status != DocumentStatus.INDEXED
-        else document.status,
+        # decided in the statement, on the row as it is now: an indexed document keeps serving its version,
+        # and a removed one stays removed (a batch queued before the removal may fail afterwards)
+        status=Case(
+            When(status__in=[DocumentStatus.INDEXED, DocumentStatus.TOMBSTONED], then=F("status")),
+            default=Value(DocumentStatus.FAILED),
+        ),
     )
     if created:
         document.allowed_groups.set(_groups(options.acl_groups))
@@ -472,26 +505,34 @@ def document_tombstone(*, document: Document) -> None:
 
 
 def document_acl_sync(*, document: Document, actor: Any = None) -> int:
+    """Copy the document's ACL and filter fields onto its chunks and audit the change. The row is read again
+    under its lock (the one an ingest takes to swap a version in): the caller's copy may predate an ingest that
+    committed since, and the chunks must get the document as it is."""
     from audit.services import audit_record
 
-    count = document_sync_chunk_acl(document=document)
-    audit_record(
-        kind="acl_change",
-        actor=actor,
-        documents=[document.source],
-        payload={
-            "document": document.source,
-            "access_tier": document.access_tier,
-            "groups": sorted(document.allowed_groups.values_list("name", flat=True)),
-            "chunks_updated": count,
-        },
-    )
+    with transaction.atomic():
+        document = Document.objects.select_for_update().get(pk=document.pk)
+        count = document_sync_chunk_acl(document=document)
+        audit_record(
+            kind="acl_change",
+            actor=actor,
+            documents=[document.source],
+            payload={
+                "document": document.source,
+                "access_tier": document.access_tier,
+                "groups": sorted(document.allowed_groups.values_list("name", flat=True)),
+                "chunks_updated": count,
+            },
+        )
     return count
 
 
 def document_set_acl(*, document: Document, access_tier: str, groups: Sequence[str], actor: Any) -> Document:
+    """Set the document's access tier and groups, on the row as it is now (read again under its lock: the
+    caller's copy may predate an ingest that committed since), and sync its chunks. Returns the document."""
     _check_access_tier(access_tier)
     with transaction.atomic():
+        document = Document.objects.select_for_update().get(pk=document.pk)
         document.access_tier = access_tier
         document.save(update_fields=["access_tier"])
         document.allowed_groups.set(_groups(groups))
@@ -500,11 +541,12 @@ def document_set_acl(*, document: Document, access_tier: str, groups: Sequence[s
 
 
 def uploads_expire(*, now: datetime | None = None) -> int:
-    """Tombstone every private upload whose expiry has passed (its chunks leave retrieval and the citation
-    viewer) and delete its file; each expiry is audited. An expired upload tombstoned already whose file is
-    still there (its deletion failed, or the worker died after the commit) has the file deleted now. Each
-    upload is handled on its own: one that fails is logged and tried again next time. Returns how many
-    expired."""
+    """Tombstone every document whose expiry has passed (its chunks leave the index; retrieval and the citation
+    viewer hide it from the moment it expires) and delete the file of a private upload; each expiry is audited
+    (`upload_expired` for a private upload, `document_expired` for any other). An expired upload tombstoned
+    already whose file is still there (its deletion failed, or the worker died after the commit) has the file
+    deleted now. Each document is handled on its own: one that fails is logged and tried again next time.
+    Returns how many expired."""
     from django.conf import settings
 
     from audit.services import audit_record
@@ -512,16 +554,16 @@ def uploads_expire(*, now: datetime | None = None) -> int:
     now = now or timezone.now()
     uploads = (Path(settings.MEDIA_ROOT) / "uploads").resolve()
     count = 0
-    for document in Document.objects.filter(owner__isnull=False, expires_at__lte=now).order_by("pk"):
+    for document in Document.objects.filter(expires_at__lte=now).order_by("pk"):
         try:
             path = Path(document.source_path).resolve() if document.source_path else None
-            if path is not None and not path.is_relative_to(uploads):  # only ever a file of the upload area
-                path = None
+            if document.owner_id is None or (path is not None and not path.is_relative_to(uploads)):
+                path = None  # only ever a private upload's file, in the upload area
             if document.status != DocumentStatus.TOMBSTONED:
                 with transaction.atomic():
                     document_tombstone(document=document)
                     audit_record(
-                        kind="upload_expired",
+                        kind="upload_expired" if document.owner_id is not None else "document_expired",
                         actor=None,
                         documents=[document.source],
                         payload={"document": document.source, "owner_id": document.owner_id},
@@ -532,7 +574,7 @@ def uploads_expire(*, now: datetime | None = None) -> int:
             if path is not None:
                 path.unlink(missing_ok=True)
         except Exception:
-            logger.exception("expiring the upload %s failed; tried again next time", document.source)
+            logger.exception("expiring the document %s failed; tried again next time", document.source)
     return count
 
 
@@ -540,43 +582,54 @@ def _written_after(path: Path, moment: datetime | None) -> bool:
     return moment is not None and path.stat().st_mtime >= moment.timestamp()
 
 
-def group_delete_close_documents(*, group: Group) -> list[int]:
-    """Before a Group is deleted: a document readable through that group alone would be left with no group,
-    which for an open tier means readable by every employee. Such documents become restricted (readable by
-    nobody until an admin sets their ACL): deleting a group never opens a document. Returns the ids of all
-    documents that named the group, for group_deleted_sync_documents."""
-    ids = list(Document.objects.filter(allowed_groups=group).values_list("id", flat=True))
+def group_delete_documents(*, group: Group) -> list[int]:
+    """Before a Group is deleted: the ids of the documents that name it, for group_deleted_close_documents
+    (its rows in the documents' groups are gone by then)."""
+    return list(Document.objects.filter(allowed_groups=group).values_list("id", flat=True))
+
+
+def group_deleted_close_documents(*, group_name: str, document_ids: Sequence[int]) -> None:
+    """After a Group was deleted: a document it left with no group would, with an open tier, be readable by
+    every employee; such a document becomes restricted (readable by nobody until an admin sets its ACL):
+    deleting groups never opens a document. Decided once the group's rows are gone, so that other groups
+    deleted in the same action (a queryset delete, the admin's "delete selected") do not count as left. Each
+    document's chunks then get its ACL, and each change is audited."""
     through = Document.allowed_groups.through
-    for document in Document.objects.filter(pk__in=ids):
-        others = through.objects.filter(document_id=document.pk).exclude(group_id=group.pk).exists()
-        if not others and document.access_tier in (AccessTier.PUBLIC, AccessTier.INTERNAL):
-            Document.objects.filter(pk=document.pk).update(access_tier=AccessTier.RESTRICTED)
-    return ids
-
-
-def group_deleted_sync_documents(*, group_name: str, document_ids: Sequence[int]) -> None:
-    """After a Group was deleted: its documents' chunks get their new ACL, and each change is audited."""
-    for document in Document.objects.filter(pk__in=list(document_ids)):
-        document_acl_sync(document=document, actor=f"group deleted: {group_name}"[:150])
+    actor = f"group deleted: {group_name}"[:150]
+    for document_id in sorted(document_ids):
+        with transaction.atomic():
+            document = Document.objects.select_for_update().filter(pk=document_id).first()
+            if document is None:
+                continue
+            if (
+                document.access_tier in OPEN_TIERS
+                and not through.objects.filter(document_id=document.pk).exists()
+            ):
+                Document.objects.filter(pk=document.pk).update(access_tier=AccessTier.RESTRICTED)
+            document_acl_sync(document=document, actor=actor)
 
 
 def document_reingest(*, document: Document) -> None:
-    """Queue the document's source file again (forcing work even if unchanged)."""
+    """Queue the document's source file again (forcing work even if unchanged). The batch carries no access
+    options: when it runs, the document keeps the ACL, owner and expiry it has then (an admin may change them
+    meanwhile), and a document deleted meanwhile is not created again (IngestOptions.existing_only). Queued
+    without awaiting a result: a broker that cannot be reached raises kombu's OperationalError, which the API
+    answers with 503 (athena.errors.dependency_unavailable)."""
     from knowledge.tasks import ingest_files_task
 
     Document.objects.filter(pk=document.pk).update(content_hash="")
     options = IngestOptions(
-        acl_groups=tuple(document.allowed_groups.values_list("name", flat=True)),
-        access_tier=document.access_tier,
         department=document.department,
         doc_type=document.doc_type,
         vendor=document.vendor,
-        owner_id=document.owner_id,
-        expires_at=document.expires_at,
+        existing_only=True,
     )
+    files = [[document.source, document.source_path]]
+    # without ignore_result Celery first subscribes to the result store, and a Redis that is down fails there
+    # with a RuntimeError instead of the broker's error
     transaction.on_commit(
-        lambda: ingest_files_task.delay(
-            None, document.source_root, [[document.source, document.source_path]], options.as_dict()
+        lambda: ingest_files_task.apply_async(
+            (None, document.source_root, files, options.as_dict()), ignore_result=True
         )
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -341,3 +342,34 @@ def test_reingest_is_admin_only(corpus, monkeypatch) -> None:  # type: ignore[no
     assert client_for(admin).post(f"/api/v1/documents/{doc.pk}/reingest").status_code == 202
     assert calls == [doc.pk]
     assert AuditEvent.objects.filter(kind="reingest").count() == 1
+
+
+@pytest.fixture()
+def broker_down() -> Iterator[None]:
+    """The Celery app's broker and result store point at a port where nothing listens (Redis down): Celery
+    caches its connection pools and result backend on the app, so those are dropped on the way in and out."""
+    from athena.celery import app
+
+    def drop_connections() -> None:
+        app._pool = None
+        app.amqp._producer_pool = None
+        app._local.__dict__.pop("backend", None)
+
+    saved = app.conf.broker_url, app.conf.result_backend
+    app.conf.broker_url = app.conf.result_backend = "redis://127.0.0.1:1/15"
+    drop_connections()
+    try:
+        yield
+    finally:
+        app.conf.broker_url, app.conf.result_backend = saved
+        drop_connections()
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit, as a request runs: the task is queued at once
+def test_a_reingest_while_the_broker_is_down_answers_503(corpus, broker_down) -> None:  # type: ignore[no-untyped-def]
+    doc = corpus["open"]
+    Document.objects.filter(pk=doc.pk).update(source_path="/srv/kb/public/runbook.md")
+    response = client_for(make_user("kbadmin", "kb-admins")).post(f"/api/v1/documents/{doc.pk}/reingest")
+    assert response.status_code == 503 and int(response["Retry-After"]) >= 1
+    assert response.json()["error"]["code"] == "dependency_unavailable"
+    assert not AuditEvent.objects.filter(kind="reingest").exists()

