@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import hashlib
 import logging
+import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -451,12 +452,24 @@ def document_index_staged(*, staged: StagedDocument) -> Document:
         )
         _apply_options(document, options, staged.metadata, existing=existing)
         document.save()
+        # the folder's groups, else the document's own `Allowed-Groups` field; never on a private upload, which
+        # its owner alone reads (groups would share it)
+        groups = options.acl_groups or (() if options.owner_id else declared_groups(staged.metadata))
         if not existing:
-            document.allowed_groups.set(_groups(options.acl_groups))
-        elif options.acl_groups and was_open:
+            document.allowed_groups.set(_groups(groups))
+        elif groups and was_open:
             # groups narrow a document every employee could read; any other document keeps its groups
-            document.allowed_groups.set(_groups(options.acl_groups))
+            document.allowed_groups.set(_groups(groups))
         return document_replace_chunks(staged=staged, document=document)
+
+
+def declared_groups(metadata: dict[str, Any]) -> tuple[str, ...]:
+    """The groups a document names in its own `Allowed-Groups` field (front matter, a plain text's header, an
+    HTML meta tag): a list, or names separated by commas or semicolons (a list that travelled to the embed
+    queue as its text, "['a', 'b']", reads the same)."""
+    value = metadata.get("allowed_groups")
+    names = value if isinstance(value, list | tuple) else re.split(r"[,;\[\]'\"]", str(value or ""))
+    return tuple(dict.fromkeys(str(name).strip()[:150] for name in names if str(name).strip()))
 
 
 def document_record_failure(

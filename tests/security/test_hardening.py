@@ -188,3 +188,30 @@ def test_deleting_keeps_the_record_a_user_or_a_link_target_is_part_of(tmp_path: 
     _ingest(write_docs(tmp_path / "back", {"power.md": DOC}), IngestOptions())
     link.refresh_from_db()
     assert link.target is not None and link.target.source == "power.md"
+
+
+def test_a_document_that_names_its_own_groups_is_read_by_those_groups_only(tmp_path: Path) -> None:
+    """A plain text's `Allowed-Groups:` field restricts a document that its folder leaves open; the folder's
+    own groups win over it; a private upload that names groups stays its owner's alone (groups would share
+    it)."""
+    header = "Title: Break-glass accounts\nAllowed-Groups: secops, noc\n\n"
+    body = header + "The break-glass accounts are sealed in the secops safe and checked every quarter.\n"
+    outsider = Principal.from_user(make_user("emp", "employees"))
+    member = Principal.from_user(make_user("sam", "employees", "secops"))
+
+    _ingest(write_docs(tmp_path / "open", {"glass.txt": body}), IngestOptions())
+    document = Document.objects.get(source="glass.txt")
+    assert sorted(document.allowed_groups.values_list("name", flat=True)) == ["noc", "secops"]
+    assert not document_list_visible(principal=outsider).filter(pk=document.pk).exists()
+    assert document_list_visible(principal=member).filter(pk=document.pk).exists()
+    assert not Chunk.objects.filter(document=document, acl_open=True).exists()
+
+    _ingest(write_docs(tmp_path / "folder", {"glass-f.txt": body}), IngestOptions(acl_groups=("facilities",)))
+    folder = Document.objects.get(source="glass-f.txt")
+    assert list(folder.allowed_groups.values_list("name", flat=True)) == ["facilities"]
+
+    owner = make_user("uploader", "employees")
+    _ingest(write_docs(tmp_path / "private", {"glass-p.txt": body}), IngestOptions(owner_id=owner.pk))
+    private = Document.objects.get(source="glass-p.txt")
+    assert not private.allowed_groups.exists()
+    assert not document_list_visible(principal=member).filter(pk=private.pk).exists()
