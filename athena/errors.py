@@ -65,6 +65,14 @@ class Unavailable(ApplicationError):
 DEPENDENCY_RETRY_AFTER_SECONDS = 5
 
 
+def _result_store_lost(exc: Exception) -> bool:
+    """Celery's Redis result store gave up reconnecting (Redis is down when a task that awaits its result is
+    published): Celery raises a bare RuntimeError, known only by its message."""
+    from celery.backends.asynchronous import E_RETRY_LIMIT_EXCEEDED
+
+    return isinstance(exc, RuntimeError) and str(exc) == E_RETRY_LIMIT_EXCEEDED
+
+
 def dependency_unavailable(exc: Exception) -> Unavailable | None:
     """The database or the broker went away mid-request (restart, failover): 503 with a retry hint, never
     500. Django drops the broken connection at the end of the request, so the next one reconnects."""
@@ -78,7 +86,7 @@ def dependency_unavailable(exc: Exception) -> Unavailable | None:
     # web process re-raises the task's exception as it was
     if isinstance(exc, OperationalError | InterfaceError | psycopg.OperationalError | psycopg.InterfaceError):
         what = "the database"
-    elif isinstance(exc, BrokerError | RedisConnectionError | RedisTimeout):
+    elif isinstance(exc, BrokerError | RedisConnectionError | RedisTimeout) or _result_store_lost(exc):
         what = "the message broker"
     else:
         return None

@@ -133,12 +133,16 @@ class FaultStack:
             "documents/upload", body, f"multipart/form-data; boundary={boundary}", timeout=timeout
         )
 
-    def _request(self, path: str, data: bytes, content_type: str, *, timeout: float) -> Reply:
+    def get(self, path: str, *, timeout: float = 60) -> Reply:
+        """GET /api/v1/PATH as the fault user."""
+        return self._request(path, None, "application/json", timeout=timeout)
+
+    def _request(self, path: str, data: bytes | None, content_type: str, *, timeout: float) -> Reply:
         request = urllib.request.Request(
             f"http://127.0.0.1:{self.env['PORT']}/api/v1/{path}",
             data=data,
             headers={"Authorization": f"Token {self.token}", "Content-Type": content_type},
-            method="POST",
+            method="GET" if data is None else "POST",
         )
         started = time.monotonic()
         try:

@@ -125,17 +125,21 @@ def test_redis_restarted_questions_recover_and_a_queued_ingest_is_not_lost(fault
 
 
 def test_an_upload_while_redis_is_down_is_refused_marked_failed_and_leaves_no_file(fault_stack):
-    """The broker is down when a private upload comes in: the uploader gets 503 with a retry hint, the
+    """The broker is down when a private upload comes in (and when a passage is opened): the uploader gets 503 with a retry hint, the
     document is marked failed with the reason (their document list tells them), its file is not left on disk
     where nothing names it, and the refusal is audited. With Redis back, the same upload is indexed."""
     content = (
         b"# Generator runs\n\nThe standby generator runs under load every second Tuesday for 30 minutes.\n"
     )
+    chunk_id = fault_stack.sql("SELECT id FROM knowledge_chunk WHERE active ORDER BY id LIMIT 1")[0][0]
     fault_stack.manage("stack", "down", "--only", "redis")
     try:
         refused = fault_stack.upload("generator-runs.md", content)
+        # the citation viewer screens its passage on a worker: with Redis down it is 503 too, never 500
+        passage = fault_stack.get(f"passages/{chunk_id}")
     finally:
         fault_stack.up("redis")
+    assert passage.status == 503 and passage.body["error"]["code"] == "dependency_unavailable", passage
     assert refused.status == 503 and int(refused.headers["Retry-After"]) >= 1, refused
     assert refused.body["error"]["code"] == "dependency_unavailable", refused
     rows = fault_stack.sql(
