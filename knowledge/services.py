@@ -452,9 +452,12 @@ def document_index_staged(*, staged: StagedDocument) -> Document:
         )
         _apply_options(document, options, staged.metadata, existing=existing)
         document.save()
-        # the folder's groups, else the document's own `Allowed-Groups` field; never on a private upload, which
-        # its owner alone reads (groups would share it)
-        groups = options.acl_groups or (() if options.owner_id else declared_groups(staged.metadata))
+        # the folder's groups, else the document's own `Allowed-Groups` field when the folder leaves it open to
+        # every employee (so that they can only narrow it: a folder of restricted documents with no groups is
+        # readable by nobody, and a file cannot open it), and never on a private upload, which its owner alone
+        # reads (groups would share it)
+        folder_open = (options.access_tier or AccessTier.INTERNAL) in OPEN_TIERS and not options.owner_id
+        groups = options.acl_groups or (declared_groups(staged.metadata) if folder_open else ())
         if not existing:
             document.allowed_groups.set(_groups(groups))
         elif groups and was_open:

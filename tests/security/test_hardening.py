@@ -192,8 +192,8 @@ def test_deleting_keeps_the_record_a_user_or_a_link_target_is_part_of(tmp_path: 
 
 def test_a_document_that_names_its_own_groups_is_read_by_those_groups_only(tmp_path: Path) -> None:
     """A plain text's `Allowed-Groups:` field restricts a document that its folder leaves open; the folder's
-    own groups win over it; a private upload that names groups stays its owner's alone (groups would share
-    it)."""
+    own groups win over it; it cannot open a folder's restricted document that no group reads; a private upload
+    that names groups stays its owner's alone (groups would share it)."""
     header = "Title: Break-glass accounts\nAllowed-Groups: secops, noc\n\n"
     body = header + "The break-glass accounts are sealed in the secops safe and checked every quarter.\n"
     outsider = Principal.from_user(make_user("emp", "employees"))
@@ -209,6 +209,12 @@ def test_a_document_that_names_its_own_groups_is_read_by_those_groups_only(tmp_p
     _ingest(write_docs(tmp_path / "folder", {"glass-f.txt": body}), IngestOptions(acl_groups=("facilities",)))
     folder = Document.objects.get(source="glass-f.txt")
     assert list(folder.allowed_groups.values_list("name", flat=True)) == ["facilities"]
+
+    # a folder of restricted documents with no groups is readable by nobody: a file's groups cannot open it
+    _ingest(write_docs(tmp_path / "closed", {"glass-c.txt": body}), IngestOptions(access_tier="restricted"))
+    closed = Document.objects.get(source="glass-c.txt")
+    assert closed.access_tier == "restricted" and not closed.allowed_groups.exists()
+    assert not document_list_visible(principal=member).filter(pk=closed.pk).exists()
 
     owner = make_user("uploader", "employees")
     _ingest(write_docs(tmp_path / "private", {"glass-p.txt": body}), IngestOptions(owner_id=owner.pk))
