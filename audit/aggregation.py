@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from athena.throttling import key_prefix, redis_client
@@ -110,7 +111,12 @@ def _window_close(client: Any, key: str) -> int:
     meta = json.loads(meta_raw)
     window_started = int(key.rsplit(":", 1)[1]) * AGGREGATE_WINDOW_SECONDS
     payload = {**meta["payload"], "count": count, "window_started": window_started, "window_closed": True}
-    if AuditEvent.objects.filter(kind=meta["kind"], actor=meta["actor"], payload__contains=payload).exists():
+    # a closing event is written after its window started: the created_at index bounds the search to it
+    since = datetime.fromtimestamp(window_started, tz=UTC)
+    written = AuditEvent.objects.filter(
+        created_at__gte=since, kind=meta["kind"], actor=meta["actor"], payload__contains=payload
+    )
+    if written.exists():
         return 0
     audit_record(kind=meta["kind"], actor=meta["actor"], verdict=meta["verdict"], payload=payload)
     return 1

@@ -140,6 +140,11 @@ def test_an_upload_while_redis_is_down_is_refused_marked_failed_and_leaves_no_fi
     finally:
         fault_stack.up("redis")
     assert passage.status == 503 and passage.body["error"]["code"] == "dependency_unavailable", passage
+    # and with Redis back, the same web process screens passages again (Celery's result store reconnects)
+    deadline = time.monotonic() + 60
+    while (passage := fault_stack.get(f"passages/{chunk_id}")).status != 200 and time.monotonic() < deadline:
+        time.sleep(1)
+    assert passage.status == 200, passage
     assert refused.status == 503 and int(refused.headers["Retry-After"]) >= 1, refused
     assert refused.body["error"]["code"] == "dependency_unavailable", refused
     rows = fault_stack.sql(
