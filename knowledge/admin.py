@@ -12,11 +12,13 @@ from knowledge.models import Chunk, Document, DocumentLink, Entity, IngestRun, S
 
 
 def readable_document_ids(request: HttpRequest) -> Any:
-    """The ids of the documents the signed-in admin may read (a subquery): being staff grants no read access."""
+    """The ids of the documents the signed-in admin may read (a subquery): being staff grants no read access.
+    Expired ones are included (readers see them nowhere): an admin whose groups may read one renews or clears
+    its expiry here (DocumentAdmin.save_model)."""
     from athena.principals import Principal
     from knowledge.selectors import documents_readable
 
-    return documents_readable(principal=Principal.from_user(request.user)).values("pk")
+    return documents_readable(principal=Principal.from_user(request.user), include_expired=True).values("pk")
 
 
 def readable_document_flag(request: HttpRequest, field: str) -> Exists:
@@ -129,11 +131,19 @@ class DocumentAdmin(ReadableDocumentChoices):
         # The form's copy of the row was read when the request came in; an ingest may have committed a new
         # version since (status, version, counts, title). Only the fields the admin changed are written, under
         # the row lock an ingest takes, which is held until the chunks are synced (save_related).
-        Document.objects.select_for_update().filter(pk=obj.pk).exists()
+        previous = Document.objects.select_for_update().values_list("expires_at", flat=True).get(pk=obj.pk)
         concrete = {f.name for f in Document._meta.concrete_fields}
         fields = [name for name in form.changed_data if name in concrete]
         if fields:
             obj.save(update_fields=fields)
+        if "expires_at" in fields:
+            # a document the expiry removed and renewed here is indexed again from its source file
+            from knowledge.services import document_expiry_changed
+
+            if document_expiry_changed(document=obj, previous=previous):
+                self.message_user(
+                    request, "its expiry was renewed: queued for re-ingestion from its source file"
+                )
 
     def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:  # type: ignore[no-untyped-def]
         super().save_related(request, form, formsets, change)

@@ -311,7 +311,13 @@ class DocumentUploadApi(APIView):
         user = request.user
         source, path = upload_store(user=user, upload=serializer.validated_data["file"])
         expires_at = timezone.now() + timedelta(hours=settings.ATHENA_UPLOAD_TTL_HOURS)
-        options = IngestOptions(owner_id=user.pk, access_tier=AccessTier.CONFIDENTIAL, expires_at=expires_at)
+        # requested now: a removal made while the file waits in the queue wins over it
+        options = IngestOptions(
+            owner_id=user.pk,
+            access_tier=AccessTier.CONFIDENTIAL,
+            expires_at=expires_at,
+            requested_at=timezone.now(),
+        )
         root = str(Path(settings.MEDIA_ROOT).resolve())
         queued = settings.ATHENA_REALTIME_VIA_CELERY
         summary: dict[str, Any] = {"queued": True}

@@ -49,6 +49,21 @@ MERGE_SQL = """
 """
 # co-occurrence pairs grow quadratically; keep the most frequent entities per chunk
 MAX_EDGE_ENTITIES = 12
+# the co-occurrence pairs of a set of chunks (parameters: chunk ids, MAX_EDGE_ENTITIES): among each chunk's
+# MAX_EDGE_ENTITIES most mentioned entities. One definition for indexing (adding to edge weights) and removal
+# (subtracting the same pairs): the weights stay exact only while both count the same pairs.
+CO_OCCURRENCE_PAIRS_CTE = """
+    WITH top AS (
+        SELECT chunk_id, entity_id FROM (
+            SELECT chunk_id, entity_id,
+                   row_number() OVER (PARTITION BY chunk_id ORDER BY count DESC, entity_id) AS r
+            FROM knowledge_mention WHERE chunk_id = ANY(%s)) ranked
+        WHERE r <= %s),
+    pairs AS (
+        SELECT t1.entity_id AS a, t2.entity_id AS b, count(*) AS c
+        FROM top t1 JOIN top t2 ON t1.chunk_id = t2.chunk_id AND t1.entity_id < t2.entity_id
+        GROUP BY 1, 2)
+"""
 # models verified not to mix with stored vectors (once per process)
 _checked_models: set[str] = set()
 
@@ -230,21 +245,12 @@ def _remove_chunks(cursor, chunk_ids: Sequence[int]) -> None:  # type: ignore[no
         return
     ids = list(chunk_ids)
     cursor.execute(
-        """
-        WITH top AS (
-            SELECT chunk_id, entity_id FROM (
-                SELECT chunk_id, entity_id,
-                       row_number() OVER (PARTITION BY chunk_id ORDER BY count DESC, entity_id) AS r
-                FROM knowledge_mention WHERE chunk_id = ANY(%s)) ranked
-            WHERE r <= %s),
-        pairs AS (
-            SELECT t1.entity_id AS a, t2.entity_id AS b, count(*) AS c
-            FROM top t1 JOIN top t2 ON t1.chunk_id = t2.chunk_id AND t1.entity_id < t2.entity_id
-            GROUP BY 1, 2)
+        CO_OCCURRENCE_PAIRS_CTE
+        + """
         UPDATE knowledge_edge e SET weight = e.weight - pairs.c FROM pairs
         WHERE e.source_id = pairs.a AND e.target_id = pairs.b AND e.relation = 'co_occurs'
         """,
-        # the pairs indexing added: among each chunk's MAX_EDGE_ENTITIES most mentioned entities
+        # the pairs indexing added
         [ids, MAX_EDGE_ENTITIES],
     )
     cursor.execute(
@@ -449,17 +455,8 @@ def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Do
                 [m_chunk, m_entity, m_count],
             )
             cursor.execute(
-                """
-                WITH top AS (
-                    SELECT chunk_id, entity_id FROM (
-                        SELECT chunk_id, entity_id,
-                               row_number() OVER (PARTITION BY chunk_id ORDER BY count DESC, entity_id) AS r
-                        FROM knowledge_mention WHERE chunk_id = ANY(%s)) ranked
-                    WHERE r <= %s),
-                pairs AS (
-                    SELECT t1.entity_id AS a, t2.entity_id AS b, count(*) AS c
-                    FROM top t1 JOIN top t2 ON t1.chunk_id = t2.chunk_id AND t1.entity_id < t2.entity_id
-                    GROUP BY 1, 2)
+                CO_OCCURRENCE_PAIRS_CTE
+                + """
                 INSERT INTO knowledge_edge (source_id, target_id, relation, weight)
                 SELECT a, b, 'co_occurs', c FROM pairs
                 ON CONFLICT (source_id, target_id, relation)

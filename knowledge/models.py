@@ -177,7 +177,7 @@ class Chunk(models.Model):
             models.Index(
                 fields=["id"],
                 include=["active", "acl_open", "acl_groups", "owner_id_acl", "expires_at", "document_id"],
-                name="chunk_acl_cover",
+                name="chunk_acl_expiry_cover",
             ),
             models.Index(fields=["embedding_key"], name="chunk_embedding_key"),
         ]

@@ -25,7 +25,7 @@ from knowledge.models import OPEN_TIERS, Chunk, Document, DocumentStatus, file_n
 NOT_FOUND_MESSAGE = "no such document"
 
 
-def _visible_q(principal: Principal) -> Q:
+def _visible_q(principal: Principal, *, include_expired: bool = False) -> Q:
     through = Document.allowed_groups.through
     any_group = Exists(through.objects.filter(document_id=OuterRef("pk")))
     shared = Exists(
@@ -35,14 +35,18 @@ def _visible_q(principal: Principal) -> Q:
     rule = open_q | Q(shared)
     if principal.user_id is not None:
         rule |= Q(owner_id=principal.user_id)
+    if include_expired:
+        return rule
     # an expired document is readable by nobody, as in retrieval
     return rule & (Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
 
 
-def documents_readable(*, principal: Principal) -> QuerySet[Document]:
+def documents_readable(*, principal: Principal, include_expired: bool = False) -> QuerySet[Document]:
     """Every document `principal` may read, in any state (for curation screens, which also list failed and
-    pending documents): the same rule as retrieval, and no exception for staff or superusers."""
-    return Document.objects.filter(_visible_q(principal))
+    pending documents): the same rule as retrieval, and no exception for staff or superusers. An expired
+    document is readable by nobody, except with `include_expired` (the admin screens, where an admin whose
+    groups may read it renews or clears its expiry)."""
+    return Document.objects.filter(_visible_q(principal, include_expired=include_expired))
 
 
 def readable_file_names(prefixes: Collection[str], *, principal: Principal) -> set[str]:

@@ -56,6 +56,9 @@ class IngestOptions:
     expires_at: datetime | None = None
     # a re-ingest of a document: one deleted since it was queued is not created again
     existing_only: bool = False
+    # when a batch with no ingest run (a re-ingest, an upload) was queued: a document tombstoned after that
+    # stays removed (knowledge.indexing.document_replace_chunks); a run's batches use the run's start
+    requested_at: datetime | None = None
 
     def validate(self) -> None:
         if self.access_tier:
@@ -76,16 +79,20 @@ class IngestOptions:
             "owner_id": self.owner_id,
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,
         }
-        if self.existing_only:  # only when set: a worker not yet restarted after an upgrade takes the others
+        # only when set: a worker not yet restarted after an upgrade takes the others
+        if self.existing_only:
             data["existing_only"] = True
+        if self.requested_at is not None:
+            data["requested_at"] = self.requested_at.isoformat()
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IngestOptions:
         data = dict(data)
         data["acl_groups"] = tuple(data.get("acl_groups") or ())
-        if data.get("expires_at"):
-            data["expires_at"] = datetime.fromisoformat(data["expires_at"])
+        for name in ("expires_at", "requested_at"):
+            if data.get(name):
+                data[name] = datetime.fromisoformat(data[name])
         return cls(**data)
 
 
@@ -410,24 +417,31 @@ def _apply_options(
     document.vendor = options.vendor or str(metadata.get("vendor", ""))[:100]
     if not existing:
         document.owner_id = options.owner_id
-        document.expires_at = options.expires_at
-    elif (
-        options.owner_id is not None
-        and options.owner_id == document.owner_id
-        and options.expires_at is not None
-        and document.expires_at is not None
-        and options.expires_at > document.expires_at
-    ):
-        # the owner uploaded the file again: its time is renewed (the upload API renews it too, before the
-        # file is queued); an existing document otherwise keeps its owner and expiry, whatever a queued batch
-        # or a folder's options say
-        document.expires_at = options.expires_at
+    document.expires_at = ingest_expiry(document if existing else None, options)
     review = metadata.get("review_by")
     if review:
         try:
             document.review_by = datetime.fromisoformat(str(review)).date()
         except ValueError:
             pass
+
+
+def ingest_expiry(document: Document | None, options: IngestOptions) -> datetime | None:
+    """The expiry a document has once ingested with `options` (`document`: the existing row, None for a new
+    one): a new document gets the options' expiry; an existing one keeps its own, except that its owner
+    uploading the file again renews it (the upload API renews it too, before the file is queued), whatever a
+    queued batch or a folder's options say."""
+    if document is None:
+        return options.expires_at
+    if (
+        options.owner_id is not None
+        and options.owner_id == document.owner_id
+        and options.expires_at is not None
+        and document.expires_at is not None
+        and options.expires_at > document.expires_at
+    ):
+        return options.expires_at
+    return document.expires_at
 
 
 def _groups(names: Iterable[str]) -> list[Group]:
@@ -577,7 +591,17 @@ def uploads_expire(*, now: datetime | None = None) -> int:
                 path = None  # only ever a private upload's file, in the upload area
             if document.status != DocumentStatus.TOMBSTONED:
                 with transaction.atomic():
-                    document_tombstone(document=document)
+                    # read again under the row lock: the rows were listed before the loop, and the owner may
+                    # have uploaded the file again since (renewing its expiry), or it was tombstoned meanwhile
+                    current = (
+                        Document.objects.select_for_update()
+                        .filter(pk=document.pk, expires_at__lte=now)
+                        .exclude(status=DocumentStatus.TOMBSTONED)
+                        .first()
+                    )
+                    if current is None:
+                        continue
+                    document_tombstone(document=current)
                     audit_record(
                         kind="upload_expired" if document.owner_id is not None else "document_expired",
                         actor=None,
@@ -585,10 +609,12 @@ def uploads_expire(*, now: datetime | None = None) -> int:
                         payload={"document": document.source, "owner_id": document.owner_id},
                     )
                 count += 1
-            elif path is None or not path.exists() or _written_after(path, document.tombstoned_at):
-                continue  # a file written after the tombstone is the same name uploaded again
-            if path is not None:
-                path.unlink(missing_ok=True)
+                document.refresh_from_db(fields=["tombstoned_at"])
+            # a file written after the tombstone is the same name uploaded again (also when it was written
+            # between this tombstone and here)
+            if path is None or not path.exists() or _written_after(path, document.tombstoned_at):
+                continue
+            path.unlink(missing_ok=True)
         except Exception:
             logger.exception("expiring the document %s failed; tried again next time", document.source)
     return count
@@ -625,6 +651,25 @@ def group_deleted_close_documents(*, group_name: str, document_ids: Sequence[int
             document_acl_sync(document=document, actor=actor)
 
 
+def document_expiry_changed(*, document: Document, previous: datetime | None) -> bool:
+    """After an admin changed the document's expiry (from `previous`): a document that the expiry removed
+    (tombstoned by uploads_expire once `previous` had passed) and that is no longer expired is re-ingested from
+    its source file (document_reingest: queued on commit), as nothing else brings it back before the next
+    folder sync. A document removed before it expired stays removed. Returns whether it was queued."""
+    now = timezone.now()
+    document = Document.objects.get(pk=document.pk)
+    removed_by_expiry = (
+        document.status == DocumentStatus.TOMBSTONED
+        and previous is not None
+        and document.tombstoned_at is not None
+        and document.tombstoned_at >= previous
+    )
+    if not removed_by_expiry or (document.expires_at is not None and document.expires_at <= now):
+        return False
+    document_reingest(document=document)
+    return True
+
+
 def document_reingest(*, document: Document) -> None:
     """Queue the document's source file again (forcing work even if unchanged). The batch carries no access
     options: when it runs, the document keeps the ACL, owner and expiry it has then (an admin may change them
@@ -639,6 +684,8 @@ def document_reingest(*, document: Document) -> None:
         doc_type=document.doc_type,
         vendor=document.vendor,
         existing_only=True,
+        # requested now: a removal made while the batch waits in the queue wins over it
+        requested_at=timezone.now(),
     )
     files = [[document.source, document.source_path]]
     # without ignore_result Celery first subscribes to the result store, and a Redis that is down fails there
@@ -663,15 +710,27 @@ def files_stage(
 ) -> tuple[IngestSummary, list[StagedDocument]]:
     """Stage a batch of files (hash, parse, chunk, analyse), recording per-file errors without stopping.
     Unchanged files cost one hash and one query. `requested_at`: when the ingest was requested (an ingest
-    run's start; by default now), carried by each staged document (StagedDocument.requested_at). Returns the
-    summary so far and the documents to embed."""
-    requested_at = requested_at or timezone.now()
+    run's start; else when the batch was queued, IngestOptions.requested_at; by default now), carried by each
+    staged document (StagedDocument.requested_at). Returns the summary so far and the documents to embed."""
+    requested_at = requested_at or options.requested_at or timezone.now()
     summary = IngestSummary()
     gazetteer = vendor_gazetteer()
     staged: list[StagedDocument] = []
     known = {d.source: d for d in Document.objects.filter(source__in=[s for s, _ in files])}
     for source, path_text in files:
         path = Path(path_text)
+        known_document = known.get(source)
+        expiry = ingest_expiry(known_document, options) if known_document is not None else None
+        if expiry is not None and expiry <= timezone.now():
+            # an expired document is readable by nobody and would be tombstoned again within the hour
+            # (uploads_expire): it is not indexed again, every night, until an admin renews its expiry (which
+            # re-ingests it: document_expiry_changed). Counted unchanged (the index does not change), and the
+            # run says why.
+            summary.unchanged += 1
+            summary.errors[source] = (
+                f"not indexed: expired at {expiry.isoformat(timespec='seconds')}; an admin may renew its expiry"
+            )
+            continue
         try:
             content_hash = file_hash(path)
         except OSError as exc:
@@ -945,7 +1004,9 @@ def ingest_run_add(*, run_id: int, summary: IngestSummary) -> None:
         run.save(update_fields=["counts", "status", "finished_at"])
     if finished:
         try:
-            with transaction.atomic():  # a savepoint: a failed ANALYZE leaves the caller's transaction usable
+            # its own transaction, or a savepoint when the caller holds one: a failed ANALYZE leaves the
+            # caller's transaction usable
+            with transaction.atomic():
                 index_statistics_refresh()
         except Exception:
             logger.warning(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,24 @@ def delivery_end(task_id: str | None) -> None:
         redis_client().delete(crash_key(task_id))
 
 
+def split_queue(task_id: str | None, parts: int, queue: Callable[[int], object]) -> None:
+    """Queue the `parts` of the crashed batch `task_id` (`queue(i)` queues part i), each once over all of the
+    task's deliveries: a worker killed while queueing them has the task redelivered, and the redelivery queues
+    only the parts not queued yet (a part queued twice would be ingested and counted twice). A part is marked
+    in Redis after it is queued, never before: a kill between the two queues that one part again, where marking
+    first would lose it."""
+    from athena.throttling import key_prefix, redis_client
+
+    client = redis_client() if task_id else None
+    for index in range(parts):
+        key = f"{key_prefix()}:split:{task_id}:{index}"
+        if client is not None and client.exists(key):
+            continue
+        queue(index)
+        if client is not None:
+            client.set(key, "1", ex=_CRASH_TTL_SECONDS)
+
+
 @shared_task(**_RETRYING)
 def ingest_files_task(
     self, run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any], force: bool = False
@@ -69,7 +88,7 @@ def ingest_files_task(
     task_id = self.request.id
     if delivery_start(task_id) > CRASH_LIMIT:
         try:
-            return _crashed_batch(run_id, root, files, options, force)
+            return _crashed_batch(task_id, run_id, root, files, options, force)
         finally:
             delivery_end(task_id)
     try:
@@ -85,12 +104,24 @@ def _force_kwargs(force: bool) -> dict[str, bool]:
 
 
 def _crashed_batch(
-    run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any], force: bool
+    task_id: str | None,
+    run_id: int | None,
+    root: str,
+    files: list[list[str]],
+    options: dict[str, Any],
+    force: bool,
 ) -> dict:
     summary = services.IngestSummary()
     if len(files) > 1:
-        for item in files:  # find the file that crashes: each on its own
-            ingest_files_task.apply_async((run_id, root, [item], options), _force_kwargs(force))
+        # find the file that crashes: each on its own, with the batch's options (a batch without a run keeps
+        # the time it was queued at: IngestOptions.requested_at)
+        split_queue(
+            task_id,
+            len(files),
+            lambda i: ingest_files_task.apply_async(
+                (run_id, root, [files[i]], options), _force_kwargs(force)
+            ),
+        )
         return summary.as_dict()
     ingest_options = services.IngestOptions.from_dict(options)
     for source, path in files:
@@ -141,7 +172,7 @@ def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[
     task_id = self.request.id
     if delivery_start(task_id) > CRASH_LIMIT:
         try:
-            return _crashed_embed_batch(run_id, staged, documents, counts)
+            return _crashed_embed_batch(task_id, run_id, staged, documents, counts)
         finally:
             delivery_end(task_id)
     try:
@@ -151,13 +182,13 @@ def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[
 
 
 def _crashed_embed_batch(
-    run_id: int | None, staged: list[dict], documents: list[Any], counts: dict[str, int]
+    task_id: str | None, run_id: int | None, staged: list[dict], documents: list[Any], counts: dict[str, int]
 ) -> dict:
     summary = services.IngestSummary()
     if len(documents) > 1:
-        # find the document that crashes: each on its own
-        for item, share in zip(staged, services.staged_counts_each(documents, counts), strict=True):
-            embed_index_task.delay(run_id, [item], share)
+        # find the document that crashes: each on its own (each keeps its request time)
+        shares = services.staged_counts_each(documents, counts)
+        split_queue(task_id, len(staged), lambda i: embed_index_task.delay(run_id, [staged[i]], shares[i]))
         return summary.as_dict()
     for document in documents:
         services.document_record_failure(
@@ -223,7 +254,8 @@ def sync_source_folders_task(once_per_night: bool = False) -> list[int]:
 
 @shared_task
 def uploads_expire_task() -> int:
-    """Hourly: private uploads past their expiry are tombstoned and their files deleted."""
+    """Hourly: every document past its expiry (a private upload, or any document whose expiry an admin set) is
+    tombstoned; a private upload's file is deleted too (services.uploads_expire)."""
     return services.uploads_expire()
 
 

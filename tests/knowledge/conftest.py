@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from athena.celery import app
 
 SAMPLE = Path(__file__).resolve().parents[2] / "knowledge" / "sample_kb"
 
@@ -13,6 +16,16 @@ def write_docs(root: Path, docs: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return root
+
+
+@pytest.fixture()
+def eager() -> Iterator[None]:
+    """Queued tasks run here, as a worker would run them."""
+    app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager = False
 
 
 @pytest.fixture()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -15,7 +15,6 @@ import pytest
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
-from athena.celery import app
 from athena.errors import NotFound
 from athena.principals import Principal
 from audit.models import AuditEvent
@@ -164,16 +163,6 @@ def test_a_reingest_keeps_the_owner_and_expiry_of_an_existing_document() -> None
     )
     assert (document.owner_id, document.expires_at) == (owner.pk, renewed)
     assert set(Chunk.objects.filter(document=document).values_list("expires_at", flat=True)) == {renewed}
-
-
-@pytest.fixture()
-def eager() -> Iterator[None]:
-    """Queued tasks run here, as a worker would run them."""
-    app.conf.task_always_eager = True
-    try:
-        yield
-    finally:
-        app.conf.task_always_eager = False
 
 
 def test_a_reingest_queued_before_an_acl_change_keeps_the_new_acl(  # type: ignore[no-untyped-def]
@@ -333,3 +322,32 @@ def test_a_failure_recorded_after_a_removal_leaves_the_document_removed() -> Non
     )
     document.refresh_from_db()
     assert document.status == DocumentStatus.TOMBSTONED
+
+
+def test_the_acl_check_covers_the_expiry_with_an_index_built_without_locking_the_table() -> None:
+    from django.db import connection
+    from django.db.migrations.loader import MigrationLoader
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk'")
+        indexes = dict(cursor.fetchall())
+    assert "chunk_acl_cover" not in indexes  # the old one, without the expiry, is gone
+    assert "expires_at" in indexes["chunk_acl_expiry_cover"]
+    # built and dropped concurrently, outside a transaction: retrieval goes on meanwhile
+    loader = MigrationLoader(connection)
+    building = [
+        m
+        for m in loader.disk_migrations.values()
+        if m.app_label == "knowledge"
+        and any(
+            getattr(op, "name", "") == "chunk_acl_cover"
+            or getattr(getattr(op, "index", None), "name", "") == "chunk_acl_expiry_cover"
+            for op in m.operations
+        )
+    ]
+    latest = max(building, key=lambda m: m.name)
+    assert latest.atomic is False
+    assert {type(op).__name__ for op in latest.operations} == {
+        "AddIndexConcurrently",
+        "RemoveIndexConcurrently",
+    }

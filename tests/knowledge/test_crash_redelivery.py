@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from athena.celery import app
+from knowledge.indexing import staged_to_json
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.services import IngestOptions
 from knowledge.tasks import CRASH_LIMIT, crash_key, delivery_start, ingest_files_task
@@ -70,3 +71,57 @@ def test_a_task_that_finishes_leaves_no_count(tmp_path: Path, redis_client) -> N
         app.conf.task_always_eager = False
     assert not redis_client.exists(crash_key(task_id))
     assert Document.objects.get(source="generator.md").status == DocumentStatus.INDEXED
+
+
+def _batch(root: Path, *names: str) -> list[list[str]]:
+    return [[name, str(root / name)] for name in names]
+
+
+def test_a_crashed_batch_redelivered_while_being_split_queues_each_file_once(
+    tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    root = write_docs(tmp_path / "kb", {name: DOC for name in ("a.md", "b.md", "c.md")})
+    task_id = f"crash-{uuid.uuid4()}"
+    queued: list[str] = []
+
+    class WorkerKilled(Exception):
+        pass
+
+    def queue_until_killed(args, *rest, **kwargs):  # type: ignore[no-untyped-def]
+        if len(queued) == 1 and not killed:
+            killed.append(True)
+            raise WorkerKilled  # the worker dies while queueing the second part
+        queued.append(args[2][0][0])
+
+    killed: list[bool] = []
+    monkeypatch.setattr(ingest_files_task, "apply_async", queue_until_killed)
+    batch = [None, str(root), _batch(root, "a.md", "b.md", "c.md"), IngestOptions().as_dict()]
+    _crashed_before(task_id)
+    with pytest.raises(WorkerKilled):
+        ingest_files_task.apply(args=batch, task_id=task_id, throw=True)
+    for _ in range(2):  # redelivered (its count survives a worker's death), and again
+        _crashed_before(task_id)
+        ingest_files_task.apply(args=batch, task_id=task_id, throw=True)
+    assert queued == ["a.md", "b.md", "c.md"]
+
+
+def test_a_crashed_embed_batch_redelivered_after_its_split_is_not_split_again(  # type: ignore[no-untyped-def]
+    tmp_path: Path, monkeypatch
+) -> None:
+    from knowledge.services import files_stage
+    from knowledge.tasks import embed_index_task
+
+    root = write_docs(tmp_path / "kb", {"a.md": DOC, "b.md": DOC.replace("Tuesday", "Friday")})
+    _, staged = files_stage(
+        root=str(root), files=[tuple(f) for f in _batch(root, "a.md", "b.md")], options=IngestOptions()
+    )
+    queued: list[tuple[str, dict]] = []
+    monkeypatch.setattr(
+        embed_index_task, "delay", lambda run_id, items, counts: queued.append((items[0]["source"], counts))
+    )
+    task_id = f"crash-{uuid.uuid4()}"
+    batch = [None, [staged_to_json(s) for s in staged], {"new": 2}]
+    for _ in range(2):  # the worker died after the split, before the task was acknowledged: redelivered
+        _crashed_before(task_id)
+        embed_index_task.apply(args=batch, task_id=task_id, throw=True)
+    assert queued == [("a.md", {"new": 1}), ("b.md", {"new": 1})]

@@ -23,13 +23,13 @@ from django.test import override_settings
 from django.utils import timezone
 
 from athena import throttling
-from athena.celery import app
 from audit.models import AuditEvent
 from knowledge.embedders import MiniLMEmbedder
 from knowledge.indexing import staged_from_json, staged_to_json
 from knowledge.models import Chunk, Document, DocumentStatus, IngestRun
 from knowledge.services import (
     IngestOptions,
+    document_reingest,
     document_tombstone,
     files_ingest,
     files_stage,
@@ -94,16 +94,6 @@ def _embedder(backend: str) -> Any:
 
 
 FAILING = "tests.knowledge.test_ingest_failures.FailingEmbedder"
-
-
-@pytest.fixture()
-def eager() -> Iterator[None]:
-    """Queued tasks run here, as a worker would run them."""
-    app.conf.task_always_eager = True
-    try:
-        yield
-    finally:
-        app.conf.task_always_eager = False
 
 
 def _files(root: Path, *names: str) -> list[tuple[str, str]]:
@@ -452,6 +442,134 @@ def test_a_file_put_back_after_its_removal_is_indexed_again(tmp_path: Path) -> N
     summary = files_ingest(root=str(root), files=_files(root, "a.md"), options=IngestOptions())
     assert (summary.new, summary.failed) == (1, 0)
     assert Document.objects.get(source="a.md").status == DocumentStatus.INDEXED
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_a_document_removed_while_its_admin_reingest_was_queued_stays_removed(  # type: ignore[no-untyped-def]
+    tmp_path: Path, eager: None, django_capture_on_commit_callbacks
+) -> None:
+    root = write_docs(tmp_path / "kb", {"a.md": DOC.format(name="a")})
+    files_ingest(root=str(root), files=_files(root, "a.md"), options=IngestOptions())
+    document = Document.objects.get(source="a.md")
+    with django_capture_on_commit_callbacks() as queued:
+        document_reingest(document=document)  # no ingest run: the batch carries when it was queued
+    document_tombstone(document=document)  # `manage.py remove` while the batch waits in the queue
+    for callback in queued:
+        callback()  # the worker takes the batch
+    document.refresh_from_db()
+    assert document.status == DocumentStatus.TOMBSTONED and document.version == 1
+    assert not Chunk.objects.filter(document=document).exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        document_reingest(document=document)  # requested after the removal: it comes back
+    document.refresh_from_db()
+    assert (document.status, document.version) == (DocumentStatus.INDEXED, 2)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_the_parts_of_a_crashed_batch_keep_the_time_it_was_queued_at(tmp_path: Path, eager: None) -> None:
+    root = write_docs(tmp_path / "kb", {name: DOC.format(name=name) for name in ("a.md", "b.md")})
+    files_ingest(root=str(root), files=_files(root, "a.md"), options=IngestOptions())
+    queued_at = timezone.now()
+    document_tombstone(document=Document.objects.get(source="a.md"))  # removed after the batch was queued
+    options = IngestOptions(requested_at=queued_at).as_dict()
+    task_id = f"crash-{uuid.uuid4()}"
+    _crashed_before(task_id)
+    ingest_files_task.apply(
+        args=[None, str(root), [list(f) for f in _files(root, "a.md", "b.md")], options], task_id=task_id
+    )
+    assert set(Document.objects.values_list("source", "status")) == {
+        ("a.md", DocumentStatus.TOMBSTONED),
+        ("b.md", DocumentStatus.INDEXED),
+    }
+
+
+@pytest.mark.unit
+def test_the_request_time_goes_with_a_batch_only_when_set() -> None:
+    assert "requested_at" not in IngestOptions().as_dict()  # a worker not yet upgraded takes the others
+    requested = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)
+    data = IngestOptions(existing_only=True, requested_at=requested).as_dict()
+    assert IngestOptions.from_dict(data).requested_at == requested
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_an_expired_folder_document_is_not_indexed_again_by_each_sync(tmp_path: Path, eager: None) -> None:
+    root = write_docs(tmp_path / "kb", {name: DOC.format(name=name) for name in ("a.md", "b.md")})
+    files_ingest(root=str(root), files=_files(root, "a.md", "b.md"), options=IngestOptions())
+    expired = timezone.now() - timedelta(minutes=1)
+    Document.objects.filter(source="a.md").update(expires_at=expired)  # an admin set its expiry
+    assert uploads_expire() == 1
+    for _night in range(2):
+        run_id = folder_ingest_enqueue(root=root, options=IngestOptions(), force=True)
+        run = IngestRun.objects.get(pk=run_id)
+        assert run.status == "finished"  # the expired file is accounted for
+        assert (run.counts["new"], run.counts["changed"], run.counts["unchanged"]) == (0, 1, 1)
+        assert run.counts["failed"] == 0
+        assert "expired" in run.counts["errors"]["a.md"]
+        document = Document.objects.get(source="a.md")
+        assert (document.status, document.version, document.expires_at) == (
+            DocumentStatus.TOMBSTONED,
+            1,
+            expired,
+        )
+        assert uploads_expire() == 0  # nothing to tombstone again
+
+
+# --- an expiry that races a re-upload --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_an_upload_renewed_while_the_expiry_runs_is_kept(  # type: ignore[no-untyped-def]
+    tmp_path: Path, settings, monkeypatch
+) -> None:
+    from knowledge import services
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    media = Path(settings.MEDIA_ROOT).resolve()
+    user = make_user("owner", "employees")
+    first, _ = _upload(media, user.pk, "a-first.md")
+    renewed, renewed_path = _upload(media, user.pk, "b-renewed.md")
+    tombstone = services.document_tombstone
+
+    def tombstone_while_renewed(*, document: Document) -> None:
+        # the owner uploads b-renewed.md again while the expiry is busy with a-first.md
+        Document.objects.filter(pk=renewed.pk).update(expires_at=timezone.now() + timedelta(hours=1))
+        tombstone(document=document)
+
+    monkeypatch.setattr(services, "document_tombstone", tombstone_while_renewed)
+    assert uploads_expire() == 1
+    renewed.refresh_from_db()
+    assert renewed.status == DocumentStatus.INDEXED and Chunk.objects.filter(document=renewed).exists()
+    assert renewed_path.exists()
+    assert list(AuditEvent.objects.filter(kind="upload_expired").values_list("documents", flat=True)) == [
+        [first.source]
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
+def test_a_file_uploaded_again_as_its_upload_expires_is_kept(  # type: ignore[no-untyped-def]
+    tmp_path: Path, settings, monkeypatch
+) -> None:
+    from knowledge import services
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    media = Path(settings.MEDIA_ROOT).resolve()
+    user = make_user("owner", "employees")
+    _, path = _upload(media, user.pk, "again.md")
+    tombstone = services.document_tombstone
+
+    def tombstone_then_uploaded_again(*, document: Document) -> None:
+        tombstone(document=document)
+        later = (timezone.now() + timedelta(seconds=5)).timestamp()
+        os.utime(path, (later, later))  # the same name written again right after the tombstone committed
+
+    monkeypatch.setattr(services, "document_tombstone", tombstone_then_uploaded_again)
+    assert uploads_expire() == 1
+    assert path.exists()
 
 
 @pytest.mark.unit

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.test import Client
 from django.utils import timezone
 
 from athena.principals import Principal
@@ -148,6 +150,55 @@ def test_an_expired_upload_is_not_citable_even_before_the_expiry_task(settings) 
     Document.objects.filter(source=source).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert source not in search(question, principal).documents()
     assert client.get(f"/api/v1/passages/{chunk.pk}").status_code == 404
+
+
+@pytest.mark.slow
+def test_an_expired_document_is_renewed_in_the_admin_and_readers_see_it_again(  # type: ignore[no-untyped-def]
+    tmp_path: Path, django_capture_on_commit_callbacks
+) -> None:
+    from athena.celery import app
+    from knowledge.selectors import documents_readable
+
+    root = write_docs(tmp_path / "kb", {"power.md": DOC})
+    _ingest(root, IngestOptions(acl_groups=("facilities",)))
+    document = Document.objects.get(source="power.md")
+    Document.objects.filter(pk=document.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    assert uploads_expire() == 1
+    reader = Principal.from_user(make_user("reader", "employees", "facilities"))
+    assert not document_list_visible(principal=reader).filter(pk=document.pk).exists()
+    assert not documents_readable(principal=reader).filter(pk=document.pk).exists()
+    make_user("curator", "employees", "kb-admins", "facilities", superuser=True)
+    make_user("outsider", "employees", "kb-admins", superuser=True)
+    client = Client()
+    client.login(username="outsider", password="pw")  # an admin whose groups may not read it: still hidden
+    assert client.get(f"/admin/knowledge/document/{document.pk}/change/").status_code == 302
+    client.login(username="curator", password="pw")
+    assert "power.md" in client.get("/admin/knowledge/document/").content.decode()
+    change = f"/admin/knowledge/document/{document.pk}/change/"
+    assert client.get(change).status_code == 200
+    form = {
+        "source": document.source,
+        "title": document.title,
+        "access_tier": document.access_tier,
+        "doc_type": document.doc_type,
+        "analyzer_version": document.analyzer_version,
+        "metadata": json.dumps(document.metadata),
+        "allowed_groups": [str(pk) for pk in document.allowed_groups.values_list("pk", flat=True)],
+        "expires_at_0": "",  # the expiry cleared
+        "expires_at_1": "",
+    }
+    app.conf.task_always_eager = True  # the re-ingest it queues runs here, as a worker would run it
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            saved = client.post(change, form)
+    finally:
+        app.conf.task_always_eager = False
+    assert saved.status_code == 302, saved.content.decode()[:2000]
+    document.refresh_from_db()
+    assert (document.status, document.expires_at) == (DocumentStatus.INDEXED, None)
+    assert Chunk.objects.filter(document=document, active=True, expires_at__isnull=True).exists()
+    assert document_list_visible(principal=reader).filter(pk=document.pk).exists()
+    assert list(document.allowed_groups.values_list("name", flat=True)) == ["facilities"]
 
 
 def test_deleting_keeps_the_record_a_user_or_a_link_target_is_part_of(tmp_path: Path) -> None:
