@@ -203,6 +203,25 @@ def _withheld_question_record(
     )
 
 
+def _error_record(
+    user: Any,
+    conversation_id: str | None,
+    question_id: str,
+    filters: dict[str, Any],
+    exc: Exception,
+    why: str,
+) -> None:
+    _withheld_question_record(
+        user,
+        conversation_id,
+        question_id=question_id,
+        filters=filters,
+        verdict="error",
+        reason=type(exc).__name__,
+        why=why,
+    )
+
+
 def _unavailable_record(
     user: Any, conversation_id: str | None, *, question_id: str, filters: dict[str, Any], reason: str
 ) -> None:
@@ -405,14 +424,9 @@ def ask(
         if isinstance(exc, Unavailable):
             raise  # audited where it was detected
         # every question is audited, also one whose pipeline failed
-        _withheld_question_record(
-            user,
-            str(conversation.pk) if conversation is not None else None,
-            question_id=question_id,
-            filters=logged_filters,
-            verdict="error",
-            reason=type(exc).__name__,
-            why="the answering pipeline failed",
+        conversation_ref = str(conversation.pk) if conversation is not None else None
+        _error_record(
+            user, conversation_ref, question_id, logged_filters, exc, "the answering pipeline failed"
         )
         raise
     finally:
@@ -507,14 +521,8 @@ def ask(
         # nothing of it was kept: the attempt is audited as an error (where the database still answers)
         if not conversation_id:
             _set_aside(conversation)
-        _withheld_question_record(
-            user,
-            str(conversation.pk),
-            question_id=question_id,
-            filters=logged_filters,
-            verdict="error",
-            reason=type(exc).__name__,
-            why="the answer could not be stored",
+        _error_record(
+            user, str(conversation.pk), question_id, logged_filters, exc, "the answer could not be stored"
         )
         raise
     if enumeration_watch and result["verdict"] == "abstained":

@@ -271,16 +271,21 @@ def upload_store(*, user: Any, upload: Any) -> tuple[str, Path]:
     return source, target
 
 
-def upload_not_queued(*, document: Document, path: Path, error: str) -> None:
+def upload_not_queued(*, document: Document, path: Path, root: str, options: Any, error: str) -> None:
     """An upload whose ingestion could not be queued (the broker is down): it is marked failed with the
-    reason, and its file is deleted unless an earlier version of it is still indexed, so nothing is left on
-    disk that no document names (it would count against the owner's quota until it expired)."""
-    indexed = Document.objects.filter(pk=document.pk, status=DocumentStatus.INDEXED).exists()
-    Document.objects.filter(pk=document.pk).update(
-        error=f"not queued for indexing: {error}; upload it again"[:2000],
-        status=DocumentStatus.INDEXED if indexed else DocumentStatus.FAILED,
+    reason (services.document_record_failure: an earlier indexed version stays served), and its file is
+    deleted unless that version is there, so nothing is left on disk that no document names (it would count
+    against the owner's quota until it expired)."""
+    from knowledge.services import document_record_failure
+
+    document_record_failure(
+        source=document.source,
+        path=path,
+        root=root,
+        error=f"not queued for indexing: {error}; upload it again",
+        options=options,
     )
-    if not indexed:
+    if not Document.objects.filter(pk=document.pk, status=DocumentStatus.INDEXED).exists():
         path.unlink(missing_ok=True)
 
 
@@ -370,7 +375,9 @@ class DocumentUploadApi(APIView):
                 unavailable = dependency_unavailable(exc)
                 if unavailable is None:
                     raise
-                upload_not_queued(document=document, path=path, error=unavailable.message)
+                upload_not_queued(
+                    document=document, path=path, root=root, options=options, error=unavailable.message
+                )
                 raise unavailable from exc  # audited as a refusal (handle_exception)
         if document.status == "failed":
             raise ValidationFailed(f"the file could not be read: {document.error}", code="unreadable")

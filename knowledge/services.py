@@ -833,19 +833,16 @@ def _staged_embed_each(staged: Sequence[StagedDocument], summary: IngestSummary)
     """Embed the batch in one call; when that fails, each document on its own, so that only the documents
     whose embedding fails are lost (a batch can fail where its documents alone do not: memory). Returns the
     documents embedded."""
-    if not staged:
-        return []
-    try:
-        summary.reused += staged_embed(staged, timings=summary.stage_seconds)
-        return list(staged)
-    except OperationalError:
-        raise
-    except Exception as exc:
-        if len(staged) == 1:
-            logger.exception("embedding %s failed", staged[0].source)
-            _staged_record_failure(summary, staged[0], error=f"embedding failed: {exc}")
-            return []
-        logger.exception("embedding a batch of %d documents failed; embedding each on its own", len(staged))
+    if len(staged) > 1:
+        try:
+            summary.reused += staged_embed(staged, timings=summary.stage_seconds)
+            return list(staged)
+        except OperationalError:
+            raise
+        except Exception:
+            logger.exception(
+                "embedding a batch of %d documents failed; embedding each on its own", len(staged)
+            )
     embedded = []
     for document in staged:
         try:
