@@ -106,6 +106,9 @@ class StagedDocument:
     # tombstoned after that keeps its tombstone (document_replace_chunks). None: not known (a batch staged by
     # an older worker), taken as earlier than any tombstone
     requested_at: datetime | None = None
+    # counted `changed` when staged (an indexed version was there), else `new`: a document that fails later is
+    # taken off that count
+    changed: bool = False
 
 
 class DocumentRemoved(Exception):
@@ -560,6 +563,7 @@ def staged_to_json(staged: StagedDocument) -> dict:
         "links": [list(x) for x in staged.links],
         "options": staged.options,
         "requested_at": staged.requested_at.isoformat() if staged.requested_at else None,
+        "changed": staged.changed,
         "chunks": [
             {
                 "ordinal": c.ordinal,
@@ -593,6 +597,7 @@ def staged_from_json(data: dict) -> StagedDocument:
         options=data["options"],  # type: ignore[misc]
         # absent from a batch staged by an older worker: not known (see StagedDocument.requested_at)
         requested_at=datetime.fromisoformat(data["requested_at"]) if data.get("requested_at") else None,
+        changed=bool(data.get("changed", False)),
         chunks=[
             StagedChunk(
                 ordinal=c["ordinal"],

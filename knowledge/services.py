@@ -777,7 +777,7 @@ def files_stage(
             summary.changed += 1
         else:
             summary.new += 1
-        document.requested_at = requested_at
+        document.requested_at, document.changed = requested_at, indexed
         staged.append(document)
     return summary, staged
 
@@ -807,26 +807,10 @@ def staged_index(staged: Sequence[StagedDocument], summary: IngestSummary) -> No
         summary.chunks += len(document.chunks)
 
 
-def staged_counts_each(staged: Sequence[StagedDocument], counts: dict[str, int]) -> list[dict[str, int]]:
-    """Share a batch's new/changed `counts` out among its documents, one count each, when the batch is split:
-    a document is changed when an indexed version is there (as files_stage decided), new otherwise, as far as
-    the batch's counts go (a document whose status changed since staging takes the count that is left)."""
-    indexed = set(
-        Document.objects.filter(
-            source__in=[d.source for d in staged], status=DocumentStatus.INDEXED
-        ).values_list("source", flat=True)
-    )
-    left = {"new": counts.get("new", 0), "changed": counts.get("changed", 0)}
-    shares: list[dict[str, int]] = [{} for _ in staged]
-    for i, document in enumerate(staged):
-        name = "changed" if document.source in indexed else "new"
-        if left[name] > 0:
-            shares[i], left[name] = {name: 1}, left[name] - 1
-    for i, share in enumerate(shares):
-        name = "changed" if left["changed"] > 0 else "new"
-        if not share and left[name] > 0:
-            shares[i], left[name] = {name: 1}, left[name] - 1
-    return shares
+def staged_counts_each(staged: Sequence[StagedDocument]) -> list[dict[str, int]]:
+    """A batch's new/changed counts shared out among its documents when it is split: one each, as files_stage
+    counted it (StagedDocument.changed)."""
+    return [{"changed" if document.changed else "new": 1} for document in staged]
 
 
 def _staged_embed_each(staged: Sequence[StagedDocument], summary: IngestSummary) -> list[StagedDocument]:
@@ -877,12 +861,8 @@ def _staged_record_failure(summary: IngestSummary, document: StagedDocument, *, 
 
 
 def _staged_count_failed(summary: IngestSummary, document: StagedDocument, *, error: str) -> None:
-    """Count a staged document `failed` instead of new or changed, deciding which as files_stage did: changed
-    when an indexed version is there."""
-    changed = Document.objects.filter(source=document.source, status=DocumentStatus.INDEXED).exists()
-    name, other = ("changed", "new") if changed else ("new", "changed")
-    if not getattr(summary, name) and getattr(summary, other):
-        name = other  # its status changed after staging (tombstoned, say): take the count staging gave it
+    """Count a staged document `failed` instead of the new or changed count files_stage gave it."""
+    name = "changed" if document.changed else "new"
     setattr(summary, name, max(getattr(summary, name) - 1, 0))
     summary.failed += 1
     summary.errors[document.source] = error

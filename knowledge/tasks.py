@@ -172,7 +172,7 @@ def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[
     task_id = self.request.id
     if delivery_start(task_id) > CRASH_LIMIT:
         try:
-            return _crashed_embed_batch(task_id, run_id, staged, documents, counts)
+            return _crashed_embed_batch(task_id, run_id, staged, documents)
         finally:
             delivery_end(task_id)
     try:
@@ -182,12 +182,12 @@ def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[
 
 
 def _crashed_embed_batch(
-    task_id: str | None, run_id: int | None, staged: list[dict], documents: list[Any], counts: dict[str, int]
+    task_id: str | None, run_id: int | None, staged: list[dict], documents: list[Any]
 ) -> dict:
     summary = services.IngestSummary()
     if len(documents) > 1:
         # find the document that crashes: each on its own (each keeps its request time)
-        shares = services.staged_counts_each(documents, counts)
+        shares = services.staged_counts_each(documents)
         split_queue(task_id, len(staged), lambda i: embed_index_task.delay(run_id, [staged[i]], shares[i]))
         return summary.as_dict()
     for document in documents:
