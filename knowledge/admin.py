@@ -8,6 +8,7 @@ from django.forms import ModelChoiceField
 from django.http import HttpRequest
 
 from athena.admin import ReadOnlyAdmin
+from athena.errors import Unavailable
 from knowledge.models import Chunk, Document, DocumentLink, Entity, IngestRun, Synonym, Vendor
 
 
@@ -140,10 +141,22 @@ class DocumentAdmin(ReadableDocumentChoices):
             # a document the expiry removed and renewed here is indexed again from its source file
             from knowledge.services import document_expiry_changed
 
-            if document_expiry_changed(document=obj, previous=previous):
+            def queued(unavailable: Unavailable | None) -> None:
+                # after the form's transaction committed: the renewal is saved either way
+                if unavailable is None:
+                    self.message_user(
+                        request, "its expiry was renewed: queued for re-ingestion from its source file"
+                    )
+                    return
                 self.message_user(
-                    request, "its expiry was renewed: queued for re-ingestion from its source file"
+                    request,
+                    "its expiry was renewed, but its re-ingestion could not be queued "
+                    f'({unavailable.message}): use the "Re-ingest" action later, or the next folder sync '
+                    "indexes it",
+                    messages.ERROR,
                 )
+
+            document_expiry_changed(document=obj, previous=previous, on_queued=queued)
 
     def save_related(self, request: HttpRequest, form, formsets, change: bool) -> None:  # type: ignore[no-untyped-def]
         super().save_related(request, form, formsets, change)

@@ -22,7 +22,7 @@ from django.db import OperationalError, transaction
 from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
-from athena.errors import ValidationFailed
+from athena.errors import Unavailable, ValidationFailed, dependency_unavailable
 from knowledge.indexing import (
     DocumentRemoved,
     StagedChunk,
@@ -651,11 +651,14 @@ def group_deleted_close_documents(*, group_name: str, document_ids: Sequence[int
             document_acl_sync(document=document, actor=actor)
 
 
-def document_expiry_changed(*, document: Document, previous: datetime | None) -> bool:
+def document_expiry_changed(
+    *, document: Document, previous: datetime | None, on_queued: QueuedCallback | None = None
+) -> bool:
     """After an admin changed the document's expiry (from `previous`): a document that the expiry removed
     (tombstoned by uploads_expire once `previous` had passed) and that is no longer expired is re-ingested from
-    its source file (document_reingest: queued on commit), as nothing else brings it back before the next
-    folder sync. A document removed before it expired stays removed. Returns whether it was queued."""
+    its source file (document_reingest: queued on commit, `on_queued` told the outcome), as nothing else brings
+    it back before the next folder sync. A document removed before it expired stays removed. Returns whether a
+    re-ingest was asked for."""
     now = timezone.now()
     document = Document.objects.get(pk=document.pk)
     removed_by_expiry = (
@@ -666,16 +669,22 @@ def document_expiry_changed(*, document: Document, previous: datetime | None) ->
     )
     if not removed_by_expiry or (document.expires_at is not None and document.expires_at <= now):
         return False
-    document_reingest(document=document)
+    document_reingest(document=document, on_queued=on_queued)
     return True
 
 
-def document_reingest(*, document: Document) -> None:
+# told, once the transaction committed, whether the re-ingest was queued: None when it was, else why not
+QueuedCallback = Callable[[Unavailable | None], None]
+
+
+def document_reingest(*, document: Document, on_queued: QueuedCallback | None = None) -> None:
     """Queue the document's source file again (forcing work even if unchanged). The batch carries no access
     options: when it runs, the document keeps the ACL, owner and expiry it has then (an admin may change them
     meanwhile), and a document deleted meanwhile is not created again (IngestOptions.existing_only). Queued
-    without awaiting a result: a broker that cannot be reached raises kombu's OperationalError, which the API
-    answers with 503 (athena.errors.dependency_unavailable)."""
+    without awaiting a result, once the transaction commits. A broker that cannot be reached raises kombu's
+    OperationalError, which the API answers with 503 (athena.errors.dependency_unavailable); with `on_queued`
+    the caller is told instead (a request whose transaction has already committed, such as an admin form's,
+    cannot answer 503 for it). The document's emptied hash stays, so the next folder sync indexes it anyway."""
     from knowledge.tasks import ingest_files_task
 
     Document.objects.filter(pk=document.pk).update(content_hash="")
@@ -690,11 +699,23 @@ def document_reingest(*, document: Document) -> None:
     files = [[document.source, document.source_path]]
     # without ignore_result Celery first subscribes to the result store, and a Redis that is down fails there
     # with a RuntimeError instead of the broker's error
-    transaction.on_commit(
-        lambda: ingest_files_task.apply_async(
-            (None, document.source_root, files, options.as_dict()), ignore_result=True
-        )
-    )
+
+    def queue() -> None:
+        try:
+            ingest_files_task.apply_async(
+                (None, document.source_root, files, options.as_dict()), ignore_result=True
+            )
+        except Exception as exc:
+            unavailable = dependency_unavailable(exc)
+            if on_queued is None or unavailable is None:
+                raise
+            logger.warning("re-ingest of document %s not queued: %s", document.pk, exc)
+            on_queued(unavailable)
+            return
+        if on_queued is not None:
+            on_queued(None)
+
+    transaction.on_commit(queue)
 
 
 # --- batches and runs ------------------------------------------------------------------------------------------

@@ -82,6 +82,27 @@ def celery_worker_argv(queues: str, name: str) -> list[str]:
 
 
 @pytest.fixture()
+def broker_down() -> Iterator[None]:
+    """The Celery app's broker and result store point at a port where nothing listens (Redis down): Celery
+    caches its connection pools and result backend on the app, so those are dropped on the way in and out."""
+    from athena.celery import app
+
+    def drop_connections() -> None:
+        app._pool = None
+        app.amqp._producer_pool = None
+        app._local.__dict__.pop("backend", None)
+
+    saved = app.conf.broker_url, app.conf.result_backend
+    app.conf.broker_url = app.conf.result_backend = "redis://127.0.0.1:1/15"
+    drop_connections()
+    try:
+        yield
+    finally:
+        app.conf.broker_url, app.conf.result_backend = saved
+        drop_connections()
+
+
+@pytest.fixture()
 def redis_client():  # type: ignore[no-untyped-def]
     import redis
     from django.conf import settings

@@ -201,6 +201,54 @@ def test_an_expired_document_is_renewed_in_the_admin_and_readers_see_it_again(  
     assert list(document.allowed_groups.values_list("name", flat=True)) == ["facilities"]
 
 
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)  # the admin form's own transaction commits, as in a request
+def test_a_renewal_saved_while_the_broker_is_down_says_its_reingest_was_not_queued(  # type: ignore[no-untyped-def]
+    tmp_path: Path, broker_down
+) -> None:
+    """The re-ingest a renewal asks for is queued after the form's transaction committed: with the broker down
+    the admin sees the renewal saved and is told that the re-ingest is not queued, instead of a server error
+    after the save. The emptied hash stays, so the next folder sync indexes the document again. The
+    "Re-ingest" action says the same."""
+    root = write_docs(tmp_path / "kb", {"power.md": DOC})
+    _ingest(root, IngestOptions(acl_groups=("facilities",)))
+    document = Document.objects.get(source="power.md")
+    Document.objects.filter(pk=document.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    assert uploads_expire() == 1
+    make_user("curator", "employees", "kb-admins", "facilities", superuser=True)
+    client = Client(raise_request_exception=False)
+    client.login(username="curator", password="pw")
+    change = f"/admin/knowledge/document/{document.pk}/change/"
+    form = {
+        "source": document.source,
+        "title": document.title,
+        "access_tier": document.access_tier,
+        "doc_type": document.doc_type,
+        "analyzer_version": document.analyzer_version,
+        "metadata": json.dumps(document.metadata),
+        "allowed_groups": [str(pk) for pk in document.allowed_groups.values_list("pk", flat=True)],
+        "expires_at_0": "",
+        "expires_at_1": "",
+    }
+    saved = client.post(change, form, follow=True)
+    assert saved.status_code == 200, saved.content.decode()[:2000]
+    page = saved.content.decode()
+    assert "its re-ingestion could not be queued" in page and "message broker is not reachable" in page
+    document.refresh_from_db()
+    assert (document.status, document.expires_at, document.content_hash) == (
+        DocumentStatus.TOMBSTONED,
+        None,
+        "",
+    )
+    action = client.post(
+        "/admin/knowledge/document/",
+        {"action": "reingest", "_selected_action": [str(document.pk)]},
+        follow=True,
+    )
+    assert action.status_code == 200
+    assert "document(s) for re-ingestion; the others were not: the message broker" in action.content.decode()
+
+
 def test_deleting_keeps_the_record_a_user_or_a_link_target_is_part_of(tmp_path: Path) -> None:
     """A user with uploads, questions or votes cannot be deleted (a cascade would drop their uploads' chunks
     past the services that keep the index statistics exact, and their questions with them): they are
