@@ -90,14 +90,25 @@ class CurationItemAdmin(ReadableDocumentChoices):
     @admin.action(description="Resolve selected items")
     def resolve(self, request: HttpRequest, queryset: QuerySet[CurationItem]) -> None:
         from agents.feedback import curation_resolve
+        from athena.errors import Conflict
 
-        count = 0
+        count, taken = 0, 0
         for item in queryset.filter(resolved=False):
-            curation_resolve(
-                item_id=item.pk,
-                actor=request.user,
-                resolution=item.resolution or f"resolved in admin by {request.user}",
-                document_id=item.resolved_document_id,
-            )
+            try:
+                curation_resolve(
+                    item_id=item.pk,
+                    actor=request.user,
+                    resolution=item.resolution or f"resolved in admin by {request.user}",
+                    document_id=item.resolved_document_id,
+                )
+            except Conflict:
+                taken += 1  # resolved by someone else since the list was read: their resolution stays
+                continue
             count += 1
         self.message_user(request, f"resolved {count} item(s)", messages.SUCCESS)
+        if taken:
+            self.message_user(
+                request,
+                f"{taken} item(s) had been resolved meanwhile by someone else (kept)",
+                messages.WARNING,
+            )

@@ -408,7 +408,17 @@ class CurationResolveApi(APIView):
         resolution = serializers.CharField(max_length=2000)
         document_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
 
-    @extend_schema(request=CurationResolveInputSerializer, responses=CurationItemSerializer)
+    @extend_schema(
+        request=CurationResolveInputSerializer,
+        responses={
+            200: CurationItemSerializer,
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description="`conflict`: the item was resolved already with another resolution (the same "
+                "resolution sent again answers 200 and changes nothing)",
+            ),
+        },
+    )
     def post(self, request: Request, item_id: int) -> Response:
         reject_unknown_fields(request, self.CurationResolveInputSerializer)
         serializer = self.CurationResolveInputSerializer(data=request.data)

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from agents.models import Answer, CurationItem, Feedback
 from agents.selectors import answer_get_for_user, conversation_get
-from athena.errors import NotFound, ValidationFailed
+from athena.errors import Conflict, NotFound, ValidationFailed
 from athena.principals import Principal
 
 MAX_COMMENT_CHARS = 2000
@@ -109,6 +109,16 @@ def curation_resolve(
             document = document_by_id(document_id=document_id)
         if document is None:
             raise ValidationFailed("no such document")
+    if item.resolved:
+        # decided under the row lock: of two resolutions sent at once (two admins, a double submit, the API
+        # and the admin's action) the second finds the first committed. The same resolution again is a repeat
+        # and changes nothing; another one would silently replace what the first admin recorded
+        if item.resolution == resolution[:MAX_COMMENT_CHARS] and item.resolved_document_id == document_id:
+            return item
+        raise Conflict(
+            "this item was resolved already (reopened by a new downvote, it can be resolved again)",
+            details={"resolution": item.resolution, "resolved_at": item.resolved_at},
+        )
     item.resolved = True
     item.resolution = resolution[:MAX_COMMENT_CHARS]
     item.resolved_document = document

@@ -1,0 +1,172 @@
+"""Write paths that two requests (or a request and a background job) run at the same time, against the real
+PostgreSQL: each thread has its own database connection (closed when it ends), a barrier lines the writes up,
+and where one write must be caught mid-way the test waits until PostgreSQL reports the other session waiting
+for a lock (never a sleep that hopes for the right order)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connections, transaction
+from django.test import Client
+
+from agents.feedback import curation_resolve
+from agents.models import Answer, Conversation, CurationItem
+from audit.models import AuditEvent
+from tests.api import client_for, make_user
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+WAIT_SECONDS = 60
+
+
+def together(*calls: Callable[[], Any]) -> list[Any]:
+    """Run each call in its own thread, released at once by a barrier; each thread closes its database
+    connection when done. Returns each call's result, or the exception it raised."""
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(index: int, call: Callable[[], Any]) -> None:
+        try:
+            barrier.wait(WAIT_SECONDS)
+            results[index] = call()
+        except BaseException as exc:  # noqa: BLE001 -- handed to the test, which asserts on it
+            results[index] = exc
+        finally:
+            connections.close_all()  # this thread's connections only
+
+    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT_SECONDS)
+    assert not any(thread.is_alive() for thread in threads), "a concurrent call did not finish"
+    return results
+
+
+def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    """Start `call` in a thread of its own (own connection, closed at the end); the list receives its result."""
+    result: list[Any] = []
+
+    def run() -> None:
+        try:
+            result.append(call())
+        except BaseException as exc:  # noqa: BLE001
+            result.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, result
+
+
+def until_another_session_waits_for_a_lock() -> None:
+    """Return once another session of this database is blocked on a lock (the concurrent write has reached
+    the row the test holds)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    with connections["default"].cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")  # a transaction would see one snapshot only
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
+            )
+            if cursor.fetchone()[0]:
+                return
+            time.sleep(0.02)
+    raise AssertionError("the concurrent write never waited for the lock")
+
+
+def an_abstained_answer(user: Any, question: str = "Who rotates the token?") -> Answer:
+    conversation = Conversation.objects.create(user=user, title=question)
+    answer = Answer.objects.create(
+        conversation=conversation,
+        user=user,
+        question=question,
+        abstained=True,
+        response={"answer": "", "abstained": True, "citations": []},
+    )
+    CurationItem.objects.create(answer=answer, reason="abstained")
+    return answer
+
+
+# --- curation --------------------------------------------------------------------------------------------------
+
+
+def test_a_resolution_sent_twice_at_once_is_recorded_once() -> None:
+    """A double submit of the same resolution: both requests succeed, the item is resolved once, one audit
+    event (the second used to write the resolution again and audit it a second time)."""
+    admin = make_user("kbadmin", "kb-admins")
+    item = an_abstained_answer(make_user("alice", "employees")).curation
+    url = f"/api/v1/curation/{item.pk}/resolve"
+    body = {"resolution": "added the token rotation runbook"}
+    first, second = client_for(admin), client_for(admin)
+
+    responses = together(
+        lambda: first.post(url, body, format="json"), lambda: second.post(url, body, format="json")
+    )
+
+    assert [r.status_code for r in responses] == [200, 200]
+    item.refresh_from_db()
+    assert item.resolved and item.resolution == body["resolution"]
+    assert AuditEvent.objects.filter(kind="curation_resolved").count() == 1
+
+
+def test_two_admins_resolving_one_item_at_once_one_wins_the_other_is_told() -> None:
+    """Two different resolutions at once: the first committed stays, the other gets 409 (it used to replace
+    the first silently, both answered 200)."""
+    item = an_abstained_answer(make_user("alice", "employees")).curation
+    url = f"/api/v1/curation/{item.pk}/resolve"
+    ann, ben = client_for(make_user("ann", "kb-admins")), client_for(make_user("ben", "kb-admins"))
+
+    responses = together(
+        lambda: ann.post(url, {"resolution": "ann: added a runbook"}, format="json"),
+        lambda: ben.post(url, {"resolution": "ben: out of scope"}, format="json"),
+    )
+
+    assert sorted(r.status_code for r in responses) == [200, 409]
+    winner = next(r for r in responses if r.status_code == 200).json()
+    loser = next(r for r in responses if r.status_code == 409).json()
+    assert loser["error"]["code"] == "conflict"
+    item.refresh_from_db()
+    assert item.resolved and item.resolution == winner["resolution"]
+    events = AuditEvent.objects.filter(kind="curation_resolved")
+    assert [e.payload["resolution"] for e in events] == [winner["resolution"]]
+
+
+def test_the_admin_resolve_action_keeps_a_resolution_committed_while_it_ran() -> None:
+    """The admin's "Resolve selected items" lists the open items, then resolves each. An admin resolving one
+    of them through the API meanwhile: the action waits for that row, then finds it resolved and keeps what
+    that admin wrote (it used to overwrite it with "resolved in admin by ...")."""
+    item = an_abstained_answer(make_user("alice", "employees")).curation
+    api_admin = make_user("ann", "kb-admins")
+    make_user("root", "kb-admins", superuser=True)
+    browser = Client()
+    assert browser.login(username="root", password="pw")
+
+    def resolve_action() -> Any:
+        return browser.post(
+            "/admin/agents/curationitem/",
+            {"action": "resolve", "_selected_action": [str(item.pk)]},
+            follow=True,
+        )
+
+    with transaction.atomic():
+        curation_resolve(item_id=item.pk, actor=api_admin, resolution="ann: added the rotation runbook")
+        action, result = in_thread(resolve_action)
+        until_another_session_waits_for_a_lock()  # the action listed the item as open and waits for its row
+    action.join(WAIT_SECONDS)
+
+    assert not action.is_alive()
+    (response,) = result
+    assert not isinstance(response, BaseException), response
+    item.refresh_from_db()
+    assert item.resolution == "ann: added the rotation runbook"
+    assert AuditEvent.objects.filter(kind="curation_resolved").count() == 1
+    assert response.status_code == 200
+    assert "resolved meanwhile by someone else" in response.content.decode()
