@@ -29,6 +29,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 
+from athena.validators import json_storable, text_storable
 from audit.models import AuditEvent
 
 logger = logging.getLogger(__name__)
@@ -105,9 +106,12 @@ def audit_record(
     key_id, key = _current_key()
     actor_name = getattr(actor, "username", None) or (actor if isinstance(actor, str) else "")
     actor_id = getattr(actor, "pk", None)
-    # JSON round trip so that the hashed form equals what the database returns later
-    payload = json.loads(canonical_json(payload or {}))
-    documents = sorted(set(documents or []))
+    # JSON round trip so that the hashed form equals what the database returns later. A refusal quotes what
+    # was sent (an unknown field's name, a file name): a character the database cannot hold (NUL, a lone
+    # surrogate) is replaced, so the event is written instead of failing, unaudited, with a server error
+    payload = json_storable(json.loads(canonical_json(payload or {})))
+    documents = sorted(set(json_storable(list(documents or []))))
+    actor_name, verdict = text_storable(actor_name), text_storable(verdict)
     with transaction.atomic():
         with connection.cursor() as cursor:
             # an acknowledged audit event survives a crash, whatever the server's default
