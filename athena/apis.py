@@ -10,8 +10,13 @@ from rest_framework.views import APIView
 from athena.errors import ValidationFailed
 from athena.health import health_report
 
-# `components` (versions, hosts, errors) only for staff; everyone else gets the status alone
-HEALTH_FIELDS = {"status": serializers.CharField(), "components": serializers.DictField(required=False)}
+
+def health_fields() -> dict[str, serializers.Field]:
+    """The health body's fields: `components` (versions, hosts, errors) only for staff; everyone else gets the
+    status alone. New instances per call: drf-spectacular's inline_serializer consumes the dict it is given
+    (the serializer metaclass pops the fields), and a shared dict left the 503 response without a body in
+    the schema."""
+    return {"status": serializers.CharField(), "components": serializers.DictField(required=False)}
 
 
 class HealthApi(APIView):
@@ -22,8 +27,8 @@ class HealthApi(APIView):
 
     @extend_schema(
         responses={
-            200: inline_serializer("Health", HEALTH_FIELDS),
-            503: inline_serializer("HealthDegraded", HEALTH_FIELDS),
+            200: inline_serializer("Health", health_fields()),
+            503: inline_serializer("HealthDegraded", health_fields()),
         },
         parameters=[
             OpenApiParameter(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from athena.env import EnvError, database_from_url, env
 from athena.paths import BASE_DIR, pg_socket_dir, var_dir
@@ -248,6 +249,14 @@ DEV_AUDIT_KEY = "athena-development-audit-key-not-a-secret"
 ATHENA_AUDIT_KEY = env.str("ATHENA_AUDIT_KEY", "")
 ATHENA_AUDIT_KEY_ID = env.str("ATHENA_AUDIT_KEY_ID", "1")
 ATHENA_AUDIT_OLD_KEYS = env.list("ATHENA_AUDIT_OLD_KEYS")
+for _number, _item in enumerate(ATHENA_AUDIT_OLD_KEYS, start=1):
+    # an entry without its id (or its secret) would be dropped, and the events it signed then fail to verify
+    # long after the rotation; the message never repeats the value, which holds a secret
+    _key_id, _colon, _secret = _item.partition(":")
+    if not (_key_id.strip() and _secret):
+        raise EnvError(
+            f"ATHENA_AUDIT_OLD_KEYS: entry {_number} is not id:secret (entries are comma-separated)"
+        )
 # signed checkpoints of the chain's head, outside the database (append-only file)
 ATHENA_AUDIT_CHECKPOINT_FILE = env.str(
     "ATHENA_AUDIT_CHECKPOINT_FILE", str(var_dir() / "audit" / "checkpoints.jsonl")
@@ -255,7 +264,16 @@ ATHENA_AUDIT_CHECKPOINT_FILE = env.str(
 ATHENA_AUDIT_CHECKPOINT_MINUTES = env.int("ATHENA_AUDIT_CHECKPOINT_MINUTES", 5, minimum=1, maximum=1440)
 # optional remote copy of each committed event's chain entry (id, kind, actor, verdict, hashes; no payload):
 # "udp://host:port" sends one RFC 5424 syslog datagram per event; empty (the default) sends nothing
-ATHENA_AUDIT_SYSLOG = env.str("ATHENA_AUDIT_SYSLOG", "")
+ATHENA_AUDIT_SYSLOG = env.url("ATHENA_AUDIT_SYSLOG", schemes=("udp",)) or ""
+if ATHENA_AUDIT_SYSLOG:
+    # checked here, not when the first event is sent: a typo would otherwise lose every copy, logged one by one
+    _syslog = urlsplit(ATHENA_AUDIT_SYSLOG)
+    try:
+        _syslog_port = _syslog.port
+    except ValueError:
+        _syslog_port = None
+    if not (_syslog.hostname and _syslog_port):
+        raise EnvError(f"ATHENA_AUDIT_SYSLOG={ATHENA_AUDIT_SYSLOG!r} must look like udp://host:port")
 
 # --- web ------------------------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

@@ -43,6 +43,24 @@ def demo_users_ensure(*, debug: bool) -> bool:
     return True
 
 
+def demo_users_wanted() -> bool:
+    """Whether this is a development stack, whose demo accounts exist: DEBUG, or `make run`'s local settings
+    (ATHENA_DEMO_USERS), which keep the debug pages off."""
+    return bool(settings.DEBUG or getattr(settings, "ATHENA_DEMO_USERS", False))
+
+
+def ready_banner(*, port: int) -> list[str]:
+    """What bootstrap prints when the stack is ready: the address and, where the demo accounts exist, their
+    sign-in names and passwords (README: "the demo users that `make run` prints")."""
+    lines = [f"\n  Athena KB: http://127.0.0.1:{port}/   (admin: /admin/, API: /api/v1/docs)\n"]
+    if demo_users_wanted():
+        lines.append("  demo logins (user / password):")
+        for name, password, groups, _staff, _su in DEMO_USERS:
+            lines.append(f"    {name:<8} / {password:<16} groups: {', '.join(groups)}")
+    lines.append("")
+    return lines
+
+
 class Command(BaseCommand):
     help = (
         "Prepare the local stack: start database/broker/worker, migrate, collect static files, create demo users, "
@@ -68,7 +86,7 @@ class Command(BaseCommand):
         self.stdout.write(f"static files collected in {settings.STATIC_ROOT}")
         # `make run` (local settings) is development even with debug pages off: its demo accounts exist there
         # and nowhere else
-        if not demo_users_ensure(debug=settings.DEBUG or getattr(settings, "ATHENA_DEMO_USERS", False)):
+        if not demo_users_ensure(debug=demo_users_wanted()):
             self.stdout.write(
                 "demo users skipped (not a development stack): no account is created or has its password reset"
             )
@@ -102,11 +120,6 @@ class Command(BaseCommand):
                     "noc-admins",
                     "--wait",
                 )
-        port = settings.PORT
         self.stdout.write(self.style.SUCCESS(f"ready in {time.monotonic() - started:.1f}s"))
-        self.stdout.write(f"\n  Athena KB: http://127.0.0.1:{port}/   (admin: /admin/, API: /api/v1/docs)\n")
-        if settings.DEBUG:
-            self.stdout.write("  demo logins (user / password):")
-            for name, password, groups, _staff, _su in DEMO_USERS:
-                self.stdout.write(f"    {name:<8} / {password:<16} groups: {', '.join(groups)}")
-        self.stdout.write("")
+        for line in ready_banner(port=settings.PORT):
+            self.stdout.write(line)

@@ -32,7 +32,8 @@ class Command(BaseCommand):
             "--access-tier",
             default="",
             choices=AccessTier.values,
-            help="default: internal for new documents; existing documents keep the tier an admin set",
+            help="default: internal for new documents (a document's own Access-Tier field may raise it); an "
+            "existing document keeps its tier unless this one is stricter (access only tightens here)",
         )
         parser.add_argument("--department", default="")
         parser.add_argument("--doc-type", default="", choices=["", *DocType.values])
