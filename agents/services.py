@@ -114,6 +114,9 @@ def answer_compute(
     )
     started = time.perf_counter()
     answer = quoted_text_guard(asdict(result))
+    # the groups the answer was computed for: the audit event's ACL snapshot (membership read again once the
+    # answer is stored may have changed while the pipeline ran)
+    answer["groups"] = sorted(principal.group_names)
     # after the pipeline, so not in its `total`; reported because it can cost more than the pipeline itself
     answer["timings_ms"]["quoted_text_guard"] = round((time.perf_counter() - started) * 1000, 1)
     return answer
@@ -443,7 +446,9 @@ def ask(
         changes["title"] = question[:200]
     # a refused question is logged without its text when it carried PII
     logged_question = "[withheld: contained personal data]" if guard.get("code") == "pii" else question
-    groups = sorted(user.groups.values_list("name", flat=True))
+    groups = result.get("groups")
+    if groups is None:  # an answer from a worker of an earlier release: membership as it is now
+        groups = sorted(user.groups.values_list("name", flat=True))
     # the audit event, the answer as stored, its curation item and the conversation's turn commit together:
     # an event never records an answer that history and curation lack, nor the reverse
     try:

@@ -170,3 +170,36 @@ def test_the_admin_resolve_action_keeps_a_resolution_committed_while_it_ran() ->
     assert AuditEvent.objects.filter(kind="curation_resolved").count() == 1
     assert response.status_code == 200
     assert "resolved meanwhile by someone else" in response.content.decode()
+
+
+# --- group membership during a question ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_audit_snapshot_is_the_groups_a_question_was_answered_for() -> None:
+    """The question's audit event keeps the ACL snapshot it was answered under. The asker leaves a group while
+    the pipeline runs (here: while its retrieval waits for the chunks table, which the test holds locked): the
+    event records the groups the retrieval used, not the membership read again once the answer is stored
+    (which would show an answer citing a group's documents to someone outside the group)."""
+    from django.contrib.auth.models import Group
+
+    from agents.services import ask
+
+    user = make_user("eng", "employees", "noc-admins")
+    noc = Group.objects.get(name="noc-admins")
+
+    with transaction.atomic(), connections["default"].cursor() as cursor:
+        cursor.execute("LOCK TABLE knowledge_chunk IN ACCESS EXCLUSIVE MODE")
+        asking, result = in_thread(lambda: ask(user=user, question="How is the DHCP lease time changed?"))
+        until_another_session_waits_for_a_lock()  # the pipeline has its principal and is retrieving
+        leaving, left = in_thread(lambda: user.groups.remove(noc))
+        leaving.join(WAIT_SECONDS)
+        assert left == [None]
+    asking.join(WAIT_SECONDS)
+
+    assert not asking.is_alive()
+    (body,) = result
+    assert not isinstance(body, BaseException), body
+    assert sorted(user.groups.values_list("name", flat=True)) == ["employees"]
+    event = AuditEvent.objects.get(kind="question")
+    assert event.payload["groups"] == ["employees", "noc-admins"]
