@@ -7,7 +7,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.forms import ModelChoiceField
 from django.http import HttpRequest
 
-from athena.admin import ReadOnlyAdmin
+from athena.admin import JSON_FORM_FIELDS, ReadOnlyAdmin
 from athena.errors import Unavailable
 from knowledge.models import Chunk, Document, DocumentLink, Entity, IngestRun, Synonym, Vendor
 
@@ -36,6 +36,7 @@ class ReadableDocumentChoices(admin.ModelAdmin):
     already points at one, the field leaves the form (so saving keeps it) and reads as UNREADABLE_DOCUMENT."""
 
     document_choice_fields: tuple[str, ...] = ()
+    formfield_overrides = JSON_FORM_FIELDS
 
     def _unreadable_choices(self, request: HttpRequest, obj: Any) -> list[str]:
         if obj is None:
@@ -231,18 +232,21 @@ class ChunkAdmin(ReadOnlyAdmin):
 
 @admin.register(Vendor)
 class VendorAdmin(admin.ModelAdmin):
+    formfield_overrides = JSON_FORM_FIELDS
     list_display = ("name", "kind", "aliases")
     search_fields = ("name",)
 
 
 @admin.register(Synonym)
 class SynonymAdmin(admin.ModelAdmin):
+    formfield_overrides = JSON_FORM_FIELDS
     list_display = ("term", "expansions")
     search_fields = ("term",)
 
 
 @admin.register(Entity)
 class EntityAdmin(admin.ModelAdmin):
+    formfield_overrides = JSON_FORM_FIELDS
     list_display = ("kind", "name", "display")
     list_filter = ("kind",)
     search_fields = ("name",)
@@ -272,4 +276,5 @@ class DocumentLinkAdmin(ReadOnlyAdmin):
 
 @admin.register(IngestRun)
 class IngestRunAdmin(admin.ModelAdmin):
+    formfield_overrides = JSON_FORM_FIELDS
     list_display = ("id", "root", "status", "started_at", "finished_at", "total", "counts")

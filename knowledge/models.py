@@ -2,16 +2,55 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Func, Q, Value
 from pgvector.django import HnswIndex, VectorField
 
+from athena.validators import json_problem
+
 EMBEDDING_DIM: int = settings.ATHENA_EMBEDDER["DIMENSION"]  # type: ignore[assignment]
+
+
+def json_object_check(value: Any, field: str) -> None:
+    """A JSON field edited in the admin that the code reads as an object (`.get`, `{**value}`) and that the
+    database can store; refused (a form error on `field`) otherwise, instead of a server error at the INSERT or
+    a failure of every later ingest of the row."""
+    if not isinstance(value, dict):
+        raise ValidationError({field: "must be a JSON object, e.g. {}"})
+    problem = json_problem(value)
+    if problem:
+        raise ValidationError({field: f"cannot be stored: it {problem}"})
+
+
+def string_list_check(value: Any, field: str) -> None:
+    """An admin-curated list of names (vendor aliases, synonym expansions): a JSON list of non-empty strings
+    that the database can store. Anything else was read wrongly by every question: a string's letters taken as
+    its entries, a number failing `.lower()` in the query analysis (every answer failed)."""
+    if not isinstance(value, list) or not all(isinstance(item, str) and item.strip() for item in value):
+        raise ValidationError(
+            {field: 'must be a JSON list of non-empty strings, e.g. ["keepalive", "hello"]'}
+        )
+    problem = json_problem(value)
+    if problem:
+        raise ValidationError({field: f"cannot be stored: an entry {problem}"})
+
+
+def json_fields_check(
+    instance: models.Model, checks: dict[str, Callable[[Any, str], None]], exclude: Collection[str] | None
+) -> None:
+    """Run each field's check (full_clean's field stage: an admin form's fields, not those it leaves out)."""
+    for field, check in checks.items():
+        if field not in (exclude or ()):
+            check(getattr(instance, field), field)
 
 
 def file_name(field: str) -> Func:
@@ -115,6 +154,10 @@ class Document(models.Model):
     def __str__(self) -> str:
         return self.title or self.source
 
+    def clean_fields(self, exclude: Collection[str] | None = None) -> None:
+        super().clean_fields(exclude)
+        json_fields_check(self, {"metadata": json_object_check}, exclude)
+
 
 class Chunk(models.Model):
     """One retrievable passage. ACL and filter fields are copied from the document so that every source's
@@ -198,6 +241,10 @@ class Vendor(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean_fields(self, exclude: Collection[str] | None = None) -> None:
+        super().clean_fields(exclude)
+        json_fields_check(self, {"aliases": string_list_check}, exclude)
+
 
 class Synonym(models.Model):
     """Admin-curated query expansion: a term and the terms it also means."""
@@ -207,6 +254,10 @@ class Synonym(models.Model):
 
     def __str__(self) -> str:
         return self.term
+
+    def clean_fields(self, exclude: Collection[str] | None = None) -> None:
+        super().clean_fields(exclude)
+        json_fields_check(self, {"expansions": string_list_check}, exclude)
 
 
 class Posting(models.Model):
@@ -284,6 +335,10 @@ class Entity(models.Model):
     def __str__(self) -> str:
         return f"{self.kind}:{self.display or self.name}"
 
+    def clean_fields(self, exclude: Collection[str] | None = None) -> None:
+        super().clean_fields(exclude)
+        json_fields_check(self, {"aliases": string_list_check}, exclude)
+
 
 class Mention(models.Model):
     chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="mentions")
@@ -344,3 +399,7 @@ class IngestRun(models.Model):
     total = models.PositiveIntegerField(default=0)
     counts = models.JSONField(default=dict)
     options = models.JSONField(default=dict)
+
+    def clean_fields(self, exclude: Collection[str] | None = None) -> None:
+        super().clean_fields(exclude)
+        json_fields_check(self, {"counts": json_object_check, "options": json_object_check}, exclude)

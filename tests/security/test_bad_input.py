@@ -64,3 +64,84 @@ def test_an_audit_event_keeps_what_the_database_cannot_hold_readable() -> None:
     assert event.documents == ["a\ufffd.md"]
     assert event.payload == {"k\ufffdey": ["v\ufffd", "\ufffd", "nan"], "n": "inf"}
     assert audit_verify().ok  # hashed as stored
+
+
+# --- admin-curated JSON: the shape the code reads, and what the database can store ----------------------------
+
+
+@pytest.fixture()
+def admin_browser():  # type: ignore[no-untyped-def]
+    from django.test import Client
+
+    user = make_user("curator", "employees", "kb-admins", superuser=True)
+    user.is_staff = True
+    user.save(update_fields=["is_staff"])
+    browser = Client()
+    browser.raise_request_exception = False
+    assert browser.login(username="curator", password="pw")
+    return browser
+
+
+@pytest.mark.parametrize(
+    "aliases",
+    [
+        '["cisco\\u0000"]',  # NUL: PostgreSQL's JSONB refused it at the INSERT (500)
+        '["\\ud800"]',  # a lone surrogate cannot be encoded (500)
+        "[1e999]",  # infinity (500)
+        "[1]",  # saved, then every question failed: the query analysis calls .lower() on each alias
+        '"cisco systems"',  # saved, then each letter was an alias of the vendor
+        '{"cisco": 1}',
+        '[""]',
+    ],
+)
+def test_vendor_aliases_must_be_a_list_of_storable_names(admin_browser, aliases) -> None:  # type: ignore[no-untyped-def]
+    from knowledge.models import Vendor
+
+    response = admin_browser.post(
+        "/admin/knowledge/vendor/add/", {"name": "Acme", "kind": "vendor", "aliases": aliases}
+    )
+    assert response.status_code == 200, (response.status_code, response.get("Location"))
+    assert b"errorlist" in response.content and b"aliases" in response.content
+    assert not Vendor.objects.filter(name="Acme").exists()
+
+
+@pytest.mark.parametrize("expansions", ['"keepalive"', '["hello\\u0000"]', "[5, true]", '{"a": "b"}'])
+def test_synonym_expansions_must_be_a_list_of_storable_terms(admin_browser, expansions) -> None:  # type: ignore[no-untyped-def]
+    from knowledge.models import Synonym
+
+    response = admin_browser.post("/admin/knowledge/synonym/add/", {"term": "hb", "expansions": expansions})
+    assert response.status_code == 200, (response.status_code, response.get("Location"))
+    assert b"errorlist" in response.content
+    assert not Synonym.objects.filter(term="hb").exists()
+
+
+def test_valid_curated_lists_are_still_saved(admin_browser) -> None:  # type: ignore[no-untyped-def]
+    from knowledge.models import Synonym, Vendor
+
+    vendor = {"name": "Acme", "kind": "vendor", "aliases": '["acme corp", "acme"]'}
+    assert admin_browser.post("/admin/knowledge/vendor/add/", vendor).status_code == 302
+    synonym = {"term": "hb", "expansions": '["heartbeat", "hello interval"]'}
+    assert admin_browser.post("/admin/knowledge/synonym/add/", synonym).status_code == 302
+    assert Vendor.objects.get(name="Acme").aliases == ["acme corp", "acme"]
+    assert Synonym.objects.get(term="hb").expansions == ["heartbeat", "hello interval"]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "fragment"),
+    [
+        ([], "JSON object"),  # a re-ingest merges it as a mapping ({**metadata, ...}) and failed
+        ({"owner": "ops\x00"}, "NUL"),
+        ({"score": float("nan")}, "cannot be stored"),
+    ],
+)
+def test_document_metadata_edited_in_the_admin_must_be_a_storable_object(metadata, fragment) -> None:  # type: ignore[no-untyped-def]
+    from django.core.exceptions import ValidationError
+
+    from knowledge.models import Document
+
+    document = Document(source="runbooks/x.md", metadata=metadata)
+    with pytest.raises(ValidationError) as refused:
+        document.clean_fields()
+    assert fragment in str(refused.value.message_dict["metadata"])
+    document.metadata = {"owner": "ops"}
+    document.clean_fields()  # a storable object passes
