@@ -16,6 +16,7 @@ from django.utils import timezone
 from agents.models import Answer, Conversation, CurationItem
 from athena.errors import ApplicationError, NotFound, Unavailable, ValidationFailed
 from athena.throttling import RateLimited
+from athena.validators import text_problem
 
 if TYPE_CHECKING:
     from retrieval.types import SearchConfig
@@ -50,11 +51,18 @@ def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
         raise ValidationFailed(f"unknown filter(s) {sorted(unknown)}; valid: {sorted(allowed)}")
     values: dict[str, Any] = {}
     for key in ("doc_types", "departments", "vendors", "tiers"):
-        raw = data.get(key) or []
-        if isinstance(raw, str):
+        raw = data.get(key)
+        if raw is None:
+            raw = []
+        elif isinstance(raw, str):
             raw = [raw]
-        if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
-            raise ValidationFailed(f"filter {key} must be a list of strings")
+        # false, 0, {} or "" read as "no filter" and searched everything; a blank name matched nothing
+        if not isinstance(raw, list) or not all(isinstance(v, str) and v.strip() for v in raw):
+            raise ValidationFailed(f"filter {key} must be a list of strings (none of them blank)")
+        for value in raw:
+            problem = text_problem(value)
+            if problem:  # the database refuses it, with a message that names no filter
+                raise ValidationFailed(f"filter {key}: {value!r} {problem}")
         values[key] = tuple(raw)
     # names an admin typed are matched as stored, whatever their case ("NOC" finds documents of "noc"); a name
     # that no document has stays as given, so it retrieves nothing (refusing it would tell the asker which
@@ -68,11 +76,15 @@ def _filters(data: dict[str, Any] | None):  # type: ignore[no-untyped-def]
         if wrong:
             raise ValidationFailed(f"filter {key}: unknown value(s) {wrong}; valid: {sorted(choices)}")
     for key in ("updated_after", "updated_before"):
-        if data.get(key):
-            try:
-                values[key] = date.fromisoformat(str(data[key]))
-            except ValueError:
-                raise ValidationFailed(f"filter {key} must be a date YYYY-MM-DD") from None
+        raw = data.get(key)
+        if raw is None or raw == "":
+            continue
+        try:
+            if not isinstance(raw, str):  # false was no filter, 20260101 a date
+                raise ValueError(raw)
+            values[key] = date.fromisoformat(raw)
+        except ValueError:
+            raise ValidationFailed(f"filter {key} must be a date YYYY-MM-DD") from None
     after, before = values.get("updated_after"), values.get("updated_before")
     if after and before and after > before:
         raise ValidationFailed("filter updated_after is after updated_before")

@@ -145,3 +145,33 @@ def test_document_metadata_edited_in_the_admin_must_be_a_storable_object(metadat
     assert fragment in str(refused.value.message_dict["metadata"])
     document.metadata = {"owner": "ops"}
     document.clean_fields()  # a storable object passes
+
+
+# --- ask: a filter of the wrong type is refused, never read as "no filter" -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("filters", "fragment"),
+    [
+        ({"tiers": False}, "filter tiers must be a list of strings"),  # searched every tier
+        ({"doc_types": 0}, "filter doc_types must be a list of strings"),
+        ({"departments": {}}, "filter departments must be a list of strings"),
+        ({"vendors": ""}, "filter vendors must be a list of strings"),
+        ({"departments": ["noc", " "]}, "filter departments must be a list of strings"),
+        ({"updated_after": False}, "filter updated_after must be a date YYYY-MM-DD"),  # was no date limit
+        ({"updated_before": 20260101}, "filter updated_before must be a date YYYY-MM-DD"),
+        ({"updated_after": "2026-02-30"}, "filter updated_after must be a date YYYY-MM-DD"),
+        ({"updated_after": "0000-01-01"}, "filter updated_after must be a date YYYY-MM-DD"),
+        # the database refused these with a message that named no filter
+        ({"departments": ["noc\x00"]}, "filter departments: 'noc\\x00' contains a NUL character"),
+        ({"vendors": "cis\x00co"}, "filter vendors: 'cis\\x00co' contains a NUL character"),
+    ],
+)
+def test_ask_refuses_filters_of_the_wrong_type_or_unstorable(filters, fragment) -> None:  # type: ignore[no-untyped-def]
+    client = client_for(make_user("asker", "employees"))
+    response = client.post(
+        "/api/v1/ask", {"question": "how do I rotate the VPN keys?", "filters": filters}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and fragment in error["message"], error
