@@ -40,8 +40,16 @@ BLOCK_SECONDS = 900
 
 
 class RateLimited(ApplicationError):
+    """429; `retry_after` seconds, when known, is sent as the Retry-After header (athena.errors)."""
+
     code = "throttled"
     http_status = status.HTTP_429_TOO_MANY_REQUESTS
+
+    def __init__(
+        self, message: str, *, code: str | None = None, details: Any = None, retry_after: int | None = None
+    ) -> None:
+        super().__init__(message, code=code, details=details)
+        self.retry_after = retry_after
 
 
 @lru_cache(maxsize=4)
@@ -146,6 +154,7 @@ def ensure_not_blocked(user: Any, *, endpoint: str) -> None:
         raise RateLimited(
             f"requests are paused for {left} s after an unusual access pattern; the admins were notified",
             details={"retry_after": left},
+            retry_after=left,
         )
 
 
@@ -175,6 +184,7 @@ def ask_throttle_hit(user: Any) -> int:
         raise RateLimited(
             f"question limit reached ({limit} per hour); try again in {retry_after // 60 + 1} min",
             details={"retry_after": retry_after, "limit": limit},
+            retry_after=retry_after,
         )
     return limit - count
 

@@ -172,6 +172,19 @@ def test_ask_throttle_returns_429_and_audits(monkeypatch, settings) -> None:  # 
     )
 
 
+def test_a_throttled_question_says_when_to_ask_again_in_the_retry_after_header(monkeypatch, settings) -> None:  # type: ignore[no-untyped-def]
+    """The ask API's schema promises Retry-After on its 429s; the hourly limit's refusal carried the seconds
+    only in its body."""
+    settings.ATHENA_QUESTIONS_PER_HOUR = 1
+    monkeypatch.setattr("agents.services.ask", fake_ask(retrieved=["a.md"]))
+    client = client_for(make_user("alice", "employees"))
+    assert client.post("/api/v1/ask", {"question": "q"}, format="json").status_code == 200
+    refused = client.post("/api/v1/ask", {"question": "again"}, format="json")
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "throttled"
+    seconds = refused.json()["error"]["details"]["retry_after"]
+    assert 0 < seconds <= 3600 and refused["Retry-After"] == str(seconds)
+
+
 def test_many_empty_questions_raise_an_enumeration_alert(monkeypatch, mailoutbox) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr("agents.services.ask", fake_ask(retrieved=[], abstained=True))
     user = make_user("mallory", "employees")
