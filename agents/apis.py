@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from agents.feedback import conversation_delete, curation_enqueue, curation_resolve, feedback_submit
 from agents.models import Answer, Conversation, CurationItem
 from agents.selectors import conversation_history, conversation_list, curation_queue, responses_visible
-from athena.errors import Unavailable
+from athena.errors import ErrorSerializer, Unavailable
 from athena.http import (  # reject_unknown_fields also refuses bodies over 64 KiB before parsing
     refuse_unknown_params,
     reject_unknown_fields,
@@ -104,17 +104,6 @@ def _ask_service() -> Any:
         logger.error("agents.services.ask unavailable: %s", exc)
         raise Unavailable("the answering service is not installed") from exc
     return ask
-
-
-class ErrorDetailSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    retry_after = serializers.IntegerField(required=False, help_text="seconds; also sent as Retry-After")
-    details = serializers.DictField(required=False)
-
-
-class ErrorSerializer(serializers.Serializer):
-    error = ErrorDetailSerializer()
 
 
 RETRY_AFTER_HEADER = OpenApiParameter(

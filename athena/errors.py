@@ -7,7 +7,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import DataError
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -143,3 +143,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         if isinstance(exc, exceptions.ValidationError):
             response.data["error"]["details"] = exc.detail
     return response
+
+
+# --- the envelope in the OpenAPI schema ---------------------------------------------------------------------
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    retry_after = serializers.IntegerField(required=False, help_text="seconds; also sent as Retry-After")
+    details = serializers.DictField(required=False)
+
+
+class ErrorSerializer(serializers.Serializer):
+    """`{"error": {"code", "message", "details"?}}`: every error under /api/."""
+
+    error = ErrorDetailSerializer()

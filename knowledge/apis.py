@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 
 from athena.errors import (
     ApplicationError,
+    ErrorSerializer,
     NotFound,
     ValidationFailed,
     dependency_unavailable,
@@ -299,7 +300,38 @@ class DocumentUploadApi(APIView):
 
     @extend_schema(
         request={"multipart/form-data": DocumentUploadInputSerializer},
-        responses={201: DocumentOutputSerializer},
+        parameters=[
+            OpenApiParameter(
+                "Retry-After",
+                int,
+                OpenApiParameter.HEADER,
+                response=[503],
+                description="seconds before uploading again is expected to succeed",
+            )
+        ],
+        responses={
+            201: DocumentOutputSerializer,
+            400: OpenApiResponse(
+                ErrorSerializer,
+                description="`invalid`: no file, more than one, an unsupported type or a bad name; "
+                "`unsafe_archive`: a DOCX that is damaged, holds too many members or would inflate past "
+                "ATHENA_MAX_UNCOMPRESSED_BYTES or 100 times its size; `unreadable`: the file could not be parsed "
+                "(known at once only when uploads are indexed in the web process)",
+            ),
+            413: OpenApiResponse(
+                ErrorSerializer,
+                description="`too_large`: the file is over ATHENA_MAX_UPLOAD_BYTES (refused as the body streams "
+                "in); `quota_exceeded`: the caller's stored uploads would pass ATHENA_UPLOAD_QUOTA_BYTES",
+            ),
+            429: OpenApiResponse(
+                ErrorSerializer, description="`throttled`: more than ATHENA_UPLOADS_PER_HOUR upload attempts"
+            ),
+            503: OpenApiResponse(
+                ErrorSerializer,
+                description="`dependency_unavailable`: the file could not be queued for indexing (broker down); "
+                "the document is marked failed with the reason (an earlier indexed version stays served)",
+            ),
+        },
     )
     def post(self, request: Request) -> Response:
         from audit.services import audit_record

@@ -231,3 +231,22 @@ def test_the_health_endpoints_degraded_answer_has_its_body_in_the_schema() -> No
         component = schema["components"]["schemas"][reference.rsplit("/", 1)[-1]]
         assert component["properties"].keys() == {"status", "components"}, code
         assert component["required"] == ["status"]
+
+
+def test_the_upload_refusals_the_readme_describes_are_in_the_api_schema() -> None:
+    """README: an upload over the size limit or the quota is refused (413 `too_large` / `quota_exceeded`), past
+    the hourly limit (429), and with the broker down (503 with Retry-After); the schema, which README names as
+    the reference, listed the 201 alone."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    responses = schema["paths"]["/api/v1/documents/upload"]["post"]["responses"]
+    for code, names in {
+        "400": ["invalid", "unsafe_archive"],
+        "413": ["too_large", "quota_exceeded"],
+        "429": ["throttled"],
+        "503": ["dependency_unavailable"],
+    }.items():
+        assert responses[code]["content"]["application/json"]["schema"]["$ref"].endswith("/Error"), code
+        assert all(f"`{name}`" in responses[code]["description"] for name in names), code
+    assert "Retry-After" in responses["503"]["headers"]
