@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.http import QueryDict
 from rest_framework import serializers
 from rest_framework.request import Request
 
@@ -25,11 +26,23 @@ def reject_unknown_fields(request: Request, serializer_class: type[serializers.S
 def refuse_unknown_params(request: Request, *serializer_classes: type[serializers.Serializer]) -> None:
     """Query-string parameters outside the fields of `serializer_classes` (and DRF's own `format`) are refused:
     a misnamed filter (`actor=` for `user=`, `page=` for `offset=`) would otherwise return the unfiltered list,
-    an export of the whole audit log among them."""
+    an export of the whole audit log among them. So is a parameter given more than once."""
     allowed = {"format"}
     for serializer_class in serializer_classes:
         allowed.update(serializer_class().fields)
     refuse_unknown_fields(request.query_params.keys(), allowed)
+    refuse_repeated_params(request.query_params)
+
+
+def refuse_repeated_params(params: QueryDict) -> None:
+    """A parameter given twice (`user=alice&user=bob`) is refused: every filter takes one value, and reading
+    the last one alone would answer for bob as if both had been asked for."""
+    repeated = sorted(name for name, values in params.lists() if len(values) > 1)
+    if repeated:
+        raise ValidationFailed(
+            f"parameter(s) given more than once: {', '.join(repeated)}; each takes one value",
+            details={"repeated": repeated},
+        )
 
 
 def refuse_unknown_fields(given: Iterable[str], allowed: Iterable[str]) -> None:

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from athena.http import refuse_unknown_params
-from athena.pagination import paged_schema
+from athena.pagination import MAX_OFFSET, paged_schema
 from athena.permissions import IsCompliance
 from audit.models import AuditEvent
 from audit.selectors import (
@@ -63,7 +63,8 @@ class AuditSearchApi(APIView):
 
     class AuditSearchPageSerializer(serializers.Serializer):
         limit = serializers.IntegerField(required=False, min_value=1, max_value=500, default=50)
-        offset = serializers.IntegerField(required=False, min_value=0, default=0)
+        # bounded: past the database's bigint the OFFSET failed with a message that named no parameter
+        offset = serializers.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET, default=0)
 
     @extend_schema(
         operation_id="audit_events_list",

@@ -52,10 +52,16 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
         # a misnamed filter (`actor=` for `user=`) would show, and export, the whole log as its result
         errors.append(f"unknown filter(s): {', '.join(unknown)}")
         query = None
-    try:
-        offset = min(max(int(request.GET.get("offset", 0)), 0), MAX_OFFSET)
-    except ValueError:
-        offset = 0
+    repeated = sorted(name for name, values in request.GET.lists() if len(values) > 1)
+    if repeated:
+        # the last value alone would be searched (and exported) as if it were all that was asked for
+        errors.append(f"filter(s) given more than once: {', '.join(repeated)}")
+        query = None
+    offset = _offset(request.GET.get("offset", "0"))
+    if offset is None:
+        # a page that does not exist is said so, not replaced by the first page
+        errors.append(f"offset must be a whole number from 0 to {MAX_OFFSET}")
+        query, offset = None, 0
     if query is None:
         # a filter that does not parse shows no events: the log unfiltered, under a form that still shows the
         # other filters, would read as their result
@@ -80,6 +86,15 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
             "is_compliance": True,
         },
     )
+
+
+def _offset(raw: str) -> int | None:
+    """The page's offset, or None when it is not a whole number from 0 to MAX_OFFSET."""
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    return value if 0 <= value <= MAX_OFFSET else None
 
 
 def _messages(exc: ValidationError) -> list[str]:

@@ -6,6 +6,7 @@ what must be audited still is."""
 from __future__ import annotations
 
 import pytest
+from rest_framework.test import APIClient
 
 from athena import throttling
 from audit.models import AuditEvent
@@ -175,3 +176,74 @@ def test_ask_refuses_filters_of_the_wrong_type_or_unstorable(filters, fragment) 
     assert response.status_code == 400, response.content
     error = response.json()["error"]
     assert error["code"] == "invalid" and fragment in error["message"], error
+
+
+# --- a parameter given twice is refused; a page past the database's range is named -------------------------
+
+
+@pytest.fixture()
+def everyone() -> APIClient:
+    return client_for(make_user("everyone", "employees", "kb-admins", "compliance"))
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/audit/events?user=alice&user=bob",  # answered for bob alone
+        "/api/v1/audit/export.csv?user=alice&user=bob",  # exported bob's events as the answer to both
+        "/api/v1/audit/export.jsonl?kind=question&kind=upload",
+        "/api/v1/documents?doc_type=sop&doc_type=runbook",
+        "/api/v1/documents?limit=1&limit=2",
+        "/api/v1/conversations?offset=0&offset=50",
+        "/api/v1/curation?resolved=true&resolved=false",
+    ],
+)
+def test_a_query_parameter_given_twice_is_refused(everyone, url) -> None:  # type: ignore[no-untyped-def]
+    response = everyone.get(url)
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and "given more than once" in error["message"], error
+    assert not AuditEvent.objects.filter(kind="audit_export").exists()
+
+
+@pytest.mark.parametrize("offset", [str(2**63), "9" * 30])
+def test_an_audit_search_offset_past_the_database_range_is_named(everyone, offset) -> None:  # type: ignore[no-untyped-def]
+    response = everyone.get(f"/api/v1/audit/events?offset={offset}")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["message"].startswith("offset: "), response.content
+
+
+@pytest.fixture()
+def compliance_browser():  # type: ignore[no-untyped-def]
+    from django.test import Client
+
+    from audit.services import audit_record
+
+    make_user("carol", "compliance")
+    audit_record(kind="question", actor="alice", payload={"question": "q1"})
+    audit_record(kind="question", actor="bob", payload={"question": "q2"})
+    browser = Client()
+    assert browser.login(username="carol", password="pw")
+    return browser
+
+
+@pytest.mark.parametrize(
+    ("query", "error"),
+    [
+        ("user=alice&user=bob", "filter(s) given more than once: user"),
+        ("offset=abc", "offset must be a whole number from 0 to 1000000"),  # showed the first page
+        ("offset=-5", "offset must be a whole number from 0 to 1000000"),
+        ("offset=1e309", "offset must be a whole number from 0 to 1000000"),
+    ],
+)
+def test_the_compliance_page_says_what_it_cannot_search(compliance_browser, query, error) -> None:  # type: ignore[no-untyped-def]
+    page = compliance_browser.get(f"/compliance/?{query}")
+    assert page.status_code == 200
+    assert error in page.context["errors"], page.context["errors"]
+    assert page.context["total"] == 0 and not page.context["events"]
+
+
+def test_the_compliance_page_still_pages(compliance_browser) -> None:  # type: ignore[no-untyped-def]
+    assert compliance_browser.get("/compliance/?offset=0").context["total"] == 2
+    page = compliance_browser.get("/compliance/?user=bob&offset=0")
+    assert not page.context["errors"] and page.context["total"] == 1
