@@ -99,6 +99,22 @@ def test_the_readme_commands_table_lists_every_project_command_with_options_that
         assert not unnamed, f"`manage.py {name}` options README's row does not mention: {unnamed}"
 
 
+def test_every_argument_of_a_project_command_says_what_it_is_in_its_help() -> None:
+    """`manage.py <command> --help` is what an operator reads first: an argument listed without a word (a bare
+    `--data DATA` or `--user USER`) leaves them to read the code."""
+    bare = []
+    for name in sorted(set(_project_commands()) - {"migrate"}):
+        parser = load_command_class(_project_commands()[name], name).create_parser("manage.py", name)
+        # argparse lists its arguments only in `_actions` (Django's call_command reads it the same way)
+        for action in parser._actions:  # noqa: SLF001
+            flags = set(action.option_strings)
+            if flags & BASE_OPTIONS or action.dest in ("help", "verbosity"):
+                continue
+            if not (action.help or "").strip():
+                bare.append(f"manage.py {name} {'/'.join(action.option_strings) or action.dest}")
+    assert not bare, f"arguments without a help text: {bare}"
+
+
 def test_migrate_help_names_the_database_it_really_defaults_to() -> None:
     """`manage.py migrate` runs as the owner role by default; its --help said the "default" database (Django's
     text), which is the application's role, and an operator would pass --database default to be safe."""

@@ -16,10 +16,16 @@ class Command(BaseCommand):
     help = "Ask the knowledge base a question as a given user."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("question")
-        parser.add_argument("--user", required=True)
-        parser.add_argument("--conversation", default=None)
-        parser.add_argument("--json", action="store_true")
+        parser.add_argument("question", help="the question, quoted")
+        parser.add_argument(
+            "--user", required=True, help="ask as this user (their groups decide what is read)"
+        )
+        parser.add_argument(
+            "--conversation", default=None, help="conversation id to continue (a follow-up question)"
+        )
+        parser.add_argument(
+            "--json", action="store_true", help="print the answer as the ask API returns it (JSON)"
+        )
         parser.add_argument("--inline", action="store_true", help="run the pipeline here, not on a worker")
 
     def handle(self, *args: Any, **options: Any) -> None:

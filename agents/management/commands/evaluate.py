@@ -60,14 +60,19 @@ class Command(BaseCommand):
     help = "Answer every question of a JSONL file and write predictions (DESIGN.md §8); prints metrics."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("questions")
-        parser.add_argument("--user", required=True)
+        parser.add_argument("questions", help="JSON lines in the dev set's format (id, question, ...)")
+        parser.add_argument("--user", required=True, help="ask as this user")
         parser.add_argument(
             "--allowed-user",
             default=None,
             help="user in the allowed group: acl questions are asked by both users",
         )
-        parser.add_argument("--out", required=False, default=None)
+        parser.add_argument(
+            "--out",
+            required=False,
+            default=None,
+            help="predictions file to write (required unless --compare)",
+        )
         parser.add_argument(
             "--config", default=None, help="JSON overrides of SearchConfig, for the answers and for --compare"
         )

@@ -32,10 +32,23 @@ class Command(BaseCommand):
     help = "Fit the learned answer selector and the calibrated abstention threshold (agents/answerer.py)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--collect", metavar="QUESTIONS", default=None)
-        parser.add_argument("--user", default=None)
-        parser.add_argument("--allowed-user", default=None)
-        parser.add_argument("--data", default=str(DATA))
+        parser.add_argument(
+            "--collect",
+            metavar="QUESTIONS",
+            default=None,
+            help="collect the features of a dev-set style question file into --data instead of fitting",
+        )
+        parser.add_argument("--user", default=None, help="with --collect: ask as this user")
+        parser.add_argument(
+            "--allowed-user",
+            default=None,
+            help="with --collect: a member of the acl questions' group, who asks them too",
+        )
+        parser.add_argument(
+            "--data",
+            default=str(DATA),
+            help=f"collected features: written by --collect, read when fitting (default {DATA.relative_to(DATA.parents[2])})",
+        )
         parser.add_argument(
             "--append", action="store_true", help="with --collect: add the runs to those already in --data"
         )

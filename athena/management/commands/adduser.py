@@ -18,7 +18,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("name")
+        parser.add_argument("name", help="user name (login)")
         parser.add_argument(
             "--group",
             action="append",
@@ -27,7 +27,7 @@ class Command(BaseCommand):
             help="Django auth group (created if missing); repeatable",
         )
         parser.add_argument("--password", default=None, help="password (default: unusable; token/API only)")
-        parser.add_argument("--email", default="")
+        parser.add_argument("--email", default="", help="e-mail address (set when given)")
         parser.add_argument("--staff", action="store_true", help="may log into Django admin")
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -15,7 +15,12 @@ class Command(BaseCommand):
     help = "Start, stop or inspect the local stack (embedded PostgreSQL, Redis, Celery worker/beat, web)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("action", choices=["up", "down", "status", "run"])
+        parser.add_argument(
+            "action",
+            choices=["up", "down", "status", "run"],
+            help="up: start in the background; down: stop; status: show; run: start in the foreground (Ctrl-C "
+            "stops all)",
+        )
         parser.add_argument(
             "--only",
             default=",".join(Stack.ALL),

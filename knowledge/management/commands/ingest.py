@@ -20,7 +20,9 @@ class Command(BaseCommand):
     help = "Ingest a folder of documents (HTML, Markdown, text, DOCX, PDF) into the knowledge base."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path")
+        parser.add_argument(
+            "path", help="folder to ingest; a document's source id is its path relative to it"
+        )
         parser.add_argument(
             "--acl-group",
             action="append",
@@ -35,9 +37,18 @@ class Command(BaseCommand):
             help="default: internal for new documents (a document's own Access-Tier field may raise it); an "
             "existing document keeps its tier unless this one is stricter (access only tightens here)",
         )
-        parser.add_argument("--department", default="")
-        parser.add_argument("--doc-type", default="", choices=["", *DocType.values])
-        parser.add_argument("--vendor", default="")
+        parser.add_argument(
+            "--department", default="", help="department of these documents (else their own metadata's)"
+        )
+        parser.add_argument(
+            "--doc-type",
+            default="",
+            choices=["", *DocType.values],
+            help="document type of these documents (else their own metadata's, else other)",
+        )
+        parser.add_argument(
+            "--vendor", default="", help="vendor of these documents (else their own metadata's)"
+        )
         parser.add_argument("--prefix", default="", help="prepended to every source id (e.g. 'public/')")
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument("--wait", action="store_true", help="queue on Celery and wait, showing progress")
