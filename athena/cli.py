@@ -39,6 +39,23 @@ def output_file(path: Path) -> Path:
     return path
 
 
+def read_text_lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file; one that cannot be read, or is not UTF-8, is refused naming the line
+    (a traceback before)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise CommandError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    return text.splitlines()
+
+
 def read_json_lines(path: Path, required: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The JSON objects of a JSON-lines file (blank lines skipped). A missing file, a line that is not a JSON
     object, or an object without one of `required` as a non-empty string is refused, naming the line."""
@@ -47,7 +64,7 @@ def read_json_lines(path: Path, required: Sequence[str] = ()) -> list[dict[str, 
     if not path.is_file():
         raise CommandError(f"{path} is not a file")
     objects = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(read_text_lines(path), start=1):
         if not line.strip():
             continue
         try:

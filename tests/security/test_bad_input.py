@@ -247,3 +247,53 @@ def test_the_compliance_page_still_pages(compliance_browser) -> None:  # type: i
     assert compliance_browser.get("/compliance/?offset=0").context["total"] == 2
     page = compliance_browser.get("/compliance/?user=bob&offset=0")
     assert not page.context["errors"] and page.context["total"] == 1
+
+
+# --- operator commands: a bad file is a CommandError naming it, never a traceback ----------------------------
+
+
+def _command_error(*args: str, **options: object) -> str:
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError) as refused:
+        call_command(*args, **options)
+    return str(refused.value)
+
+
+def test_evaluate_names_the_line_of_a_questions_file_that_is_not_utf8(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    make_user("op", "employees")
+    questions = tmp_path / "questions.jsonl"
+    questions.write_bytes(b'{"id": "q1", "question": "fine"}\n{"id": "q2", "question": "caf\xe9"}\n')
+    message = _command_error("evaluate", str(questions), user="op", out=str(tmp_path / "out.jsonl"))
+    assert message == f"{questions}:2: not UTF-8 text (byte 0xe9 at offset 62)"
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (None, "does not exist"),  # FileNotFoundError before
+        ('{"question": "how do I restart bgp?"}\n', ":1: needs 'template', 'hop'"),  # KeyError before
+        ('{"question": "x",\n', ":1: not valid JSON"),  # JSONDecodeError before
+        (b'{"question": "\xff", "template": "procedure_sop", "hop": "single"}\n', ":1: not UTF-8 text"),
+        ('{"question": "x", "template": "recipe", "hop": "single"}\n', ":1: unknown label 'recipe'"),
+    ],
+)
+def test_train_classifier_refuses_a_bad_examples_file_by_name(tmp_path, content, fragment) -> None:  # type: ignore[no-untyped-def]
+    examples = tmp_path / "examples.jsonl"
+    if isinstance(content, bytes):
+        examples.write_bytes(content)
+    elif content is not None:
+        examples.write_text(content)
+    out = tmp_path / "model.joblib"
+    message = _command_error("train_classifier", examples=str(examples), out=str(out))
+    assert fragment in message, message
+    assert not out.exists()
+
+
+def test_train_classifier_refuses_an_out_it_cannot_write_before_training(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from agents.classify import EXAMPLES_PATH
+
+    message = _command_error("train_classifier", examples=str(EXAMPLES_PATH), out=str(tmp_path))
+    assert message == f"{tmp_path} is a directory: give a file name"

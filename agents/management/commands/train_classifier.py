@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from athena.cli import output_file, read_json_lines
 
 
 class Command(BaseCommand):
@@ -20,7 +23,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from agents.classify import train_and_save  # scikit-learn stays out of manage.py start-up
 
-        metrics = train_and_save(options["out"], examples_path=options["examples"])
+        # checked before training: a missing or malformed examples file, or an --out that cannot be written,
+        # is named at once instead of a traceback (the latter after the training)
+        examples = Path(options["examples"]) if options["examples"] else None
+        if examples is not None:
+            read_json_lines(examples, required=("question", "template", "hop"))
+        out = output_file(Path(options["out"])) if options["out"] else None
+        try:
+            metrics = train_and_save(out, examples_path=examples)
+        except ValueError as exc:  # a label that is not one of the classifier's, named with its line
+            raise CommandError(str(exc)) from None
         self.stdout.write(
             self.style.SUCCESS(
                 f"template accuracy {metrics['template_accuracy']:.3f} (model alone "
