@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from agents.feedback import conversation_delete, curation_enqueue, curation_resolve, feedback_submit
 from agents.models import Answer, Conversation, CurationItem
 from agents.selectors import conversation_history, conversation_list, curation_queue, responses_visible
-from athena.errors import ErrorSerializer, Unavailable
+from athena.errors import ErrorSerializer, Unavailable, ValidationFailed, flatten_detail
 from athena.http import (  # reject_unknown_fields also refuses bodies over 64 KiB before parsing
     refuse_unknown_params,
     reject_unknown_fields,
@@ -152,9 +152,14 @@ class AskApi(APIView):
         },
     )
     def post(self, request: Request) -> Response:
-        reject_unknown_fields(request, self.AskInputSerializer)
-        serializer = self.AskInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        try:
+            reject_unknown_fields(request, self.AskInputSerializer)
+            serializer = self.AskInputSerializer(data=request.data)
+            serializer.is_valid(raise_exception=True)
+        except (ValidationFailed, exceptions.ValidationError) as exc:
+            if isinstance(request.data, dict):  # a JSON object: a question, refused for what it holds
+                self.refusal_record(request, exc)
+            raise
         data = serializer.validated_data
         ask = _ask_service()
         # counted before answering: refused and failed questions cost the same as answered ones
@@ -175,6 +180,16 @@ class AskApi(APIView):
             if answer is not None:
                 curation_enqueue(answer=answer, reason="abstained")
         return Response(result)
+
+    @staticmethod
+    def refusal_record(request: Request, exc: ValidationFailed | exceptions.ValidationError) -> None:
+        """Every question is audited, also one refused before answering (too long, a NUL, an unknown field);
+        it counts towards the hourly limit like any other (429 past it), so refusals cannot flood the log."""
+        from agents.services import question_refusal_record
+
+        ask_throttle_hit(request.user)
+        message = exc.message if isinstance(exc, ValidationFailed) else flatten_detail(exc.detail)
+        question_refusal_record(user=request.user, reason=message)
 
 
 class AskQueueApi(APIView):

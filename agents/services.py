@@ -376,6 +376,45 @@ def _set_aside(conversation: Conversation) -> None:
     Conversation.objects.filter(pk=conversation.pk).update(deleted=True)
 
 
+def _question_check(
+    user: Any, question: Any, conversation_id: str | None, filters: dict[str, Any] | None
+) -> tuple[dict[str, Any], Conversation | None]:
+    """Refuse a question that cannot be asked (ValidationFailed, or NotFound for a conversation that is not the
+    asker's); return its filters as logged and the conversation it continues (None: a new one)."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValidationFailed("question must be a non-empty string")
+    if len(question) > settings.ATHENA_MAX_QUESTION_CHARS:
+        raise ValidationFailed(
+            f"question is {len(question)} characters; the limit is {settings.ATHENA_MAX_QUESTION_CHARS}"
+        )
+    problem = text_problem(question)
+    if problem:  # a command line's undecodable bytes arrive as lone surrogates, which the database refuses
+        raise ValidationFailed(f"question {problem}")
+    logged_filters = filters_logged(_filters(filters))  # validated before queueing
+    if not conversation_id:
+        return logged_filters, None
+    try:
+        conversation = Conversation.objects.get(pk=uuid.UUID(str(conversation_id)), user=user, deleted=False)
+    except (ValueError, Conversation.DoesNotExist):
+        raise NotFound("no such conversation") from None
+    return logged_filters, conversation
+
+
+def question_refusal_record(*, user: Any, reason: str) -> None:
+    """Audit a question refused before it was answered because of what was sent (too long, a character that
+    cannot be stored, a filter or conversation that is not valid): every question leaves an event (DESIGN.md
+    section 7). Its text, never screened, is withheld; `reason` is the message the asker was given."""
+    _withheld_question_record(
+        user,
+        None,
+        question_id=str(uuid.uuid4()),
+        filters={},
+        verdict="invalid",
+        reason=reason,
+        why="refused as invalid",
+    )
+
+
 def ask(
     *,
     user: Any,
@@ -394,26 +433,16 @@ def ask(
     from agents.memory import Turn, memory_append
     from audit.services import audit_record
 
-    if not isinstance(question, str) or not question.strip():
-        raise ValidationFailed("question must be a non-empty string")
-    if len(question) > settings.ATHENA_MAX_QUESTION_CHARS:
-        raise ValidationFailed(
-            f"question is {len(question)} characters; the limit is {settings.ATHENA_MAX_QUESTION_CHARS}"
-        )
-    logged_filters = filters_logged(_filters(filters))  # validated before queueing
     if config is not None and settings.ATHENA_REALTIME_VIA_CELERY:
         raise ValueError("a retrieval config other than the default is answered in-process only")
+    try:
+        logged_filters, conversation = _question_check(user, question, conversation_id, filters)
+    except (ValidationFailed, NotFound) as exc:
+        question_refusal_record(user=user, reason=exc.message)  # a refused question is audited too
+        raise
     # the question's idempotency key: its task id on the realtime queue (a redelivered copy runs under the same
     # id and is answered once) and the `question_id` of its audit event
     question_id = str(uuid.uuid4())
-    conversation = None
-    if conversation_id:
-        try:
-            conversation = Conversation.objects.get(
-                pk=uuid.UUID(str(conversation_id)), user=user, deleted=False
-            )
-        except (ValueError, Conversation.DoesNotExist):
-            raise NotFound("no such conversation") from None
     if settings.ATHENA_REALTIME_VIA_CELERY:
         _admit(user, question_id, logged_filters)  # counts the question as waiting from here on
     try:

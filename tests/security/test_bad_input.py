@@ -297,3 +297,63 @@ def test_train_classifier_refuses_an_out_it_cannot_write_before_training(tmp_pat
 
     message = _command_error("train_classifier", examples=str(EXAMPLES_PATH), out=str(tmp_path))
     assert message == f"{tmp_path} is a directory: give a file name"
+
+
+# --- a question refused for what it holds is still audited --------------------------------------------------
+
+
+def _refused_question_events() -> list[AuditEvent]:
+    return list(AuditEvent.objects.filter(kind="question", verdict="invalid"))
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "fragment"),
+    [
+        ({"question": "x" * 1001}, 400, "no more than 1000 characters"),
+        ({"question": "why does BGP\x00 flap?"}, 400, "Null characters are not allowed"),
+        ({"question": "why does BGP flap?", "user": "admin"}, 400, "unknown field(s): user"),
+        ({"question": "why does BGP flap?", "filters": {"tiers": ["secret"]}}, 400, "unknown value(s)"),
+        (
+            {"question": "why does BGP flap?", "conversation_id": "00000000-0000-0000-0000-000000000001"},
+            404,
+            "no such conversation",
+        ),
+    ],
+)
+def test_a_refused_question_is_audited_with_its_text_withheld(body, status, fragment) -> None:  # type: ignore[no-untyped-def]
+    client = client_for(make_user("asker", "employees"))
+    response = client.post("/api/v1/ask", body, format="json")
+    assert response.status_code == status, response.content
+    assert fragment in response.json()["error"]["message"]
+    (event,) = _refused_question_events()
+    assert event.actor == "asker" and fragment in event.payload["error"]
+    assert event.payload["question"] == "[withheld: not screened, refused as invalid]"
+    assert "BGP" not in str(event.payload) and "xxxx" not in str(event.payload)
+    assert not AuditEvent.objects.filter(kind="question").exclude(verdict="invalid").exists()
+
+
+def test_a_body_that_is_no_question_is_not_audited_as_one() -> None:
+    client = client_for(make_user("asker", "employees"))
+    assert client.post("/api/v1/ask", ["why?"], format="json").status_code == 400
+    assert client.post("/api/v1/ask", "{", content_type="application/json").status_code == 400
+    assert not _refused_question_events()
+
+
+def test_refused_questions_count_towards_the_hourly_limit(settings) -> None:  # type: ignore[no-untyped-def]
+    # each refusal writes an audit event: uncounted, a client could grow the log without bound
+    settings.ATHENA_QUESTIONS_PER_HOUR = 2
+    client = client_for(make_user("asker", "employees"))
+    codes = [
+        client.post("/api/v1/ask", {"question": "x" * 1001}, format="json").status_code for _ in range(3)
+    ]
+    assert codes == [400, 400, 429]
+    assert len(_refused_question_events()) == 2
+
+
+def test_the_ask_command_refuses_a_question_the_database_cannot_hold_and_audits_it() -> None:
+    make_user("op", "employees")
+    # a command line's bytes that are not UTF-8 reach Python as lone surrogates: a UnicodeEncodeError before
+    message = _command_error("ask", "caf\udce9 menu?", user="op")
+    assert message == "question contains a lone surrogate (U+DCE9), which is not a character"
+    (event,) = _refused_question_events()
+    assert event.actor == "op" and event.payload["error"] == message
