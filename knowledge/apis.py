@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ from knowledge.selectors import (
     get_document_metadata,
     passage_code_lines,
 )
-from knowledge.uploads import UploadTooLarge, upload_quota_check, upload_rate_hit
+from knowledge.uploads import UploadTooLarge, upload_lock, upload_quota_check, upload_rate_hit
 
 UPLOAD_SUFFIXES = (".pdf", ".docx", ".md", ".markdown", ".txt", ".html", ".htm")
 
@@ -247,7 +248,6 @@ def upload_store(*, user: Any, upload: Any) -> tuple[str, Path]:
             f"file too large (limit {settings.ATHENA_MAX_UPLOAD_BYTES} bytes)",
             details={"limit": settings.ATHENA_MAX_UPLOAD_BYTES},
         )
-    upload_quota_check(user=user, name=name, size=upload.size)
     if name.lower().endswith(".docx"):
         # a zip bomb is refused from the archive's directory before it is stored or queued for parsing
         try:
@@ -265,10 +265,19 @@ def upload_store(*, user: Any, upload: Any) -> tuple[str, Path]:
     target = (media / source).resolve()
     if target.parent != folder:  # belt and braces against traversal through odd names
         raise ValidationFailed("unsafe file name")
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(target, "wb") as handle:
-        for piece in upload.chunks():
-            handle.write(piece)
+    with upload_lock(user=user):  # the quota checked and the file stored as one step (two uploads at once)
+        upload_quota_check(user=user, name=name, size=upload.size)
+        folder.mkdir(parents=True, exist_ok=True)
+        # written aside, then renamed over the name: an ingest reading an earlier upload of the name (still
+        # parsing it) reads that file whole, never one being rewritten under it
+        partial = folder / f".{uuid.uuid4().hex}.part"
+        try:
+            with open(partial, "xb") as handle:
+                for piece in upload.chunks():
+                    handle.write(piece)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
     return source, target
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,23 @@ class SizeLimitUploadHandler(FileUploadHandler):
 
 def upload_folder(user: Any) -> Path:
     return (Path(settings.MEDIA_ROOT) / "uploads" / str(user.pk)).resolve()
+
+
+# the first key of the per-user upload locks: pg_advisory_xact_lock(UPLOAD_LOCK, user id)
+UPLOAD_LOCK = 7_413_010
+
+
+@contextmanager
+def upload_lock(*, user: Any) -> Iterator[None]:
+    """One upload of `user` at a time, from the quota check until its file is stored: two uploads sent at once
+    would each pass the check against what was stored before either (together over the quota), and two of
+    one name would write into one file. A database lock, so that web servers on several hosts sharing the
+    media folder take it too."""
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [UPLOAD_LOCK, int(user.pk)])
+        yield
 
 
 def upload_quota_check(*, user: Any, name: str, size: int) -> None:

@@ -65,12 +65,14 @@ def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
     return thread, result
 
 
-def until_another_session_waits_for_a_lock() -> None:
+def until_another_session_waits_for_a_lock(*, or_finished: threading.Thread | None = None) -> None:
     """Return once another session of this database is blocked on a lock (the concurrent write has reached
-    the row the test holds)."""
+    the row the test holds), or once `or_finished` has ended (a write that took no lock at all)."""
     deadline = time.monotonic() + WAIT_SECONDS
     with connections["default"].cursor() as cursor:
         while time.monotonic() < deadline:
+            if or_finished is not None and not or_finished.is_alive():
+                return
             cursor.execute("SELECT pg_stat_clear_snapshot()")  # a transaction would see one snapshot only
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
@@ -203,3 +205,84 @@ def test_the_audit_snapshot_is_the_groups_a_question_was_answered_for() -> None:
     assert sorted(user.groups.values_list("name", flat=True)) == ["employees"]
     event = AuditEvent.objects.get(kind="question")
     assert event.payload["groups"] == ["employees", "noc-admins"]
+
+
+# --- uploads ---------------------------------------------------------------------------------------------------
+
+PIECE = 256 * 1024  # above the file buffer: each piece reaches the file as it is written
+
+
+class StreamedUpload:
+    """An uploaded file arriving in pieces (what Django hands upload_store); `between` runs once the first
+    piece has been written, before the next is handed over."""
+
+    def __init__(self, name: str, pieces: list[bytes], between: Callable[[], None] | None = None) -> None:
+        self.name, self.pieces, self.between = name, pieces, between
+        self.size = sum(len(piece) for piece in pieces)
+
+    def chunks(self) -> Any:
+        for number, piece in enumerate(self.pieces):
+            yield piece
+            if number == 0 and self.between is not None:
+                self.between()
+
+
+def two_uploads(user: Any, first: StreamedUpload, second: StreamedUpload) -> tuple[Any, Any]:
+    """`first` is stored; once its first piece is on disk, `second` is stored from another request, and
+    `first` goes on when `second` is done or waits for it. Returns each call's result or exception."""
+    from knowledge.apis import upload_store
+
+    started = threading.Event()
+    holder: dict[str, Any] = {}
+
+    def second_arrives() -> None:
+        holder["thread"], holder["result"] = in_thread(lambda: upload_store(user=user, upload=second))
+        started.set()
+        until_another_session_waits_for_a_lock(or_finished=holder["thread"])
+
+    first.between = second_arrives
+    thread, result = in_thread(lambda: upload_store(user=user, upload=first))
+    thread.join(WAIT_SECONDS)
+    assert started.is_set()
+    holder["thread"].join(WAIT_SECONDS)
+    assert not thread.is_alive() and not holder["thread"].is_alive()
+    return result[0], holder["result"][0]
+
+
+def test_the_same_file_name_uploaded_twice_at_once_is_stored_whole(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two uploads of one file name at once (a resubmit with a corrected file, two tabs): the stored file is
+    one of the two, whole. Both used to write into the same file, the second truncating it while the first
+    went on writing, which left the second's start followed by the rest of the first."""
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    user = make_user("eng", "employees")
+    first = StreamedUpload("notes.md", [b"a" * PIECE, b"a" * PIECE, b"a" * PIECE])
+    second = StreamedUpload("notes.md", [b"b" * PIECE])
+
+    stored_first, stored_second = two_uploads(user, first, second)
+
+    assert not isinstance(stored_first, BaseException), stored_first
+    assert not isinstance(stored_second, BaseException), stored_second
+    path = stored_first[1]
+    assert path == stored_second[1]
+    assert path.read_bytes() in (b"a" * 3 * PIECE, b"b" * PIECE)
+    assert [p.name for p in path.parent.iterdir()] == ["notes.md"]  # nothing else left behind
+
+
+def test_two_uploads_at_once_cannot_pass_the_quota_together(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Each of two uploads sent at once fits the quota, both together do not: one is stored, the other is
+    refused (both used to pass the check, which saw only what was on disk before either was written)."""
+    from knowledge.uploads import UploadQuotaExceeded
+
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    settings.ATHENA_UPLOAD_QUOTA_BYTES = 4 * PIECE
+    user = make_user("eng", "employees")
+    first = StreamedUpload("first.md", [b"a" * PIECE] * 3)
+    second = StreamedUpload("second.md", [b"b" * PIECE] * 2)
+
+    stored_first, stored_second = two_uploads(user, first, second)
+
+    assert not isinstance(stored_first, BaseException), stored_first
+    assert isinstance(stored_second, UploadQuotaExceeded), stored_second
+    folder = stored_first[1].parent
+    assert sum(p.stat().st_size for p in folder.iterdir()) <= settings.ATHENA_UPLOAD_QUOTA_BYTES
+    assert [p.name for p in folder.iterdir()] == ["first.md"]
