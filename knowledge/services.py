@@ -23,6 +23,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from athena.errors import Unavailable, ValidationFailed, dependency_unavailable
+from athena.validators import text_problem
 from knowledge.indexing import (
     DocumentRemoved,
     StagedChunk,
@@ -67,6 +68,24 @@ class IngestOptions:
             raise ValidationFailed(f"unknown doc type {self.doc_type!r}; valid: {', '.join(DocType.values)}")
         if self.prefix and (self.prefix.startswith("/") or ".." in PurePosixPath(self.prefix).parts):
             raise ValidationFailed(f"invalid source prefix {self.prefix!r}")
+        # refused here, naming the option: past its column's length every document of the run failed with the
+        # database's "value too long", and a NUL or lone surrogate failed the run's own row with a traceback
+        limits = {
+            "department": Document._meta.get_field("department").max_length,
+            "vendor": Document._meta.get_field("vendor").max_length,
+            "prefix": (Document._meta.get_field("source").max_length or 0) // 2,  # room for the path
+        }
+        values = [(name, getattr(self, name), limit) for name, limit in limits.items()]
+        group_limit = Group._meta.get_field("name").max_length
+        values += [("acl group", group, group_limit) for group in self.acl_groups]
+        for name, value, limit in values:
+            if limit is not None and len(value) > limit:
+                raise ValidationFailed(
+                    f"{name} {value[:40]!r}... is {len(value)} characters; at most {limit}"
+                )
+            problem = text_problem(value)
+            if problem:
+                raise ValidationFailed(f"{name} {value!r} {problem}")
 
     def as_dict(self) -> dict[str, Any]:
         data = {

@@ -357,3 +357,42 @@ def test_the_ask_command_refuses_a_question_the_database_cannot_hold_and_audits_
     assert message == "question contains a lone surrogate (U+DCE9), which is not a character"
     (event,) = _refused_question_events()
     assert event.actor == "op" and event.payload["error"] == message
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        # every document of the run failed with the database's "value too long", and the command exited 0
+        (
+            "--vendor",
+            "v" * 101,
+            "vendor 'vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv'... is 101 characters; at most 100",
+        ),
+        (
+            "--department",
+            "d" * 150,
+            "department 'dddddddddddddddddddddddddddddddddddddddd'... is 150 characters; at most 100",
+        ),
+        # a command line's bytes that are not UTF-8 (a Latin-1 terminal): a traceback before
+        (
+            "--department",
+            "R\udce9seau",
+            "department 'R\\udce9seau' contains a lone surrogate (U+DCE9), which is not a character",
+        ),
+        (
+            "--acl-group",
+            "g\udcff",
+            "acl group 'g\\udcff' contains a lone surrogate (U+DCFF), which is not a character",
+        ),
+    ],
+)
+def test_ingest_refuses_an_option_the_database_cannot_hold_before_the_run(
+    tmp_path, option, value, message
+) -> None:  # type: ignore[no-untyped-def]
+    from knowledge.models import Document, IngestRun
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "power.md").write_text("# Rack power\n\nEach rack in hall B is limited to 8 kW.\n")
+    assert _command_error("ingest", str(folder), "--inline", option, value) == message
+    assert not IngestRun.objects.exists() and not Document.objects.exists()
