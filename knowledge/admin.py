@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.forms import ModelChoiceField
@@ -84,8 +85,57 @@ class ReadableDocumentChoices(admin.ModelAdmin):
         return [*super().get_readonly_fields(request, obj), *hidden]
 
 
+def _access_seen(tier: str, group_ids: Any) -> str:
+    return f"{tier}:{','.join(str(pk) for pk in sorted(group_ids))}"
+
+
+class DocumentAdminForm(forms.ModelForm):
+    """The document's change form. It carries the access (tier and groups) it was shown with, so that saving
+    it writes only the access its admin changed: an ACL set meanwhile (another admin, the ACL API) stays when
+    this admin edits something else, and an access edit made over one set meanwhile is refused (the admin
+    reloads and decides) rather than one silently replacing the other."""
+
+    access_seen = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None and "access_seen" in self.fields:
+            groups = self.instance.allowed_groups.values_list("pk", flat=True)
+            self.fields["access_seen"].initial = _access_seen(self.instance.access_tier, groups)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        seen = cleaned.get("access_seen") or ""
+        if self.instance.pk is None or ":" not in seen:
+            return cleaned
+        # the row as it is now, locked until the admin's request commits (the admin's change view runs in one
+        # transaction): an ACL change through the API waits for this save instead of slipping in before it
+        current = Document.objects.select_for_update().get(pk=self.instance.pk)
+        current_groups = sorted(current.allowed_groups.values_list("pk", flat=True))
+        seen_tier, _, seen_ids = seen.partition(":")
+        seen_groups = sorted(int(pk) for pk in seen_ids.split(",") if pk.isdigit())
+        conflicts = []
+        if "access_tier" in cleaned:
+            if cleaned["access_tier"] == seen_tier:
+                cleaned["access_tier"] = current.access_tier  # not edited here: as it is now
+            elif current.access_tier != seen_tier:
+                conflicts.append("access tier")
+        if "allowed_groups" in cleaned:
+            if sorted(group.pk for group in cleaned["allowed_groups"]) == seen_groups:
+                cleaned["allowed_groups"] = current.allowed_groups.all()
+            elif current_groups != seen_groups:
+                conflicts.append("allowed groups")
+        if conflicts:
+            raise forms.ValidationError(
+                f"The {' and '.join(conflicts)} of this document were changed by someone else since this page "
+                "was opened: reload it and make your change again."
+            )
+        return cleaned
+
+
 @admin.register(Document)
 class DocumentAdmin(ReadableDocumentChoices):
+    form = DocumentAdminForm
     list_display = (
         "source",
         "title",

@@ -286,3 +286,97 @@ def test_two_uploads_at_once_cannot_pass_the_quota_together(settings, tmp_path) 
     folder = stored_first[1].parent
     assert sum(p.stat().st_size for p in folder.iterdir()) <= settings.ATHENA_UPLOAD_QUOTA_BYTES
     assert [p.name for p in folder.iterdir()] == ["first.md"]
+
+
+# --- a document's access: the admin form and the ACL API --------------------------------------------------------
+
+
+def document_change_form(browser: Client, document: Any) -> tuple[str, dict[str, Any]]:
+    """The admin change page of `document` as an admin opens it: its URL and the values its form was shown
+    with (hidden fields included), ready to be sent back."""
+    import json
+
+    change = f"/admin/knowledge/document/{document.pk}/change/"
+    page = browser.get(change)
+    assert page.status_code == 200
+    form = page.context["adminform"].form
+    data: dict[str, Any] = {
+        "source": document.source,
+        "title": document.title,
+        "access_tier": document.access_tier,
+        "doc_type": document.doc_type,
+        "analyzer_version": document.analyzer_version,
+        "metadata": json.dumps(document.metadata),
+        "allowed_groups": [str(pk) for pk in document.allowed_groups.values_list("pk", flat=True)],
+        "expires_at_0": "",
+        "expires_at_1": "",
+    }
+    for hidden in form.hidden_fields():
+        data[hidden.html_name] = hidden.value()
+    return change, data
+
+
+def a_document_open_to(*groups: str) -> Any:
+    from django.contrib.auth.models import Group
+
+    from knowledge.models import Document
+
+    document = Document.objects.create(source="runbook.md", title="Runbook", access_tier="internal")
+    document.allowed_groups.set([Group.objects.get_or_create(name=name)[0] for name in groups])
+    return document
+
+
+def test_an_admin_form_saved_after_an_acl_change_keeps_that_change() -> None:
+    """An admin opens a document's page to fix its title; meanwhile another admin restricts it through the ACL
+    API. Saving the title keeps the new access: the form used to send back the tier and groups it had shown,
+    which opened the document again to the groups just taken off it."""
+    from knowledge.models import Document
+
+    make_user("curator", "employees", "kb-admins", "ops", "vault", superuser=True)
+    document = a_document_open_to("ops", "vault")
+    browser = Client()
+    assert browser.login(username="curator", password="pw")
+    change, form = document_change_form(browser, document)
+
+    acl = client_for(make_user("secops", "employees", "kb-admins", "vault")).put(
+        f"/api/v1/documents/{document.pk}/acl",
+        {"access_tier": "restricted", "groups": ["vault"]},
+        format="json",
+    )
+    assert acl.status_code == 200
+    saved = browser.post(change, {**form, "title": "Runbook (2025)"})
+
+    assert saved.status_code == 302, saved.content.decode()[:3000]
+    document = Document.objects.get(pk=document.pk)
+    assert document.title == "Runbook (2025)"
+    assert document.access_tier == "restricted"
+    assert list(document.allowed_groups.values_list("name", flat=True)) == ["vault"]
+
+
+def test_an_admin_acl_edit_over_an_acl_changed_meanwhile_is_refused() -> None:
+    """Both admins changed the access: the form that was opened first is refused with a message (its admin
+    reloads and decides), instead of one of the two changes silently replacing the other."""
+    from django.contrib.auth.models import Group
+
+    from knowledge.models import Document
+
+    make_user("curator", "employees", "kb-admins", "ops", "vault", superuser=True)
+    document = a_document_open_to("ops", "vault")
+    browser = Client()
+    assert browser.login(username="curator", password="pw")
+    change, form = document_change_form(browser, document)
+
+    acl = client_for(make_user("secops", "employees", "kb-admins", "vault")).put(
+        f"/api/v1/documents/{document.pk}/acl",
+        {"access_tier": "restricted", "groups": ["vault"]},
+        format="json",
+    )
+    assert acl.status_code == 200
+    ops_only = [str(Group.objects.get(name="ops").pk)]
+    refused = browser.post(change, {**form, "allowed_groups": ops_only})
+
+    assert refused.status_code == 200  # the form again, with its error
+    assert "changed by someone else" in refused.content.decode()
+    document = Document.objects.get(pk=document.pk)
+    assert document.access_tier == "restricted"
+    assert list(document.allowed_groups.values_list("name", flat=True)) == ["vault"]
