@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import tempfile
 from pathlib import Path
+
+from athena.env import env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
 def var_dir() -> Path:
-    return Path(os.environ.get("ATHENA_VAR_DIR") or BASE_DIR / "var").resolve()
+    return Path(env.str("ATHENA_VAR_DIR") or BASE_DIR / "var").resolve()
 
 
 def pg_socket_dir() -> Path:

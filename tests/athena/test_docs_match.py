@@ -51,6 +51,31 @@ def test_the_docs_name_no_athena_variable_the_code_does_not_read() -> None:
         assert not dead, f"{name} documents variables nothing reads: {dead}"
 
 
+def test_only_athena_env_reads_the_environment() -> None:
+    """README: the settings read "the environment only through `athena/env.py`" (typed, a malformed value named
+    at start-up). Setting a default for a library (`os.environ.setdefault`) or copying the environment for a
+    child process is not a read."""
+    import ast
+
+    reads = []
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if path == ROOT / "athena" / "env.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    target = ast.unparse(node.func)
+                    if target in ("os.environ.get", "os.getenv"):
+                        reads.append(f"{path.relative_to(ROOT)}:{node.lineno}: {target}")
+                elif (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.ctx, ast.Load)
+                    and ast.unparse(node.value) == "os.environ"
+                ):
+                    reads.append(f"{path.relative_to(ROOT)}:{node.lineno}: os.environ[...]")
+    assert not reads, reads
+
+
 # --- management commands --------------------------------------------------------------------------------------
 BASE_OPTIONS = {
     "--help",
