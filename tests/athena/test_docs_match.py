@@ -51,6 +51,37 @@ def test_the_docs_name_no_athena_variable_the_code_does_not_read() -> None:
         assert not dead, f"{name} documents variables nothing reads: {dead}"
 
 
+NUMERIC_DEFAULT = re.compile(r"""\benv\.(?:int|float)\(\s*["']([A-Z][A-Z0-9_]+)["'],\s*([0-9_.]+)""")
+
+
+def test_the_readme_gives_the_numeric_defaults_the_code_has() -> None:
+    """A row of README's configuration table such as `| `ATHENA_X` / `ATHENA_Y` | 15 / 600 | ... |`: each number
+    is the default the settings read the variable with."""
+    defaults: dict[str, float] = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            for name, value in NUMERIC_DEFAULT.findall(path.read_text()):
+                defaults[name] = float(value.replace("_", ""))
+    compared = 0
+    for line in README.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        if len(cells) < 3 or not cells[0].startswith("`"):
+            continue
+        names = re.findall(r"`([A-Z][A-Z0-9_]+)`", cells[0])
+        values = [value.strip() for value in cells[1].split(" / ")]
+        if len(names) != len(values):
+            continue
+        for name, value in zip(names, values, strict=True):
+            if name in defaults and re.fullmatch(r"[0-9][0-9_.]*", value):
+                assert float(value.replace("_", "")) == defaults[name], f"README: {name} default {value}"
+                compared += 1
+    assert compared >= 25, compared
+    # and in prose: "for `ATHENA_NO_WORKER_GRACE_SECONDS` (8)"
+    for name_of_doc, text in DOCS.items():
+        for name, value in re.findall(r"`([A-Z][A-Z0-9_]+)` \(([0-9][0-9_.]*)\)", text):
+            assert float(value) == defaults[name], f"{name_of_doc}: {name} ({value})"
+
+
 def test_only_athena_env_reads_the_environment() -> None:
     """README: the settings read "the environment only through `athena/env.py`" (typed, a malformed value named
     at start-up). Setting a default for a library (`os.environ.setdefault`) or copying the environment for a
