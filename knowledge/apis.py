@@ -27,11 +27,17 @@ from athena.errors import (
     dependency_unavailable,
     flatten_detail,
 )
-from athena.http import refuse_unknown_fields, refuse_unknown_params, reject_unknown_fields
-from athena.pagination import paged_schema
+from athena.http import (
+    refuse_repeated_params,
+    refuse_unknown_fields,
+    refuse_unknown_params,
+    reject_unknown_fields,
+)
+from athena.pagination import MAX_OFFSET, paged_schema
 from athena.permissions import IsKbAdmin, is_kb_admin
 from athena.principals import Principal
 from athena.throttling import document_probe_record, ensure_not_blocked
+from athena.validators import text_problem
 from knowledge.models import AccessTier, DocType, Document, DocumentStatus
 from knowledge.parsing import ParseError, archive_limits_check
 from knowledge.selectors import (
@@ -104,7 +110,8 @@ class DocumentListApi(APIView):
         access_tier = serializers.ChoiceField(choices=AccessTier.choices, required=False)
         mine = serializers.BooleanField(required=False, default=False)
         limit = serializers.IntegerField(required=False, min_value=1, max_value=500)
-        offset = serializers.IntegerField(required=False, min_value=0)
+        # bounded: past the database's bigint the OFFSET failed with a message that named no parameter
+        offset = serializers.IntegerField(required=False, min_value=0, max_value=MAX_OFFSET)
 
     @extend_schema(
         operation_id="documents_list",
@@ -183,9 +190,14 @@ class DocumentLookupApi(APIView):
         responses=DocumentMetadataOutputSerializer,
     )
     def get(self, request: Request) -> Response:
+        refuse_unknown_fields(request.query_params.keys(), {"source", "format"})  # as the lists do
+        refuse_repeated_params(request.query_params)
         source = request.query_params.get("source", "")
         if not source or len(source) > 1000:
             raise ValidationFailed("query parameter 'source' is required (at most 1000 characters)")
+        problem = text_problem(source)
+        if problem:  # the database refuses it, with a message that names no parameter
+            raise ValidationFailed(f"query parameter 'source' {problem}")
         meta = get_document_metadata(principal=Principal.from_user(request.user), source=source)
         return Response(DocumentMetadataOutputSerializer(meta).data)
 

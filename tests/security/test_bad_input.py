@@ -396,3 +396,27 @@ def test_ingest_refuses_an_option_the_database_cannot_hold_before_the_run(
     (folder / "power.md").write_text("# Rack power\n\nEach rack in hall B is limited to 8 kW.\n")
     assert _command_error("ingest", str(folder), "--inline", option, value) == message
     assert not IngestRun.objects.exists() and not Document.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        (
+            "/api/v1/documents?offset=" + str(2**63),
+            "offset: Ensure this value is less than or equal to 1000000.",
+        ),
+        (
+            "/api/v1/documents/lookup?source=vpn%00.md",
+            "query parameter 'source' contains a NUL character (0x00)",
+        ),
+        (
+            "/api/v1/documents/lookup?source=a.md&source=b.md",
+            "parameter(s) given more than once: source; each takes one value",
+        ),
+        ("/api/v1/documents/lookup?source=a.md&sorce=b.md", "unknown field(s): sorce"),
+    ],
+)
+def test_document_lookups_name_what_they_cannot_search(everyone, url, message) -> None:  # type: ignore[no-untyped-def]
+    response = everyone.get(url)
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["message"] == message
