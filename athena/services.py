@@ -6,9 +6,12 @@ import re
 from collections.abc import Sequence
 
 from django.contrib.auth.models import Group, User
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 
 from athena.errors import ValidationFailed
+from athena.validators import text_problem
 
 _USERNAME = re.compile(r"^[\w.@+-]{1,150}$")
 
@@ -30,8 +33,13 @@ def user_create_or_update(
     if not _USERNAME.match(username):
         raise ValidationFailed(f"invalid user name {username!r}: use letters, digits and @.+-_ (max 150)")
     for name in groups:
-        if not name.strip() or len(name) > 150:
+        if not name.strip() or len(name) > 150 or text_problem(name):
             raise ValidationFailed(f"invalid group name {name!r}")
+    if email:
+        try:  # stored as given before: a typo reached the user list (and password-reset mail) unnoticed
+            validate_email(email)
+        except DjangoValidationError:
+            raise ValidationFailed(f"invalid e-mail address {email!r}") from None
     user, created = User.objects.get_or_create(username=username, defaults={"email": email})
     if password:
         user.set_password(password)

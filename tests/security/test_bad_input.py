@@ -420,3 +420,21 @@ def test_document_lookups_name_what_they_cannot_search(everyone, url, message) -
     response = everyone.get(url)
     assert response.status_code == 400, response.content
     assert response.json()["error"]["message"] == message
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"email": "not-an-email"}, "invalid e-mail address 'not-an-email'"),  # stored as given before
+        (
+            {"email": "ops\x00@example.com"},
+            "invalid e-mail address 'ops\\x00@example.com'",
+        ),  # DataError before
+        ({"groups": ["noc\x00"]}, "invalid group name 'noc\\x00'"),  # DataError before
+    ],
+)
+def test_adduser_refuses_what_it_cannot_store_and_creates_nobody(options, message) -> None:  # type: ignore[no-untyped-def]
+    from django.contrib.auth.models import User
+
+    assert _command_error("adduser", "dana", **options) == message
+    assert not User.objects.filter(username="dana").exists()
