@@ -12,6 +12,8 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
+from athena.validators import text_problem
+
 
 def positive_int(raw: str) -> int:
     """An argparse type: a whole number of at least 1 (a batch size or a limit of 0 or less would do nothing,
@@ -23,6 +25,18 @@ def positive_int(raw: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def user_named(name: str, *, hint: str = "") -> Any:
+    """The user called `name`, or a CommandError saying there is none (`hint` appended). A name the database
+    cannot hold (a NUL, or the lone surrogates a command line's undecodable bytes become) names no user either:
+    looking it up failed with a traceback."""
+    from django.contrib.auth.models import User
+
+    user = None if text_problem(name) else User.objects.filter(username=name).first()
+    if user is None:
+        raise CommandError(f"no user {name!r}{hint}")
+    return user
 
 
 def output_file(path: Path) -> Path:

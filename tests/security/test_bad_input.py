@@ -438,3 +438,33 @@ def test_adduser_refuses_what_it_cannot_store_and_creates_nobody(options, messag
 
     assert _command_error("adduser", "dana", **options) == message
     assert not User.objects.filter(username="dana").exists()
+
+
+@pytest.mark.parametrize("command", ["ask", "evaluate"])
+@pytest.mark.parametrize("name", ["op\x00", "caf\udce9"])
+def test_a_user_name_the_database_cannot_hold_names_no_user(tmp_path, command, name) -> None:  # type: ignore[no-untyped-def]
+    # a command line's undecodable bytes become lone surrogates: the lookup failed with a traceback
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text('{"id": "q1", "question": "how do I restart bgp?"}\n')
+    args = ("why?",) if command == "ask" else (str(questions),)
+    extra = {} if command == "ask" else {"out": str(tmp_path / "out.jsonl")}
+    message = _command_error(command, *args, user=name, **extra)
+    assert message.startswith(f"no user {name!r}"), message
+
+
+def test_train_answerer_refuses_a_data_file_it_did_not_write(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data = tmp_path / "runs.jsonl.gz"
+    data.write_text('{"split": "train"}\n')  # not gzipped: BadGzipFile before
+    message = _command_error("train_answerer", data=str(data), out=str(tmp_path / "answerer.json"))
+    assert message.startswith(f"{data} is not a file written by --collect (gzipped JSON lines): ")
+    assert not (tmp_path / "answerer.json").exists()
+
+
+def test_train_answerer_refuses_an_out_it_cannot_write_before_fitting(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import gzip
+
+    data = tmp_path / "runs.jsonl.gz"
+    with gzip.open(data, "wt") as handle:
+        handle.write('{"split": "train"}\n')
+    message = _command_error("train_answerer", data=str(data), out=str(tmp_path))
+    assert message == f"{tmp_path} is a directory: give a file name"

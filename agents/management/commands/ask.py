@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test import override_settings
 
+from athena.cli import user_named
 from athena.errors import ApplicationError
 
 
@@ -31,10 +31,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from agents.services import ask
 
-        try:
-            user = User.objects.get(username=options["user"])
-        except User.DoesNotExist:
-            raise CommandError(f"no user {options['user']!r} (create one with `manage.py adduser`)") from None
+        user = user_named(options["user"], hint=" (create one with `manage.py adduser`)")
         try:
             if options["inline"]:
                 with override_settings(ATHENA_REALTIME_VIA_CELERY=False):

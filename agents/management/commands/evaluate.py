@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test import override_settings
 
-from athena.cli import output_file, positive_int, read_json_lines
+from athena.cli import output_file, positive_int, read_json_lines, user_named
 from athena.errors import ApplicationError
 from retrieval.metrics import contains, mrr_at_k, ndcg_at_k, normalise, recall_at_k  # noqa: F401 - re-exported
 from retrieval.types import SearchConfig
@@ -90,10 +90,7 @@ class Command(BaseCommand):
         users = {}
         for key in ("user", "allowed_user"):
             if options[key]:
-                try:
-                    users[key] = User.objects.get(username=options[key])
-                except User.DoesNotExist:
-                    raise CommandError(f"no user {options[key]!r}") from None
+                users[key] = user_named(options[key])
         config = _config(options["config"])
         if options["compare"]:
             self._compare(questions, users, config)

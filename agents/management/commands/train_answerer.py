@@ -23,7 +23,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from athena.cli import read_json_lines
+from athena.cli import output_file, read_json_lines, user_named
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "answerer_data.jsonl.gz"
 
@@ -79,13 +79,16 @@ class Command(BaseCommand):
             )
             return
         from agents.answerer import ARTEFACT
-        from agents.answerer_training import fit_answerer, load_runs
+        from agents.answerer_training import fit_answerer
 
         data = Path(options["data"])
         if not data.exists():
             raise CommandError(f"{data} does not exist: collect it first (--collect QUESTIONS ...)")
-        answerer, report = fit_answerer(load_runs(data), seed=options["seed"] or 0)
-        out = Path(options["out"]) if options["out"] else ARTEFACT
+        # checked before fitting: a typo in --out or --report must not cost the fit, nor end in a traceback
+        out = output_file(Path(options["out"])) if options["out"] else ARTEFACT
+        if options["report"]:
+            output_file(Path(options["report"]))
+        answerer, report = fit_answerer(_runs(data), seed=options["seed"] or 0)
         out.write_text(json.dumps(answerer.to_json(), indent=1, sort_keys=True) + "\n")
         for line in report.lines():
             self.stdout.write(line)
@@ -96,26 +99,23 @@ class Command(BaseCommand):
     def _collect(
         self, questions_path: Path, username: str | None, allowed: str | None, data: Path, *, append: bool
     ) -> None:
-        from django.contrib.auth.models import User
 
-        from agents.answerer_training import label_candidates, load_runs, package_of
+        from agents.answerer_training import label_candidates, package_of
         from agents.pipeline import run_pipeline
         from athena.principals import Principal
 
         questions = read_json_lines(questions_path, required=("id", "question"))
+        output_file(data)  # written at the end of a long collection: a typo is refused now
         if not username:
             raise CommandError("--collect needs --user (and --allowed-user for acl questions)")
         users = {}
         for key, name in (("user", username), ("allowed", allowed)):
             if name:
-                try:
-                    users[key] = User.objects.get(username=name)
-                except User.DoesNotExist:
-                    raise CommandError(f"no user {name!r}") from None
+                users[key] = user_named(name)
         packages = sorted({package_of(q) for q in questions})
         if append and not data.exists():
             raise CommandError(f"--append: {data} does not exist yet")
-        earlier = load_runs(data) if append else []
+        earlier = _runs(data) if append else []
         # the cross-validation groups of this file's packages come after those already collected
         first_group = max((run["group"] for run in earlier), default=-1) + 1
         runs = []
@@ -172,6 +172,17 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(f"collected {len(runs)} runs into {data} ({len(earlier) + len(runs)} in all)")
         )
+
+
+def _runs(data: Path) -> list[dict[str, Any]]:
+    """The runs collected in `data`; a file that is not the gzipped JSON lines --collect writes is refused by
+    name (a traceback before)."""
+    from agents.answerer_training import load_runs
+
+    try:
+        return load_runs(data)
+    except (OSError, EOFError, UnicodeDecodeError, ValueError) as exc:  # BadGzipFile is an OSError
+        raise CommandError(f"{data} is not a file written by --collect (gzipped JSON lines): {exc}") from None
 
 
 def _facts_json(facts: Any) -> dict[str, Any]:
