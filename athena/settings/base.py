@@ -312,6 +312,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # DRF's parsers, with JSON's refusing an object that names one key twice (not keeping the last value)
+    "DEFAULT_PARSER_CLASSES": [
+        "athena.parsers.StrictJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "athena.errors.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "athena.pagination.BoundedLimitOffsetPagination",

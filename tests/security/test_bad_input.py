@@ -468,3 +468,25 @@ def test_train_answerer_refuses_an_out_it_cannot_write_before_fitting(tmp_path) 
         handle.write('{"split": "train"}\n')
     message = _command_error("train_answerer", data=str(data), out=str(tmp_path))
     assert message == f"{tmp_path} is a directory: give a file name"
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "body"),
+    [
+        ("post", "/api/v1/ask", '{"question": "why does BGP flap?", "question": "what is my SSN?"}'),
+        ("post", "/api/v1/answers/1/feedback", '{"vote": "up", "vote": "down"}'),
+        (
+            "put",
+            "/api/v1/documents/1/acl",
+            '{"access_tier": "public", "groups": [], "access_tier": "confidential"}',
+        ),
+        ("post", "/api/v1/ask", '{"question": "ok?", "filters": {"tiers": ["public"], "tiers": []}}'),
+    ],
+)
+def test_a_json_object_naming_a_key_twice_is_refused(everyone, method, url, body) -> None:  # type: ignore[no-untyped-def]
+    # Python's JSON keeps the last value: the second question was asked, the last vote recorded
+    response = getattr(everyone, method)(url, body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "parse_error" and "is given more than once in one object" in error["message"]
+    assert not AuditEvent.objects.filter(kind="question").exists()
