@@ -23,6 +23,7 @@ trail are prepended when embedding.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -558,8 +559,19 @@ def _caching(count: Callable[[str], int]) -> Callable[[str], int]:
     return functools.lru_cache(maxsize=65536)(count)
 
 
-@functools.lru_cache(maxsize=1)
+# transformers' first import is not safe from several threads at once ("cannot import name 'AutoTokenizer'"):
+# two uploads indexed at once in a web process failed as unreadable files. The first load is done by one
+# thread; the others wait for it
+_TOKENIZER_LOAD = threading.Lock()
+
+
 def _minilm_tokenizer():  # type: ignore[no-untyped-def]
+    with _TOKENIZER_LOAD:
+        return _minilm_tokenizer_load()
+
+
+@functools.lru_cache(maxsize=1)
+def _minilm_tokenizer_load():  # type: ignore[no-untyped-def]
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -380,3 +380,52 @@ def test_an_admin_acl_edit_over_an_acl_changed_meanwhile_is_refused() -> None:
     document = Document.objects.get(pk=document.pk)
     assert document.access_tier == "restricted"
     assert list(document.allowed_groups.values_list("name", flat=True)) == ["vault"]
+
+
+# --- the first documents indexed at once in a fresh process ------------------------------------------------------
+
+FIRST_TOKEN_COUNTS = """
+import json, threading
+import django
+django.setup()
+from knowledge.chunking import make_token_counter
+barrier, failures = threading.Barrier(8), []
+def count():
+    barrier.wait(120)
+    try:
+        make_token_counter()("The DHCP lease time is 8 hours.")
+    except Exception as exc:
+        failures.append(repr(exc))
+threads = [threading.Thread(target=count) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(json.dumps(failures))
+"""
+
+
+@pytest.mark.slow
+def test_documents_chunked_at_once_by_a_fresh_process_all_get_the_tokenizer() -> None:
+    """Uploads indexed in the web process (ATHENA_REALTIME_VIA_CELERY=false), several at once right after it
+    started (the same file sent twice): each thread's chunking loads the word-piece tokenizer, and transformers'
+    first import from several threads at once failed ("cannot import name 'AutoTokenizer'"), so all but one of
+    the uploads were marked failed as unreadable files. Run in a fresh interpreter: this one has loaded it."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "athena.settings.test"}
+    run = subprocess.run(
+        [sys.executable, "-c", FIRST_TOKEN_COUNTS],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == []
