@@ -21,6 +21,8 @@ def reject_unknown_fields(request: Request, serializer_class: type[serializers.S
     if not isinstance(request.data, dict):
         raise ValidationFailed("the request body must be a JSON object")
     refuse_unknown_fields(request.data, serializer_class().fields)
+    if isinstance(request.data, QueryDict):  # a form's body: a field given twice would be read as its last
+        refuse_repeated_params(request.data)
 
 
 def refuse_unknown_params(request: Request, *serializer_classes: type[serializers.Serializer]) -> None:

@@ -490,3 +490,11 @@ def test_a_json_object_naming_a_key_twice_is_refused(everyone, method, url, body
     error = response.json()["error"]
     assert error["code"] == "parse_error" and "is given more than once in one object" in error["message"]
     assert not AuditEvent.objects.filter(kind="question").exists()
+
+
+def test_a_form_field_given_twice_is_refused(everyone) -> None:  # type: ignore[no-untyped-def]
+    response = everyone.post(
+        "/api/v1/answers/1/feedback", "vote=up&vote=down", content_type="application/x-www-form-urlencoded"
+    )
+    assert response.status_code == 400, response.content
+    assert "given more than once: vote" in response.json()["error"]["message"]
