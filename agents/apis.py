@@ -153,6 +153,7 @@ class AskApi(APIView):
     )
     def post(self, request: Request) -> Response:
         try:
+            refuse_unknown_params(request)  # conversation_id in the query string started a new conversation
             reject_unknown_fields(request, self.AskInputSerializer)
             serializer = self.AskInputSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
@@ -220,6 +221,7 @@ class AskQueueApi(APIView):
 
         from agents.realtime import queue_position, retry_after_seconds
 
+        refuse_unknown_params(request)
         try:
             position = queue_position(user_id=request.user.pk)
         except RedisError:
@@ -286,6 +288,7 @@ class ConversationHistorySerializer(serializers.Serializer):
 class ConversationDetailApi(APIView):
     @extend_schema(responses=ConversationHistorySerializer)
     def get(self, request: Request, conversation_id: Any) -> Response:
+        refuse_unknown_params(request)
         conversation, answers = conversation_history(user=request.user, conversation_id=conversation_id)
         responses = responses_visible(answers=answers, principal=Principal.from_user(request.user))
         return Response(
@@ -302,6 +305,7 @@ class ConversationDetailApi(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, conversation_id: Any) -> Response:
+        refuse_unknown_params(request)
         conversation_delete(user=request.user, conversation_id=conversation_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -321,6 +325,7 @@ class FeedbackApi(APIView):
 
     @extend_schema(request=FeedbackInputSerializer, responses={201: FeedbackOutputSerializer})
     def post(self, request: Request, answer_id: int) -> Response:
+        refuse_unknown_params(request)
         reject_unknown_fields(request, self.FeedbackInputSerializer)
         serializer = self.FeedbackInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -424,6 +429,7 @@ class CurationResolveApi(APIView):
         },
     )
     def post(self, request: Request, item_id: int) -> Response:
+        refuse_unknown_params(request)
         reject_unknown_fields(request, self.CurationResolveInputSerializer)
         serializer = self.CurationResolveInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from athena.errors import ValidationFailed
 from athena.health import health_report
+from athena.http import refuse_repeated_params, refuse_unknown_fields
 
 
 def health_fields() -> dict[str, serializers.Field]:
@@ -42,6 +43,8 @@ class HealthApi(APIView):
     def get(self, request: Request) -> Response:
         # ?workers=false: the web process's own readiness (database, pgvector, Redis), for probes that must
         # not take every web server out of service when the workers are down
+        refuse_unknown_fields(request.query_params.keys(), {"workers", "format"})
+        refuse_repeated_params(request.query_params)
         workers = request.query_params.get("workers", "true").lower()
         if workers not in ("true", "false"):
             # "0" or "no" read as true would take every web server out of service when the workers are down

@@ -154,6 +154,7 @@ def _visible_or_probe(request: Request, document_id: int) -> Document:
 class DocumentDetailApi(APIView):
     @extend_schema(responses=DocumentOutputSerializer)
     def get(self, request: Request, document_id: int) -> Response:
+        refuse_unknown_params(request)
         document = _visible_or_probe(request, document_id)
         return Response(DocumentOutputSerializer(document, context={"request": request}).data)
 
@@ -176,6 +177,7 @@ class DocumentMetadataApi(APIView):
 
     @extend_schema(responses=DocumentMetadataOutputSerializer)
     def get(self, request: Request, document_id: int) -> Response:
+        refuse_unknown_params(request)
         meta = document_metadata(
             _visible_or_probe(request, document_id), principal=Principal.from_user(request.user)
         )
@@ -226,6 +228,7 @@ class PassageApi(APIView):
 
     @extend_schema(responses=PassageOutputSerializer)
     def get(self, request: Request, chunk_id: int) -> Response:
+        refuse_unknown_params(request)
         principal = Principal.from_user(request.user)
         chunk = chunk_get_visible(principal=principal, chunk_id=chunk_id)
         meta = get_document_metadata(principal=principal, document_id=chunk.document_id)
@@ -360,6 +363,7 @@ class DocumentUploadApi(APIView):
 
         upload_rate_hit(user=request.user)  # before the body is parsed (when CSRF has not parsed it already)
         refuse_unknown_fields(request.data, {"file"})
+        refuse_unknown_params(request)
         files = len(request.FILES.getlist("file"))
         if files > 1:
             # the serializer would read the last part alone and store that one under a 201
@@ -509,6 +513,7 @@ class DocumentAclApi(APIView):
     def put(self, request: Request, document_id: int) -> Response:
         from knowledge.services import document_set_acl
 
+        refuse_unknown_params(request)
         reject_unknown_fields(request, self.DocumentAclInputSerializer)
         serializer = self.DocumentAclInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -539,6 +544,7 @@ class DocumentReingestApi(APIView):
         from audit.services import audit_record
         from knowledge.services import document_reingest
 
+        refuse_unknown_params(request)
         document = _document_or_404(document_id)
         if not document.source_path:
             raise ValidationFailed("this document has no source file to re-ingest")

@@ -498,3 +498,51 @@ def test_a_form_field_given_twice_is_refused(everyone) -> None:  # type: ignore[
     )
     assert response.status_code == 400, response.content
     assert "given more than once: vote" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [
+        ("get", "/api/v1/documents/1?fields=title"),
+        ("get", "/api/v1/documents/1/metadata?version=2"),
+        ("get", "/api/v1/passages/1?context=2"),
+        ("get", "/api/v1/conversations/00000000-0000-0000-0000-000000000001?limit=5"),
+        ("delete", "/api/v1/conversations/00000000-0000-0000-0000-000000000001?soft=true"),
+        ("get", "/api/v1/ask/queue?user=bob"),
+        ("get", "/api/v1/audit/events/1?format_=csv"),
+        ("get", "/api/v1/audit/chain?since=2026-01-01"),  # verified the whole chain as if that was asked
+        ("get", "/api/v1/health?worker=false"),  # a typo of workers= took every web server out of service
+        ("get", "/api/v1/health?workers=false&workers=true"),
+        ("post", "/api/v1/answers/1/feedback?comment=great"),
+        ("post", "/api/v1/curation/1/resolve?document_id=3"),
+        ("put", "/api/v1/documents/1/acl?groups=noc"),
+        ("post", "/api/v1/documents/1/reingest?force=true"),
+    ],
+)
+def test_an_endpoint_refuses_query_parameters_it_does_not_take(everyone, method, url) -> None:  # type: ignore[no-untyped-def]
+    response = getattr(everyone, method)(url, {}, format="json")
+    assert response.status_code == 400, (url, response.content)
+    message = response.json()["error"]["message"]
+    assert "unknown field(s)" in message or "given more than once" in message, message
+
+
+def test_a_conversation_id_in_the_ask_query_string_is_refused_and_audited(everyone) -> None:  # type: ignore[no-untyped-def]
+    # the body's question was answered in a new conversation, not the one the query string named
+    url = "/api/v1/ask?conversation_id=00000000-0000-0000-0000-000000000001"
+    response = everyone.post(url, {"question": "and the second step?"}, format="json")
+    assert (
+        response.status_code == 400
+        and "unknown field(s): conversation_id" in response.json()["error"]["message"]
+    )
+    assert len(_refused_question_events()) == 1
+
+
+def test_an_upload_with_a_query_parameter_is_refused_and_audited(uploader) -> None:  # type: ignore[no-untyped-def]
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile("notes.txt", b"rack power is 8 kW", content_type="text/plain")
+    response = client_for(uploader).post(
+        "/api/v1/documents/upload?ttl_hours=1", {"file": upload}, format="multipart"
+    )
+    assert response.status_code == 400, response.content
+    assert AuditEvent.objects.filter(kind="upload_refused", actor="uploader").count() == 1
