@@ -15,6 +15,7 @@ checks the chain against the key and the latest checkpoint.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import json
@@ -245,25 +246,32 @@ def audit_checkpoint_write() -> Checkpoint | None:
     report = audit_verify()
     if not report.ok:
         return None
-    head = AuditEvent.objects.order_by("-id").values_list("id", "hash").first()
-    if head is None:
+    if not AuditEvent.objects.exists():
         return None
-    existing, _ = checkpoints_read()
-    if existing and existing[-1].event_id == head[0] and existing[-1].hash == head[1]:
-        return existing[-1]  # nothing new since the last checkpoint
     key_id, key = _current_key()
-    body: dict[str, Any] = {
-        "event_id": head[0],
-        "hash": head[1],
-        "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "key_id": key_id,
-        "prev_mac": existing[-1].mac if existing else "",
-    }
-    record = {**body, "mac": _checkpoint_mac(key, body)}
     path = _checkpoint_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
+        # one writer at a time, from reading the last line to appending the next (the beat task overlapping a
+        # slow earlier run, an operator's `audit_verify --checkpoint`): each line links to the one before it,
+        # and two writers that read the same last line both linked to it, so that the file read as one with
+        # lines removed and every later verification failed. Released when the descriptor is closed
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        head = AuditEvent.objects.order_by("-id").values_list("id", "hash").first()
+        existing, _ = checkpoints_read()
+        if head is None:
+            return None
+        if existing and existing[-1].event_id == head[0] and existing[-1].hash == head[1]:
+            return existing[-1]  # nothing new since the last checkpoint
+        body: dict[str, Any] = {
+            "event_id": head[0],
+            "hash": head[1],
+            "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "key_id": key_id,
+            "prev_mac": existing[-1].mac if existing else "",
+        }
+        record = {**body, "mac": _checkpoint_mac(key, body)}
         os.write(descriptor, (canonical_json(record) + "\n").encode("utf-8"))
         os.fsync(descriptor)
     finally:

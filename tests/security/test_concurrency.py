@@ -5,9 +5,11 @@ for a lock (never a sleep that hopes for the right order)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -412,10 +414,8 @@ def test_documents_chunked_at_once_by_a_fresh_process_all_get_the_tokenizer() ->
     first import from several threads at once failed ("cannot import name 'AutoTokenizer'"), so all but one of
     the uploads were marked failed as unreadable files. Run in a fresh interpreter: this one has loaded it."""
     import json
-    import os
     import subprocess
     import sys
-    from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "athena.settings.test"}
@@ -429,3 +429,56 @@ def test_documents_chunked_at_once_by_a_fresh_process_all_get_the_tokenizer() ->
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == []
+
+
+# --- the audit log's checkpoints ---------------------------------------------------------------------------------
+
+
+def flock_waiters(path: Any) -> int:
+    """How many flock() calls wait for a lock on the file at `path` (Linux /proc/locks: `->` marks a waiter)."""
+    inode = os.stat(path).st_ino
+    lines = Path("/proc/locks").read_text().splitlines()
+    return sum(
+        1 for line in lines if "->" in line and "FLOCK" in line and line.split()[6].endswith(f":{inode}")
+    )
+
+
+def test_a_checkpoint_waits_for_one_being_written(audit_checkpoint_file) -> None:  # type: ignore[no-untyped-def]
+    """Each checkpoint links to the line before it. The beat task overlapping a slow earlier run, or an
+    operator's `audit_verify --checkpoint`, used to read the same last line as the other writer and link to it
+    too: the file then read as one with lines removed, and every later verification failed. A writer holding
+    the file (as the checkpoint writer does, from reading its last line to appending) makes the next one wait."""
+    import fcntl
+
+    from audit.services import audit_checkpoint_write, audit_record, audit_verify, checkpoints_read
+
+    audit_record(kind="probe", payload={"n": 1})
+    assert audit_checkpoint_write() is not None
+    audit_record(kind="probe", payload={"n": 2})
+
+    with open(audit_checkpoint_file, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another writer, between reading the last line and appending
+        writer, written = in_thread(audit_checkpoint_write)
+        deadline = time.monotonic() + WAIT_SECONDS
+        while writer.is_alive() and not flock_waiters(audit_checkpoint_file) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        waited = writer.is_alive()
+        fcntl.flock(held, fcntl.LOCK_UN)
+    writer.join(WAIT_SECONDS)
+
+    assert waited, "the checkpoint was appended while another writer held the file"
+    assert not isinstance(written[0], BaseException), written[0]
+    checkpoints, problems = checkpoints_read()
+    assert problems == [] and len(checkpoints) == 2
+    assert audit_verify().ok
+
+
+def test_checkpoints_written_at_once_keep_the_file_verifiable() -> None:
+    from audit.services import audit_checkpoint_write, audit_record, audit_verify, checkpoints_read
+
+    for round_ in range(5):
+        audit_record(kind="probe", payload={"round": round_})
+        results = together(*[audit_checkpoint_write] * 4)
+        assert not any(isinstance(result, BaseException) for result in results), results
+        assert checkpoints_read()[1] == []
+    assert audit_verify().ok
