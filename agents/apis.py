@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
+from rest_framework.fields import empty
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -96,6 +98,23 @@ class QuestionField(StrictCharField):
             data = re.sub(r" {2,}", " ", _CONTROL.sub(" ", _TERMINAL_CODES.sub("", data)))
         return super().to_internal_value(data)
 
+    def run_validation(self, data: Any = empty) -> Any:
+        if isinstance(data, str) and not any(unicodedata.category(ch)[0] in "LNPS" for ch in data):
+            # only invisible characters (zero-width spaces, direction marks, lone combining marks): as blank
+            # as spaces, but str.strip() keeps them and the question was answered as asked
+            data = ""
+        return super().run_validation(data)
+
+
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID written as a string: DRF takes a number too (5 or true become UUID(int=...)), which named no
+    conversation the asker had and read as 'no such conversation' instead of a wrong type."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
 
 def _ask_service() -> Any:
     try:
@@ -120,7 +139,7 @@ class AskApi(APIView):
 
     class AskInputSerializer(serializers.Serializer):
         question = QuestionField(max_length=1000)
-        conversation_id = serializers.UUIDField(required=False, allow_null=True)
+        conversation_id = StrictUUIDField(required=False, allow_null=True)
         filters = serializers.DictField(
             required=False,
             allow_null=True,

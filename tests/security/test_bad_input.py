@@ -546,3 +546,27 @@ def test_an_upload_with_a_query_parameter_is_refused_and_audited(uploader) -> No
     )
     assert response.status_code == 400, response.content
     assert AuditEvent.objects.filter(kind="upload_refused", actor="uploader").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"question": "\u200b\u200f"}, "question: This field may not be blank."),  # answered before
+        ({"question": "\u202e \u0301\u200d"}, "question: This field may not be blank."),
+        ({"question": "why?", "conversation_id": 5}, "conversation_id: Must be a valid UUID."),  # UUID(int=5)
+        ({"question": "why?", "conversation_id": True}, "conversation_id: Must be a valid UUID."),
+    ],
+)
+def test_ask_refuses_an_invisible_question_and_a_conversation_id_that_is_no_string(body, fragment) -> None:  # type: ignore[no-untyped-def]
+    client = client_for(make_user("asker", "employees"))
+    response = client.post("/api/v1/ask", body, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["message"] == fragment
+    assert len(_refused_question_events()) == 1
+
+
+def test_a_question_in_any_script_or_with_marks_is_still_asked_not_blank() -> None:
+    from agents.apis import QuestionField
+
+    for text in ("\u0915\u094d\u092f\u093e?", "e\u0301t\u00e9 \u200bBGP", "\U0001f525 on r1"):
+        assert QuestionField().run_validation(text) == text.strip()
