@@ -27,6 +27,15 @@ def positive_int(raw: str) -> int:
     return value
 
 
+def port_number(raw: str) -> int:
+    """An argparse type: a TCP port, 1 to 65535 (0 read as "the default" and a port past the range failed only
+    when the web server tried to listen)."""
+    value = positive_int(raw)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port from 1 to 65535, got {value}")
+    return value
+
+
 def user_named(name: str, *, hint: str = "") -> Any:
     """The user called `name`, or a CommandError saying there is none (`hint` appended). A name the database
     cannot hold (a NUL, or the lone surrogates a command line's undecodable bytes become) names no user either:

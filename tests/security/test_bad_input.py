@@ -570,3 +570,16 @@ def test_a_question_in_any_script_or_with_marks_is_still_asked_not_blank() -> No
 
     for text in ("\u0915\u094d\u092f\u093e?", "e\u0301t\u00e9 \u200bBGP", "\U0001f525 on r1"):
         assert QuestionField().run_validation(text) == text.strip()
+
+
+@pytest.mark.parametrize(
+    ("port", "why"),
+    [
+        ("0", "must be at least 1, got 0"),
+        ("70000", "must be a port from 1 to 65535, got 70000"),
+        ("80x", "must be a whole number, got '80x'"),
+    ],
+)
+def test_the_stack_command_refuses_a_port_that_is_none(port, why) -> None:  # type: ignore[no-untyped-def]
+    # 0 was read as "the default port"; 70000 failed only when the web server tried to listen
+    assert _command_error("stack", "status", "--port", port) == f"Error: argument --port: {why}"

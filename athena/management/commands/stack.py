@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from athena.cli import port_number
 from athena.stack import Stack, StackError, runner_forget, runner_record
 
 
@@ -26,7 +27,7 @@ class Command(BaseCommand):
             default=",".join(Stack.ALL),
             help=f"comma-separated components (default: {','.join(Stack.ALL)})",
         )
-        parser.add_argument("--port", type=int, default=None, help="web port (default: PORT or 8000)")
+        parser.add_argument("--port", type=port_number, default=None, help="web port (default: PORT or 8000)")
         parser.add_argument("--check", action="store_true", help="status: exit 1 unless all are running")
 
     def handle(self, *args: Any, **options: Any) -> None:
