@@ -1,5 +1,5 @@
 """Sign-in with throttling: after too many recent failures for a login name or from an address, the password
-is not even checked (athena.throttling.login_blocked)."""
+is not even checked (athena.throttling.login_attempt_count)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django import forms
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 
-from athena.throttling import login_blocked, login_blocked_seconds
+from athena.throttling import login_attempt_count, login_attempt_succeeded, login_blocked_seconds
 
 
 def client_address(request: Any) -> str:
@@ -21,9 +21,17 @@ class ThrottledModelBackend(ModelBackend):
     def authenticate(
         self, request: Any, username: str | None = None, password: str | None = None, **kwargs: Any
     ) -> Any:
-        if username is not None and login_blocked(str(username), client_address(request)):
-            return None  # Django then fires user_login_failed, which counts and audits the attempt
-        return super().authenticate(request, username=username, password=password, **kwargs)
+        if username is None:
+            return super().authenticate(request, username=username, password=password, **kwargs)
+        address = client_address(request)
+        # counted before the password is checked (a refused or failed attempt stays counted; Django then fires
+        # user_login_failed, which audits it), so that a burst of guesses sent at once is held to the limit
+        if not login_attempt_count(str(username), address):
+            return None
+        user = super().authenticate(request, username=username, password=password, **kwargs)
+        if user is not None:
+            login_attempt_succeeded(str(username), address)
+        return user
 
 
 class ThrottledAuthenticationForm(AuthenticationForm):

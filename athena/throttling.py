@@ -93,17 +93,61 @@ def _login_keys(username: str, address: str) -> tuple[str, str]:
     return f"{key_prefix()}:loginfail:user:{name}", f"{key_prefix()}:loginfail:addr:{address}"
 
 
-def login_failure_count(username: str, address: str) -> None:
-    """Count a failed sign-in for the login name and for the client address (15-minute windows)."""
+# Checks both counters and counts the attempt in them in one step: `blocked` when either had reached its limit
+# before this attempt (it is counted all the same, as a refused attempt always was)
+_LOGIN_ATTEMPT_SCRIPT = """
+local blocked = 0
+for i = 1, 2 do
+  if tonumber(redis.call('GET', KEYS[i]) or '0') >= tonumber(ARGV[i]) then blocked = 1 end
+end
+for i = 1, 2 do
+  redis.call('INCR', KEYS[i])
+  redis.call('EXPIRE', KEYS[i], ARGV[3])
+end
+return blocked
+"""
+
+
+def login_attempt_count(username: str, address: str) -> bool:
+    """Count one sign-in attempt for the login name and the client address (15-minute windows), before its
+    password is checked; returns whether the password may be checked (False: either had reached its failure
+    limit before this attempt). Checked and counted in one step: checking first and counting only once the
+    password had failed let every attempt of a burst sent at once find the counters as they were before it,
+    and check its password. A successful attempt takes its count back (login_attempt_succeeded)."""
+    limits = (settings.ATHENA_LOGIN_FAILURES_PER_NAME, settings.ATHENA_LOGIN_FAILURES_PER_ADDRESS)
     try:
-        client = redis_client()
-        with client.pipeline() as pipe:
-            for key in _login_keys(username, address):
-                pipe.incr(key)
-                pipe.expire(key, LOGIN_WINDOW_SECONDS)
+        blocked = redis_client().eval(
+            _LOGIN_ATTEMPT_SCRIPT, 2, *_login_keys(username, address), *limits, LOGIN_WINDOW_SECONDS
+        )
+    except Exception:
+        logger.warning("login throttle: redis unavailable, attempt not counted", exc_info=True)
+        return True
+    return not int(blocked)
+
+
+def login_attempt_succeeded(username: str, address: str) -> None:
+    """The attempt counted by login_attempt_count signed in: the name's failures are forgotten (as
+    login_success_clear does) and the address's count of this attempt is taken back."""
+    name_key, address_key = _login_keys(username, address)
+    try:
+        with redis_client().pipeline() as pipe:
+            pipe.delete(name_key)
+            pipe.decr(address_key)
             pipe.execute()
     except Exception:
-        logger.warning("login throttle: redis unavailable, failure not counted", exc_info=True)
+        logger.warning("login throttle: redis unavailable, attempt not taken back", exc_info=True)
+
+
+def login_counted_over_limit(username: str, address: str) -> bool:
+    """Whether the attempt just counted by login_attempt_count came when the name or the address was over its
+    limit already (it was refused without a password check)."""
+    limits = (settings.ATHENA_LOGIN_FAILURES_PER_NAME, settings.ATHENA_LOGIN_FAILURES_PER_ADDRESS)
+    try:
+        counts = [int(v or 0) for v in redis_client().mget(_login_keys(username, address))]
+    except Exception:
+        logger.warning("login throttle: redis unavailable, check skipped", exc_info=True)
+        return False
+    return any(count > limit for count, limit in zip(counts, limits, strict=True))
 
 
 def login_blocked_seconds(username: str, address: str) -> int:

@@ -28,17 +28,18 @@ class AuditConfig(AppConfig):
 def login_failure_record(
     sender: Any, credentials: dict[str, Any], request: Any = None, **kwargs: Any
 ) -> None:
-    """Every failed sign-in is counted (sign-in throttling) and audited with the attempted user name (never the
-    password) and address -- aggregated: per login name and hour the 1st, 10th, 100th ... failure is written
-    with the count, so guessing cannot flood the chain."""
+    """Every failed sign-in (counted for sign-in throttling before its password was checked, by
+    athena.auth.ThrottledModelBackend) is audited with the attempted user name (never the password) and
+    address -- aggregated: per login name and hour the 1st, 10th, 100th ... failure is written with the count,
+    so guessing cannot flood the chain."""
     from athena.auth import client_address
-    from athena.throttling import login_blocked, login_failure_count
+    from athena.throttling import login_counted_over_limit
     from audit.aggregation import audit_aggregated
 
     username = str(credentials.get("username", ""))[:150]
     address = client_address(request)
-    blocked = login_blocked(username, address)
-    login_failure_count(username, address)
+    # counted already, before its password was checked (athena.auth.ThrottledModelBackend)
+    blocked = login_counted_over_limit(username, address)
     audit_aggregated(
         kind="login_failed",
         actor=username,

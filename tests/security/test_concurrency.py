@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.hashers import MD5PasswordHasher
 from django.db import connections, transaction
 from django.test import Client
 
@@ -482,3 +483,76 @@ def test_checkpoints_written_at_once_keep_the_file_verifiable() -> None:
         assert not any(isinstance(result, BaseException) for result in results), results
         assert checkpoints_read()[1] == []
     assert audit_verify().ok
+
+
+# --- sign-in throttling ------------------------------------------------------------------------------------------
+
+
+class PasswordCheckGate:
+    """Holds each password check until every attempt of a burst has either reached its own check or ended
+    without one: the burst is as concurrent as it can be, whatever the scheduler does."""
+
+    def __init__(self, attempts: int) -> None:
+        self.attempts, self.checks, self.settled = attempts, 0, 0
+        self.condition = threading.Condition()
+        self.local = threading.local()
+
+    def check(self) -> None:
+        self.local.checked = True
+        with self.condition:
+            self.checks += 1
+            self.settled += 1
+            self.condition.notify_all()
+            assert self.condition.wait_for(lambda: self.settled >= self.attempts, WAIT_SECONDS)
+
+    def attempt(self, call: Callable[[], Any]) -> Any:
+        self.local.checked = False
+        try:
+            return call()
+        finally:
+            if not self.local.checked:  # refused without a check: it no longer holds up the others
+                with self.condition:
+                    self.settled += 1
+                    self.condition.notify_all()
+
+
+GATE: list[PasswordCheckGate] = []
+
+
+class GatedPasswordHasher(MD5PasswordHasher):
+    """Django's MD5 hasher (the test settings' own), each check passing the test's gate first."""
+
+    algorithm = "gated_md5"
+
+    def verify(self, password: str, encoded: str) -> bool:
+        GATE[0].check()
+        return super().verify(password, encoded)
+
+
+def test_a_burst_of_sign_ins_checks_no_more_passwords_than_the_limit(settings) -> None:  # type: ignore[no-untyped-def]
+    """Twelve guesses at one name sent at once, the limit three: three passwords are checked, the others are
+    refused unchecked, and the right password is refused too until the name's window ends. Each attempt used
+    to read the counter, check the password and be counted once that failed, so every attempt of a burst
+    found the counter as it was before the burst and checked its password: guesses sent in parallel
+    multiplied what the limit allows."""
+    from django.contrib.auth import authenticate
+    from django.test import RequestFactory
+
+    settings.PASSWORD_HASHERS = [f"{__name__}.GatedPasswordHasher", *settings.PASSWORD_HASHERS]
+    settings.ATHENA_LOGIN_FAILURES_PER_NAME = 3
+    make_user("alice", "employees")  # password "pw", stored by the gated hasher
+    attempts = 12
+    gate = PasswordCheckGate(attempts)
+    GATE[:] = [gate]
+
+    def guess(number: int) -> Any:
+        request = RequestFactory().post("/accounts/login/")
+        return gate.attempt(lambda: authenticate(request, username="alice", password=f"guess-{number}"))
+
+    results = together(*[lambda n=n: guess(n) for n in range(attempts)])
+
+    assert results == [None] * attempts
+    assert gate.checks == 3
+    GATE[:] = [PasswordCheckGate(1)]
+    assert authenticate(RequestFactory().post("/accounts/login/"), username="alice", password="pw") is None
+    assert GATE[0].checks == 0
