@@ -22,7 +22,7 @@ from django.db import OperationalError, transaction
 from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
-from athena.errors import Unavailable, ValidationFailed, dependency_unavailable
+from athena.errors import NotFound, Unavailable, ValidationFailed, dependency_unavailable
 from athena.validators import text_problem
 from knowledge.indexing import (
     DocumentRemoved,
@@ -36,7 +36,7 @@ from knowledge.indexing import (
     index_statistics_refresh,
 )
 from knowledge.models import OPEN_TIERS, AccessTier, DocType, Document, DocumentStatus, IngestRun
-from knowledge.selectors import chunk_vectors_stored, vendor_gazetteer
+from knowledge.selectors import NOT_FOUND_MESSAGE, chunk_vectors_stored, vendor_gazetteer
 from knowledge.text import ANALYZER_VERSION
 
 logger = logging.getLogger(__name__)
@@ -553,6 +553,15 @@ def document_tombstone(*, document: Document) -> None:
         )
 
 
+def _document_locked(document_id: int) -> Document:
+    """The document's row under its lock; a document deleted meanwhile (the lock waited for the delete)
+    answers as any missing one."""
+    document = Document.objects.select_for_update().filter(pk=document_id).first()
+    if document is None:
+        raise NotFound(NOT_FOUND_MESSAGE)
+    return document
+
+
 def document_acl_sync(*, document: Document, actor: Any = None) -> int:
     """Copy the document's ACL and filter fields onto its chunks and audit the change. The row is read again
     under its lock (the one an ingest takes to swap a version in): the caller's copy may predate an ingest that
@@ -560,7 +569,7 @@ def document_acl_sync(*, document: Document, actor: Any = None) -> int:
     from audit.services import audit_record
 
     with transaction.atomic():
-        document = Document.objects.select_for_update().get(pk=document.pk)
+        document = _document_locked(document.pk)
         count = document_sync_chunk_acl(document=document)
         audit_record(
             kind="acl_change",
@@ -581,7 +590,7 @@ def document_set_acl(*, document: Document, access_tier: str, groups: Sequence[s
     caller's copy may predate an ingest that committed since), and sync its chunks. Returns the document."""
     _check_access_tier(access_tier)
     with transaction.atomic():
-        document = Document.objects.select_for_update().get(pk=document.pk)
+        document = _document_locked(document.pk)
         document.access_tier = access_tier
         document.save(update_fields=["access_tier"])
         document.allowed_groups.set(_groups(groups))

@@ -556,3 +556,28 @@ def test_a_burst_of_sign_ins_checks_no_more_passwords_than_the_limit(settings) -
     GATE[:] = [PasswordCheckGate(1)]
     assert authenticate(RequestFactory().post("/accounts/login/"), username="alice", password="pw") is None
     assert GATE[0].checks == 0
+
+
+def test_an_acl_change_for_a_document_deleted_meanwhile_answers_not_found() -> None:
+    """An admin deletes a document while another sets its ACL through the API: the ACL change waits for the
+    delete and then answers 404, as for any missing document (it used to end in a server error)."""
+    from knowledge.models import Document
+
+    document = a_document_open_to("vault")
+    api = client_for(make_user("secops", "employees", "kb-admins", "vault"))
+    url = f"/api/v1/documents/{document.pk}/acl"
+
+    with transaction.atomic():
+        Document.objects.select_for_update().get(pk=document.pk)  # the delete, under way
+        put, result = in_thread(
+            lambda: api.put(url, {"access_tier": "restricted", "groups": ["vault"]}, format="json")
+        )
+        until_another_session_waits_for_a_lock()
+        Document.objects.filter(pk=document.pk).delete()
+    put.join(WAIT_SECONDS)
+
+    assert not put.is_alive()
+    (response,) = result
+    assert not isinstance(response, BaseException), response
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
