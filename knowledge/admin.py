@@ -110,7 +110,11 @@ class DocumentAdminForm(forms.ModelForm):
             return cleaned
         # the row as it is now, locked until the admin's request commits (the admin's change view runs in one
         # transaction): an ACL change through the API waits for this save instead of slipping in before it
-        current = Document.objects.select_for_update().get(pk=self.instance.pk)
+        current = Document.objects.select_for_update().filter(pk=self.instance.pk).first()
+        if current is None:  # deleted while this form was being sent (the lock waited for the delete)
+            raise forms.ValidationError(
+                "This document was deleted by someone else since this page was opened."
+            )
         current_groups = sorted(current.allowed_groups.values_list("pk", flat=True))
         seen_tier, _, seen_ids = seen.partition(":")
         seen_groups = sorted(int(pk) for pk in seen_ids.split(",") if pk.isdigit())

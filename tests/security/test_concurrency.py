@@ -581,3 +581,29 @@ def test_an_acl_change_for_a_document_deleted_meanwhile_answers_not_found() -> N
     assert not isinstance(response, BaseException), response
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
+
+
+def test_an_admin_form_saved_while_its_document_is_deleted_says_so() -> None:
+    """The document is deleted (by another admin) while this admin's form is being saved: the form comes back
+    saying so, instead of a server error from the locked re-read of a row that is gone."""
+    from knowledge.models import Document
+
+    make_user("curator", "employees", "kb-admins", "ops", superuser=True)
+    document = a_document_open_to("ops")
+    browser = Client()
+    assert browser.login(username="curator", password="pw")
+    change, form = document_change_form(browser, document)
+
+    with transaction.atomic():
+        Document.objects.select_for_update().get(pk=document.pk)  # the delete, under way
+        save, result = in_thread(lambda: browser.post(change, {**form, "title": "Runbook (2025)"}))
+        until_another_session_waits_for_a_lock()
+        Document.objects.filter(pk=document.pk).delete()
+    save.join(WAIT_SECONDS)
+
+    assert not save.is_alive()
+    (response,) = result
+    assert not isinstance(response, BaseException), response
+    assert response.status_code == 200
+    assert "deleted by someone else" in response.content.decode()
+    assert not Document.objects.filter(pk=document.pk).exists()
