@@ -172,8 +172,10 @@ class AskApi(APIView):
     )
     def post(self, request: Request) -> Response:
         try:
-            refuse_unknown_params(request)  # conversation_id in the query string started a new conversation
+            # the body first: its size is checked before it is read, and the refusal below reads it (is it a
+            # question?), which a refused query parameter must not make it do whatever its size
             reject_unknown_fields(request, self.AskInputSerializer)
+            refuse_unknown_params(request)  # conversation_id in the query string started a new conversation
             serializer = self.AskInputSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
         except (ValidationFailed, exceptions.ValidationError) as exc:

@@ -537,6 +537,18 @@ def test_a_conversation_id_in_the_ask_query_string_is_refused_and_audited(everyo
     assert len(_refused_question_events()) == 1
 
 
+def test_an_oversized_form_question_sent_with_an_unknown_query_parameter_is_refused_unread(everyone) -> None:  # type: ignore[no-untyped-def]
+    # the ask API refuses a body past 64 KiB before reading it (a JSON one in the middleware, a form's in the
+    # view); a refused query parameter came first, and the check of whether the refusal was a question (to
+    # audit it) then read and parsed the form body whatever its size
+    body = "question=" + "x" * (70 * 1024)
+    url = "/api/v1/ask?verbose=1"
+    response = everyone.post(url, body, content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 413, response.content
+    assert response.json()["error"]["code"] == "too_large"
+    assert not _refused_question_events()
+
+
 def test_an_upload_with_a_query_parameter_is_refused_and_audited(uploader) -> None:  # type: ignore[no-untyped-def]
     from django.core.files.uploadedfile import SimpleUploadedFile
 
