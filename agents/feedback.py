@@ -96,7 +96,13 @@ def curation_resolve(
     read answers as a missing one, so the call tells nothing of which restricted documents exist."""
     from audit.services import audit_record
     from knowledge.selectors import document_by_id, document_list_visible
+    from knowledge.services import document_lock_for_reference
 
+    # the document first, locked until this commits, in the order a delete takes them (the document, then the
+    # items pointing at it): a delete under way is waited for and the document is then missing; one that
+    # starts later waits, then sees this item and clears its pointer (without the lock the item was written
+    # beside the delete and failed at commit on the missing document: a server error)
+    present = document_id is None or document_lock_for_reference(document_id=document_id)
     item = CurationItem.objects.select_for_update().filter(pk=item_id).first()
     if item is None:
         raise NotFound("no such curation item")
@@ -105,7 +111,7 @@ def curation_resolve(
     document = None
     if document_id is not None:
         readable = document_list_visible(principal=Principal.from_user(actor)).filter(pk=document_id).exists()
-        if readable or document_id == item.resolved_document_id:
+        if present and (readable or document_id == item.resolved_document_id):
             document = document_by_id(document_id=document_id)
         if document is None:
             raise ValidationFailed("no such document")

@@ -553,6 +553,17 @@ def document_tombstone(*, document: Document) -> None:
         )
 
 
+def document_lock_for_reference(*, document_id: int) -> bool:
+    """Hold the document against deletion until the caller's transaction ends, before a row of another app is
+    pointed at it; False when it does not exist (or a delete under way, which this waited for, removed it).
+
+    Django carries out on_delete itself, on the rows it sees when a delete starts, and PostgreSQL checks the
+    foreign key at commit: a reference written beside a delete fails there. FOR NO KEY UPDATE conflicts with the
+    delete (and document_tombstone's lock, which the admin's delete takes first) but not with the key-share
+    locks of other foreign-key checks."""
+    return Document.objects.select_for_update(no_key=True).filter(pk=document_id).exists()
+
+
 def _document_locked(document_id: int) -> Document:
     """The document's row under its lock; a document deleted meanwhile (the lock waited for the delete)
     answers as any missing one."""

@@ -1,0 +1,174 @@
+"""A row deleted while another request writes a reference to it, against the real PostgreSQL.
+
+Django carries out on_delete (CASCADE, SET_NULL) itself, from the rows it can see when the delete starts, and
+PostgreSQL checks each foreign key when the referencing transaction commits: a reference written beside a delete
+used to fail there, a server error for whichever request committed last. Each test runs one side in the test's
+own transaction, held open, and the other in a thread with its own connection (closed when it ends); the test
+waits until PostgreSQL reports that thread's session waiting for a lock before letting the first side commit,
+so the order is the same on every run."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib import admin
+from django.contrib.auth.models import Group
+from django.db import connections, transaction
+from django.test import Client, RequestFactory
+
+from agents.feedback import curation_resolve
+from agents.models import Answer, Conversation, CurationItem
+from athena.principals import Principal
+from audit.models import AuditEvent
+from knowledge.models import Document, DocumentStatus
+from knowledge.selectors import document_list_visible
+from tests.api import client_for, make_user
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+WAIT_SECONDS = 60
+
+
+def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    """Run `call` in a thread with a database connection of its own, closed when it ends; the list gets its
+    result or the exception it raised."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as exc:  # noqa: BLE001 -- the test asserts on it
+            outcome.append(exc)
+        finally:
+            connections.close_all()  # the connections of this thread
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
+def until_the_other_session_waits(thread: threading.Thread) -> None:
+    """Return once another session of the test database waits for a lock (the thread's write has reached a row
+    this transaction holds), or once the thread has ended without waiting."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    with connections["default"].cursor() as cursor:
+        while time.monotonic() < deadline:
+            if not thread.is_alive():
+                return
+            cursor.execute("SELECT pg_stat_clear_snapshot()")  # statistics are read once per transaction
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
+            )
+            if cursor.fetchone()[0]:
+                return
+            time.sleep(0.02)
+    raise AssertionError("the concurrent request never waited for a lock")
+
+
+def finished(thread: threading.Thread, outcome: list[Any]) -> Any:
+    thread.join(WAIT_SECONDS)
+    assert not thread.is_alive(), "the concurrent request did not finish"
+    (result,) = outcome
+    assert not isinstance(result, BaseException), repr(result)
+    return result
+
+
+def admin_browser(name: str, *groups: str) -> Client:
+    make_user(name, *groups, superuser=True)
+    browser = Client()
+    assert browser.login(username=name, password="pw")
+    return browser
+
+
+def admin_delete(model: type[Any], obj: Any) -> None:
+    """What the admin's delete view does with one row, in the caller's transaction (the view runs in one)."""
+    request = RequestFactory().post("/")
+    admin.site.get_model_admin(model).delete_model(request, obj)
+
+
+def an_indexed_document(*groups: str) -> Document:
+    document = Document.objects.create(
+        source="runbooks/token-rotation.md",
+        title="Token rotation",
+        access_tier="restricted",
+        status=DocumentStatus.INDEXED,
+    )
+    document.allowed_groups.set([Group.objects.get_or_create(name=name)[0] for name in groups])
+    return document
+
+
+def an_abstained_answer(user: Any) -> Answer:
+    conversation = Conversation.objects.create(user=user, title="Who rotates the token?")
+    answer = Answer.objects.create(
+        conversation=conversation,
+        user=user,
+        question="Who rotates the token?",
+        abstained=True,
+        response={"answer": "", "abstained": True, "citations": []},
+    )
+    CurationItem.objects.create(answer=answer, reason="abstained")
+    return answer
+
+
+# --- a curation item resolved with a document that an admin deletes -----------------------------------------
+
+
+def test_resolving_with_a_document_deleted_meanwhile_answers_no_such_document() -> None:
+    """An admin deletes a document while another resolves a curation item with it: the resolution waits for
+    the delete and answers as for any missing document, and the item stays open (it used to be written, then
+    fail at commit on the missing document: a server error)."""
+    curator = make_user("curator", "employees", "kb-admins", "ops")
+    document = an_indexed_document("ops")
+    assert document_list_visible(principal=Principal.from_user(curator)).filter(pk=document.pk).exists()
+    item = an_abstained_answer(make_user("alice", "employees")).curation
+    api = client_for(curator)
+    document_id = document.pk  # the delete sets the instance's pk to None
+
+    with transaction.atomic():
+        admin_delete(Document, document)
+        post, outcome = in_thread(
+            lambda: api.post(
+                f"/api/v1/curation/{item.pk}/resolve",
+                {"resolution": "see the rotation runbook", "document_id": document_id},
+                format="json",
+            )
+        )
+        until_the_other_session_waits(post)
+
+    response = finished(post, outcome)
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["message"] == "no such document"
+    item.refresh_from_db()
+    assert not item.resolved and item.resolved_document_id is None
+    assert not AuditEvent.objects.filter(kind="curation_resolved").exists()
+
+
+def test_deleting_a_document_that_a_resolution_is_naming_keeps_the_resolution() -> None:
+    """A resolution naming a document is being written when an admin deletes that document: the delete waits
+    for it and then clears the item's pointer, as for a resolution written earlier (the resolution used to fail
+    at commit on the document deleted meanwhile)."""
+    admin_user = make_user("curator", "employees", "kb-admins", "ops")
+    document = an_indexed_document("ops")
+    item = an_abstained_answer(make_user("alice", "employees")).curation
+    browser = admin_browser("root", "ops")
+
+    with transaction.atomic():
+        curation_resolve(
+            item_id=item.pk, actor=admin_user, resolution="see the rotation runbook", document_id=document.pk
+        )
+        delete, outcome = in_thread(
+            lambda: browser.post(f"/admin/knowledge/document/{document.pk}/delete/", {"post": "yes"})
+        )
+        until_the_other_session_waits(delete)
+
+    response = finished(delete, outcome)
+    assert response.status_code == 302
+    assert not Document.objects.filter(pk=document.pk).exists()
+    item.refresh_from_db()
+    assert item.resolved and item.resolution == "see the rotation runbook"
+    assert item.resolved_document_id is None
