@@ -206,8 +206,8 @@ class DocumentAdmin(ReadableDocumentChoices):
                 self.message_user(
                     request,
                     "its expiry was renewed, but its re-ingestion could not be queued "
-                    f'({unavailable.message}): use the "Re-ingest" action later, or the next folder sync '
-                    "indexes it",
+                    f'({unavailable.message}): use the "Re-ingest" action later (a document of a synced '
+                    "source folder is also indexed by the next nightly sync)",
                     messages.ERROR,
                 )
 

@@ -50,7 +50,13 @@ from knowledge.selectors import (
     get_document_metadata,
     passage_code_lines,
 )
-from knowledge.uploads import UploadTooLarge, upload_lock, upload_quota_check, upload_rate_hit
+from knowledge.uploads import (
+    UploadTooLarge,
+    upload_lock,
+    upload_partials_remove,
+    upload_quota_check,
+    upload_rate_hit,
+)
 
 UPLOAD_SUFFIXES = (".pdf", ".docx", ".md", ".markdown", ".txt", ".html", ".htm")
 
@@ -281,11 +287,12 @@ def upload_store(*, user: Any, upload: Any) -> tuple[str, Path]:
     if target.parent != folder:  # belt and braces against traversal through odd names
         raise ValidationFailed("unsafe file name")
     with upload_lock(user=user):  # the quota checked and the file stored as one step (two uploads at once)
+        upload_partials_remove(user=user)  # left by a process killed while writing: no longer anyone's
         upload_quota_check(user=user, name=name, size=upload.size)
         folder.mkdir(parents=True, exist_ok=True)
         # written aside, then renamed over the name: an ingest reading an earlier upload of the name (still
         # parsing it) reads that file whole, never one being rewritten under it
-        partial = folder / f".{uuid.uuid4().hex}.part"
+        partial = folder / f".{uuid.uuid4().hex}.part"  # uploads.PARTIAL_GLOB
         try:
             with open(partial, "xb") as handle:
                 for piece in upload.chunks():

@@ -85,6 +85,22 @@ def upload_lock(*, user: Any) -> Iterator[None]:
         yield
 
 
+# a file being written before it is renamed over its name (upload_store); uploaded names never start with a dot
+PARTIAL_GLOB = ".*.part"
+
+
+def upload_partials_remove(*, user: Any) -> int:
+    """Delete the part-written files a killed web process left in `user`'s folder (they would count against the
+    quota for ever, and nothing names them). Call it under upload_lock: no upload of the user is being written
+    then, on any host. Returns how many were removed."""
+    folder = upload_folder(user)
+    removed = 0
+    for partial in folder.glob(PARTIAL_GLOB) if folder.is_dir() else ():
+        partial.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
 def upload_quota_check(*, user: Any, name: str, size: int) -> None:
     """Refuse an upload that would take the user's stored private uploads over ATHENA_UPLOAD_QUOTA_BYTES.
     Stored files are what counts: expired uploads are deleted with their files, and a file of the same name

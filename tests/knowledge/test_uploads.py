@@ -113,6 +113,21 @@ def test_upload_quota_per_user(uploader, settings) -> None:  # type: ignore[no-u
     assert AuditEvent.objects.filter(kind="upload_refused", payload__code="quota_exceeded").count() == 1
 
 
+def test_a_file_left_part_written_by_a_killed_upload_is_removed_not_counted(uploader, settings) -> None:  # type: ignore[no-untyped-def]
+    """An upload is written under a hidden part name and renamed once whole: a web process killed meanwhile
+    leaves the part behind. The user's next upload (under their upload lock, so no part is being written)
+    removes it instead of counting it against their quota for ever."""
+    settings.ATHENA_UPLOAD_QUOTA_BYTES = 1500
+    folder = settings.MEDIA_ROOT / "uploads" / str(uploader.pk)
+    folder.mkdir(parents=True)
+    leftover = folder / ".3f2a9c.part"
+    leftover.write_bytes(b"x" * 1200)
+    upload = SimpleUploadedFile("one.md", b"# One\n\n" + b"coffee beans " * 70, content_type="text/markdown")
+    response = client_for(uploader).post(URL, {"file": upload}, format="multipart")
+    assert response.status_code == 201, response.content
+    assert not leftover.exists() and [p.name for p in folder.iterdir()] == ["one.md"]
+
+
 def test_upload_rate_per_user(uploader, settings) -> None:  # type: ignore[no-untyped-def]
     settings.ATHENA_UPLOADS_PER_HOUR = 2
     client = client_for(uploader)
