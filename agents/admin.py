@@ -20,6 +20,14 @@ class ConversationAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # a conversation is started by asking (its user is read-only here: adding one was a 500)
 
+    def delete_model(self, request: HttpRequest, obj: Conversation) -> None:
+        self.delete_queryset(request, Conversation.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
+        from agents.feedback import conversations_delete
+
+        conversations_delete(conversations=queryset)  # locks first: see there
+
 
 @admin.register(Answer)
 class AnswerAdmin(admin.ModelAdmin):
@@ -36,6 +44,14 @@ class AnswerAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def delete_model(self, request: HttpRequest, obj: Answer) -> None:
+        self.delete_queryset(request, Answer.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Answer]) -> None:
+        from agents.feedback import answers_delete
+
+        answers_delete(answers=queryset)  # locks first: see there
 
 
 @admin.register(Feedback)

@@ -6,9 +6,10 @@ from typing import Any
 from uuid import UUID
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from agents.models import Answer, CurationItem, Feedback
+from agents.models import Answer, Conversation, CurationItem, Feedback
 from agents.selectors import answer_get_for_user, conversation_get
 from athena.errors import Conflict, NotFound, ValidationFailed
 from athena.principals import Principal
@@ -55,6 +56,12 @@ def feedback_submit(*, user: Any, answer_id: int, vote: int, comment: str | None
     if comment is not None and len(comment) > MAX_COMMENT_CHARS:
         raise ValidationFailed(f"comment too long (at most {MAX_COMMENT_CHARS} characters)")
     answer = answer_get_for_user(user=user, answer_id=answer_id)
+    # the answer's row held until this commits: an admin's delete under way (answers_delete,
+    # conversations_delete lock the rows first) is waited for and the answer is then missing; one that starts
+    # later waits and removes this vote with it. Without it the vote was written beside the delete and failed
+    # at commit on the missing answer (a server error)
+    if not Answer.objects.select_for_update(no_key=True).filter(pk=answer.pk).exists():
+        raise NotFound("no such answer")
     feedback, _ = Feedback.objects.update_or_create(
         answer=answer,
         user=user,
@@ -83,6 +90,31 @@ def conversation_delete(*, user: Any, conversation_id: UUID | str) -> None:
     conversation = conversation_get(user=user, conversation_id=conversation_id)
     conversation.deleted = True
     conversation.save(update_fields=["deleted", "updated_at"])
+
+
+@transaction.atomic
+def answers_delete(*, answers: QuerySet[Answer]) -> None:
+    """Delete answers with their votes and curation items (an admin's delete). The rows are locked before
+    Django looks for what hangs on them: a vote being written meanwhile commits first and is deleted with its
+    answer, instead of the delete missing it and failing at commit on the vote left pointing at nothing."""
+    ids = list(
+        Answer.objects.select_for_update().filter(pk__in=answers.values("pk")).values_list("pk", flat=True)
+    )
+    Answer.objects.filter(pk__in=ids).delete()
+
+
+@transaction.atomic
+def conversations_delete(*, conversations: QuerySet[Conversation]) -> None:
+    """Delete conversations with their answers (an admin's delete; the asker's own deletion only hides one:
+    conversation_delete). The conversations, then their answers, are locked before Django looks for what hangs
+    on them, in the order a question's answer (the conversation) and a vote (the answer) take them."""
+    ids = list(
+        Conversation.objects.select_for_update()
+        .filter(pk__in=conversations.values("pk"))
+        .values_list("pk", flat=True)
+    )
+    answers_delete(answers=Answer.objects.filter(conversation_id__in=ids))
+    Conversation.objects.filter(pk__in=ids).delete()
 
 
 @transaction.atomic

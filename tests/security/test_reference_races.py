@@ -172,3 +172,63 @@ def test_deleting_a_document_that_a_resolution_is_naming_keeps_the_resolution() 
     item.refresh_from_db()
     assert item.resolved and item.resolution == "see the rotation runbook"
     assert item.resolved_document_id is None
+
+
+# --- a vote on an answer that an admin deletes (the answer itself, or its conversation) ---------------------
+
+
+def a_downvote(user: Any, answer_id: int) -> Any:
+    return client_for(user).post(f"/api/v1/answers/{answer_id}/feedback", {"vote": "down"}, format="json")
+
+
+@pytest.mark.parametrize("deleted", [Answer, Conversation])
+def test_a_vote_on_an_answer_deleted_meanwhile_answers_no_such_answer(deleted: type[Any]) -> None:
+    """An admin deletes an answer (or its conversation) while its asker votes it down: the vote waits for the
+    delete and answers 404, and leaves no vote or curation item behind (both used to be written beside the
+    delete and fail at commit on the missing answer: a server error)."""
+    alice = make_user("alice", "employees")
+    answer = an_abstained_answer(alice)
+    CurationItem.objects.filter(answer=answer).delete()  # a downvote puts the answer on the queue
+    doomed, answer_id = (answer if deleted is Answer else answer.conversation), answer.pk
+
+    with transaction.atomic():
+        admin_delete(deleted, doomed)
+        vote, outcome = in_thread(lambda: a_downvote(alice, answer_id))
+        until_the_other_session_waits(vote)
+
+    response = finished(vote, outcome)
+    assert response.status_code == 404, response.content
+    assert response.json()["error"] == {"code": "not_found", "message": "no such answer"}
+    assert not Answer.objects.exists()
+    assert not CurationItem.objects.exists()
+    assert not AuditEvent.objects.filter(kind="feedback").exists()
+
+
+@pytest.mark.parametrize("deleted", [Answer, Conversation])
+def test_deleting_an_answer_being_voted_on_takes_the_vote_with_it(deleted: type[Any]) -> None:
+    """An admin deletes an answer (or its conversation) while a vote on it is being recorded: the delete waits
+    for the vote and removes it with the answer (the vote used to fail at commit on the answer deleted meanwhile,
+    or, had it committed first, the delete on the vote it had not seen)."""
+    from agents.feedback import feedback_submit
+
+    alice = make_user("alice", "employees")
+    answer = an_abstained_answer(alice)
+    CurationItem.objects.filter(answer=answer).delete()
+    browser = admin_browser("root")
+    path = (
+        f"/admin/agents/answer/{answer.pk}/delete/"
+        if deleted is Answer
+        else f"/admin/agents/conversation/{answer.conversation_id}/delete/"
+    )
+
+    with transaction.atomic():
+        feedback_submit(user=alice, answer_id=answer.pk, vote=-1, comment="wrong runbook")
+        delete, outcome = in_thread(lambda: browser.post(path, {"post": "yes"}))
+        until_the_other_session_waits(delete)
+
+    response = finished(delete, outcome)
+    assert response.status_code == 302
+    assert not deleted.objects.exists()
+    assert not Answer.objects.exists()
+    assert not CurationItem.objects.exists()
+    assert AuditEvent.objects.filter(kind="feedback").count() == 1  # the vote was recorded, then removed
