@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
-from athena.errors import ValidationFailed
+from athena.errors import Conflict, ValidationFailed
 from athena.validators import text_problem
 
 _USERNAME = re.compile(r"^[\w.@+-]{1,150}$")
@@ -49,7 +49,39 @@ def user_create_or_update(
         user.email = email
     user.is_staff = staff or user.is_staff
     user.save()
-    for name in groups:
-        group, _ = Group.objects.get_or_create(name=name.strip())
-        user.groups.add(group)
+    user.groups.add(*groups_held(names=[name.strip() for name in groups]))
     return user, created
+
+
+def groups_held(*, names: Iterable[str], create: bool = True) -> list[Group]:
+    """The groups of these names, each held against deletion until the caller's transaction ends, for rows that
+    are about to point at them (a document's ACL, a user's membership). A missing group is created, or with
+    `create=False` refused as unknown (ValidationFailed).
+
+    Django carries out a delete's on_delete itself, on the rows it sees when it starts, and PostgreSQL checks a
+    foreign key at commit: a membership written beside a group's delete failed there (a server error). FOR NO
+    KEY UPDATE waits for a delete under way (and makes a later one, knowledge.services.groups_delete, wait for
+    this transaction)
+    without blocking other foreign-key checks; a group that a delete removed meanwhile is a conflict the caller
+    is told about, rather than a group silently made again."""
+    wanted = list(dict.fromkeys(names))
+    if create:
+        groups = {name: Group.objects.get_or_create(name=name)[0] for name in wanted}
+    else:
+        groups = {group.name: group for group in Group.objects.filter(name__in=wanted)}
+        unknown = sorted(set(wanted) - set(groups))
+        if unknown:
+            raise ValidationFailed(f"unknown group(s): {', '.join(unknown)}", details={"unknown": unknown})
+    held = set(
+        Group.objects.select_for_update(no_key=True)
+        .filter(pk__in=[group.pk for group in groups.values()])
+        .order_by("pk")  # one order for every writer: two of them never wait for each other in a cycle
+        .values_list("pk", flat=True)
+    )
+    deleted = sorted(name for name, group in groups.items() if group.pk not in held)
+    if deleted:
+        raise Conflict(
+            f"group(s) deleted by someone else while this change was being made: {', '.join(deleted)}",
+            details={"deleted": deleted},
+        )
+    return list(groups.values())

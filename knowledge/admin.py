@@ -4,6 +4,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth.admin import GroupAdmin
+from django.contrib.auth.models import Group
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.forms import ModelChoiceField
 from django.http import HttpRequest
@@ -332,3 +334,20 @@ class DocumentLinkAdmin(ReadOnlyAdmin):
 class IngestRunAdmin(admin.ModelAdmin):
     formfield_overrides = JSON_FORM_FIELDS
     list_display = ("id", "root", "status", "started_at", "finished_at", "total", "counts")
+
+
+class LockingGroupAdmin(GroupAdmin):
+    """Django's group admin, its deletes through groups_delete (which locks the groups, and the documents that
+    name them, before looking for the ACLs and memberships that point at them)."""
+
+    def delete_model(self, request: HttpRequest, obj: Group) -> None:
+        self.delete_queryset(request, Group.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Group]) -> None:
+        from knowledge.services import groups_delete
+
+        groups_delete(groups=queryset)
+
+
+admin.site.unregister(Group)
+admin.site.register(Group, LockingGroupAdmin)

@@ -537,6 +537,7 @@ class DocumentAclApi(APIView):
             access_tier=serializer.validated_data["access_tier"],
             groups=groups,
             actor=request.user,
+            create_groups=False,  # checked again under the lock: a group deleted since is not made again
         )
         return Response(_admin_view(request, document))
 

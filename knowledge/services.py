@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from django.contrib.auth.models import Group
 from django.db import OperationalError, transaction
-from django.db.models import Case, F, Q, Value, When
+from django.db.models import Case, F, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from athena.errors import NotFound, Unavailable, ValidationFailed, dependency_unavailable
@@ -463,8 +463,10 @@ def ingest_expiry(document: Document | None, options: IngestOptions) -> datetime
     return document.expires_at
 
 
-def _groups(names: Iterable[str]) -> list[Group]:
-    return [Group.objects.get_or_create(name=name)[0] for name in names]
+def _groups(names: Iterable[str], *, create: bool = True) -> list[Group]:
+    from athena.services import groups_held
+
+    return groups_held(names=names, create=create)  # held until the caller commits: see there
 
 
 def document_index_staged(*, staged: StagedDocument) -> Document:
@@ -596,15 +598,20 @@ def document_acl_sync(*, document: Document, actor: Any = None) -> int:
     return count
 
 
-def document_set_acl(*, document: Document, access_tier: str, groups: Sequence[str], actor: Any) -> Document:
+def document_set_acl(
+    *, document: Document, access_tier: str, groups: Sequence[str], actor: Any, create_groups: bool = True
+) -> Document:
     """Set the document's access tier and groups, on the row as it is now (read again under its lock: the
-    caller's copy may predate an ingest that committed since), and sync its chunks. Returns the document."""
+    caller's copy may predate an ingest that committed since), and sync its chunks. Returns the document.
+    A group missing is created, or with `create_groups=False` refused (ValidationFailed: the ACL API, where a
+    mistyped name must not hide the document behind a new, empty group); one deleted while this waited for
+    its lock is a Conflict (athena.services.groups_held)."""
     _check_access_tier(access_tier)
     with transaction.atomic():
         document = _document_locked(document.pk)
         document.access_tier = access_tier
         document.save(update_fields=["access_tier"])
-        document.allowed_groups.set(_groups(groups))
+        document.allowed_groups.set(_groups(groups, create=create_groups))
         document_acl_sync(document=document, actor=actor)
     return document
 
@@ -661,6 +668,20 @@ def uploads_expire(*, now: datetime | None = None) -> int:
 
 def _written_after(path: Path, moment: datetime | None) -> bool:
     return moment is not None and path.stat().st_mtime >= moment.timestamp()
+
+
+@transaction.atomic
+def groups_delete(*, groups: QuerySet[Group]) -> None:
+    """Delete groups (an admin's delete). The documents that name them, then the groups, are locked before Django
+    looks for the rows that point at the groups (document ACLs, memberships): an ACL or a membership being
+    written meanwhile (athena.services.groups_held) commits first and is deleted with its group, instead of the
+    delete missing it and failing at commit. Documents before groups, as an ACL change takes them
+    (document_set_acl), so the two never wait for each other in a cycle; group_deleted_close_documents then
+    finds its documents locked already."""
+    ids = list(groups.values_list("pk", flat=True))
+    list(Document.objects.select_for_update().filter(allowed_groups__in=ids).order_by("pk").values_list("pk"))
+    held = Group.objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk", flat=True)
+    Group.objects.filter(pk__in=list(held)).delete()
 
 
 def group_delete_documents(*, group: Group) -> list[int]:

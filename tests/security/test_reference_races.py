@@ -232,3 +232,114 @@ def test_deleting_an_answer_being_voted_on_takes_the_vote_with_it(deleted: type[
     assert not Answer.objects.exists()
     assert not CurationItem.objects.exists()
     assert AuditEvent.objects.filter(kind="feedback").count() == 1  # the vote was recorded, then removed
+
+
+# --- a document's access given to a group that an admin deletes -----------------------------------------------
+
+
+def test_an_acl_naming_a_group_deleted_meanwhile_is_refused_and_changes_nothing() -> None:
+    """An admin deletes a group while another gives a document to it through the ACL API: the ACL change waits
+    for the delete and answers 409 naming the group, and the document keeps its access (it used to write the
+    group's membership beside the delete and fail at commit on the missing group: a server error)."""
+    document = an_indexed_document("ops")
+    vault = Group.objects.create(name="vault")
+    api = client_for(make_user("secops", "employees", "kb-admins", "ops"))
+
+    with transaction.atomic():
+        admin_delete(Group, vault)
+        put, outcome = in_thread(
+            lambda: api.put(
+                f"/api/v1/documents/{document.pk}/acl",
+                {"access_tier": "confidential", "groups": ["vault"]},
+                format="json",
+            )
+        )
+        until_the_other_session_waits(put)
+
+    response = finished(put, outcome)
+    assert response.status_code == 409, response.content
+    assert response.json()["error"]["code"] == "conflict"
+    assert "vault" in response.json()["error"]["message"]
+    document.refresh_from_db()
+    assert document.access_tier == "restricted"
+    assert [g.name for g in document.allowed_groups.all()] == ["ops"]
+    assert not Group.objects.filter(name="vault").exists()
+    assert not AuditEvent.objects.filter(kind="acl_change").exists()
+
+
+def test_deleting_a_group_that_an_acl_is_being_given_to_waits_and_takes_it_off_the_document() -> None:
+    """An admin deletes a group while a document is being given to it: the delete waits for the ACL change and
+    then removes the group from the document too (the ACL change used to fail at commit on the group deleted
+    meanwhile, or, had it committed first, the delete on the membership it had not seen)."""
+    from knowledge.services import document_set_acl
+
+    document = an_indexed_document("ops")
+    vault = Group.objects.create(name="vault")
+    browser = admin_browser("root")
+
+    with transaction.atomic():
+        document_set_acl(document=document, access_tier="confidential", groups=["ops", "vault"], actor=None)
+        delete, outcome = in_thread(
+            lambda: browser.post(f"/admin/auth/group/{vault.pk}/delete/", {"post": "yes"})
+        )
+        until_the_other_session_waits(delete)
+
+    response = finished(delete, outcome)
+    assert response.status_code == 302
+    assert not Group.objects.filter(name="vault").exists()
+    document.refresh_from_db()
+    assert document.access_tier == "confidential"
+    assert [g.name for g in document.allowed_groups.all()] == ["ops"]
+
+
+def test_an_acl_naming_a_group_deleted_meanwhile_from_that_document_answers_unknown_group() -> None:
+    """The document names the group that an admin deletes while another sets the document's ACL naming it again:
+    the ACL change waits for the delete (which holds the document) and answers as for any unknown group, and no
+    empty group of that name is made (one was, hiding the document from the group's former members)."""
+    document = an_indexed_document("ops", "vault")
+    vault = Group.objects.get(name="vault")
+    api = client_for(make_user("secops", "employees", "kb-admins", "ops"))
+
+    with transaction.atomic():
+        admin_delete(Group, vault)
+        put, outcome = in_thread(
+            lambda: api.put(
+                f"/api/v1/documents/{document.pk}/acl",
+                {"access_tier": "confidential", "groups": ["ops", "vault"]},
+                format="json",
+            )
+        )
+        until_the_other_session_waits(put)
+
+    response = finished(put, outcome)
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["message"] == "unknown group(s): vault"
+    assert not Group.objects.filter(name="vault").exists()
+    document.refresh_from_db()
+    assert document.access_tier == "restricted"
+    assert [g.name for g in document.allowed_groups.all()] == ["ops"]
+
+
+def test_deleting_a_group_named_by_a_document_whose_acl_is_being_set_waits_for_it() -> None:
+    """An admin deletes a group that a document names while its ACL is being set to that group alone: the delete
+    waits for the ACL change, then takes the group off the document, which stays closed (confidential, with
+    no group: readable by nobody until an admin sets its ACL)."""
+    from knowledge.services import document_set_acl
+
+    document = an_indexed_document("ops", "vault")
+    vault = Group.objects.get(name="vault")
+    browser = admin_browser("root")
+
+    with transaction.atomic():
+        document_set_acl(document=document, access_tier="confidential", groups=["vault"], actor=None)
+        delete, outcome = in_thread(
+            lambda: browser.post(f"/admin/auth/group/{vault.pk}/delete/", {"post": "yes"})
+        )
+        until_the_other_session_waits(delete)
+
+    response = finished(delete, outcome)
+    assert response.status_code == 302
+    assert not Group.objects.filter(name="vault").exists()
+    document.refresh_from_db()
+    assert document.access_tier == "confidential"
+    assert not document.allowed_groups.exists()
