@@ -494,7 +494,12 @@ def ask(
     # an event never records an answer that history and curation lack, nor the reverse
     try:
         with transaction.atomic():
-            Conversation.objects.filter(pk=conversation.pk).update(**changes)
+            # the UPDATE also holds the conversation until this commits: an admin's delete under way
+            # (conversations_delete) is waited for, and then the conversation is missing as in any other
+            # question to it; one that starts later waits and deletes this answer with it. Without the check the
+            # answer was written beside the delete and failed at commit (a server error)
+            if not Conversation.objects.filter(pk=conversation.pk).update(**changes):
+                raise NotFound("no such conversation")
             event = audit_record(
                 kind="question",
                 actor=user,

@@ -343,3 +343,67 @@ def test_deleting_a_group_named_by_a_document_whose_acl_is_being_set_waits_for_i
     document.refresh_from_db()
     assert document.access_tier == "confidential"
     assert not document.allowed_groups.exists()
+
+
+# --- a question answered in a conversation that an admin deletes ---------------------------------------------
+
+
+@pytest.mark.slow  # answers a question: loads the models
+def test_a_question_in_a_conversation_deleted_meanwhile_answers_no_such_conversation() -> None:
+    """An admin deletes a conversation while its owner's next question in it is being answered: storing the
+    answer waits for the delete and the question answers 404 as in any missing conversation, with no answer or
+    curation item left (the answer used to be written beside the delete and fail at commit: a server error)."""
+    alice = make_user("alice", "employees")
+    conversation = Conversation.objects.create(user=alice, title="VPN keys")
+    conversation_id = str(conversation.pk)
+    api = client_for(alice)
+
+    with transaction.atomic():
+        admin_delete(Conversation, conversation)
+        asked, outcome = in_thread(
+            lambda: api.post(
+                "/api/v1/ask",
+                {
+                    "question": "Which port does the lab's tftp mirror listen on?",
+                    "conversation_id": conversation_id,
+                },
+                format="json",
+            )
+        )
+        until_the_other_session_waits(asked)
+
+    response = finished(asked, outcome)
+    assert response.status_code == 404, response.content
+    assert response.json()["error"] == {"code": "not_found", "message": "no such conversation"}
+    assert not Conversation.objects.exists()
+    assert not Answer.objects.exists() and not CurationItem.objects.exists()
+    assert AuditEvent.objects.get(kind="question").verdict == "error"  # asked, and not answered
+
+
+@pytest.mark.slow  # answers a question: loads the models
+def test_deleting_a_conversation_while_its_answer_is_stored_takes_the_answer_with_it() -> None:
+    """An admin deletes a conversation while an answer in it is being stored: the delete waits for it and
+    removes the answer and its curation item with the conversation (the admin's delete used to miss the new
+    answer and fail at commit on it: a server error)."""
+    from agents.services import ask
+
+    alice = make_user("alice", "employees")
+    conversation = Conversation.objects.create(user=alice, title="VPN keys")
+    browser = admin_browser("root")
+
+    with transaction.atomic():
+        ask(
+            user=alice,
+            question="Which port does the lab's tftp mirror listen on?",
+            conversation_id=str(conversation.pk),
+        )
+        assert Answer.objects.filter(conversation=conversation).exists()
+        delete, outcome = in_thread(
+            lambda: browser.post(f"/admin/agents/conversation/{conversation.pk}/delete/", {"post": "yes"})
+        )
+        until_the_other_session_waits(delete)
+
+    response = finished(delete, outcome)
+    assert response.status_code == 302
+    assert not Conversation.objects.exists()
+    assert not Answer.objects.exists() and not CurationItem.objects.exists()
