@@ -76,7 +76,9 @@ _ITEM_TERM_WORDS = 1
 _GOES_ON_AFTER = word_set(
     "a an the and or but nor of to in into onto on for with without by from at as via per than"
 )
-_BOUNDARY_RE = re.compile(r"([.!?]+)[\"'\u201d\u2019)\]]*\s+")
+# matched only from the first mark of a run: tried from each mark of a long run ("....", a ruler of dots),
+# the engine read the rest of the run again for every one (quadratic; a 100 kB line took minutes)
+_BOUNDARY_RE = re.compile(r"(?<![.!?])([.!?]+)[\"'\u201d\u2019)\]]*\s+")
 # a caption's number ("Table 7.3. Summary of relay control verbs") or a section's ("2.5. Relayd spool
 # queue internals") opening a sentence: its period ends no sentence
 _LABEL_NUMBER_RE = re.compile(rf"{CAPTION_LABEL}|\d+(?:\.\d+)+")
@@ -418,9 +420,12 @@ def _segment_sentences(text: str, segment: _Segment) -> list[SentenceSpan]:
             # | server, query"): a sentence that ends a cell goes on to the end of its row
             continue
         period_only = "." in m.group(1) and "?" not in m.group(1) and "!" not in m.group(1)
+        # the word before the period, and the sentence so far, read in place: slicing the sentence so far at
+        # every period that ends none ("Mr. Mr. Mr. ...", a long line of initials) copied it each time (quadratic)
+        word_start = joined.rfind(" ", start, m.start()) + 1 or start
         if period_only and (
-            _is_abbreviation(joined[start : m.start()].rsplit(" ", 1)[-1])
-            or _LABEL_NUMBER_RE.fullmatch(joined[start : m.start()])
+            _is_abbreviation(joined[word_start : m.start()])
+            or _LABEL_NUMBER_RE.fullmatch(joined, start, m.start())
         ):
             continue
         cuts.append(word_at[end])  # the boundary's whitespace is one space between two words

@@ -1,0 +1,96 @@
+"""Adversarial content cannot hang ingestion or answering: a crafted document (a 100 kB line of one repeated
+piece, a ruler of dots) or a crafted question is processed in bounded time, never minutes of one worker.
+
+The checks are structural where they can be (how much text the tokenizer is asked to read) and otherwise a
+generous bound on inputs the old code took minutes over, so a slow machine does not make them flaky."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from knowledge.chunking import chunk_blocks, make_token_counter
+from knowledge.parsing import Block, ParsedDocument
+from knowledge.text import locate_sentences, sentences
+
+pytestmark = [pytest.mark.unit]
+
+
+def _document(*texts: str) -> ParsedDocument:
+    blocks = [Block("text", text, (), None, None) for text in texts]
+    return ParsedDocument(title="Notes", author="", updated_at=None, metadata={}, blocks=blocks, links=[])
+
+
+def _reading(count: Callable[[str], int]) -> tuple[Callable[[str], int], list[int]]:
+    """`count`, recording how many characters each call asks it to read."""
+    read: list[int] = []
+
+    def counting(text: str) -> int:
+        read.append(len(text))
+        return count(text)
+
+    return counting, read
+
+
+@pytest.mark.parametrize("piece", ["a{}@", "a{}.", "--a{}", "a{}-"])
+def test_a_long_word_of_many_tokens_is_cut_reading_it_a_few_times_only(piece: str) -> None:
+    # one "word" (no whitespace) of 40 kB that the word-piece tokenizer reads as 20,000+ tokens: cut into
+    # pieces within budget. The old cut searched the whole rest of the word for every piece (the tokenizer
+    # read it ~100 times over: 22 s for 100 kB, hours for the 1 MB line an upload may hold). Numbered
+    # pieces, so that no two prefixes are the same text (the counter's cache would hide the reading)
+    word = "".join(piece.format(i) for i in range(10_000))[:40_000]
+    count, read = _reading(make_token_counter())
+    chunks = chunk_blocks(_document("A line.", word), count_tokens=count, max_tokens=200)
+    assert len(chunks) > 100
+    assert all(chunk.token_count <= 200 for chunk in chunks)
+    assert word in "".join(chunk.text for chunk in chunks).replace("\n", "")
+    assert sum(read) < 20 * len(word), f"the tokenizer read {sum(read) // len(word)} times the word"
+
+
+def test_cutting_a_word_takes_the_longest_prefix_within_budget() -> None:
+    # the pieces are what a search over each whole rest found: each the longest prefix within the budget of
+    # a piece (the chunk's, less the 10 % kept for the overlap)
+    word = "x1." * 400
+    count = make_token_counter()
+    chunks = chunk_blocks(_document(word), count_tokens=count, max_tokens=40, overlap_ratio=0.1)
+    texts = [chunk.text for chunk in chunks]
+    assert "".join(texts) == word
+    for text, following in zip(texts, texts[1:], strict=False):
+        assert count(text) <= 36 < count(text + following[0])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "." * 200_000,  # a ruler of dots: every dot began a match that read the rest of the run (minutes)
+        "!?" * 100_000,
+        # a period that ends no sentence: the sentence so far was copied at every one (minutes for 3 MB)
+        "Mr. " * 800_000,
+        "e.g. A " * 480_000,
+        "Fig. 1 " * 480_000,
+    ],
+    ids=["dots", "marks", "abbreviations", "e.g.", "figures"],
+)
+def test_sentence_splitting_is_linear_on_runs_of_periods(text: str) -> None:
+    started = time.perf_counter()
+    located = locate_sentences(text)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 10, f"{elapsed:.1f} s"  # ~2 s here; the old splitter took a minute to many minutes
+    assert located and all(span.start < span.end for span in located)
+
+
+def test_the_splitter_still_cuts_where_it_did() -> None:
+    assert sentences("It failed... Restart it. Then see Fig. 3 below. Mr. Smith agreed.") == [
+        "It failed...",
+        "Restart it.",
+        "Then see Fig. 3 below.",
+        "Mr. Smith agreed.",
+    ]
+    assert sentences("Table 7.3. Summary of verbs follows. Done!! Next?) Yes.") == [
+        "Table 7.3. Summary of verbs follows.",
+        "Done!!",
+        "Next?)",
+        "Yes.",
+    ]
