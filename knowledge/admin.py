@@ -33,6 +33,30 @@ def readable_document_flag(request: HttpRequest, field: str) -> Exists:
 UNREADABLE_DOCUMENT = "a document you cannot read (not named here; an admin in its groups can change this)"
 
 
+DELETED_MEANWHILE = "This document was deleted by someone else since this page was opened."
+
+
+class DocumentChoicesForm(forms.ModelForm):
+    """The form of a ReadableDocumentChoices admin: a document picked in one of its `document_choice_fields` is
+    held against deletion until the admin's request commits (the admin's change view runs in one transaction),
+    and one deleted since the page was opened is a form error: the row used to be saved pointing at it and
+    fail at commit (a server error)."""
+
+    document_choice_fields: tuple[str, ...] = ()
+
+    def clean(self) -> dict[str, Any]:
+        from knowledge.services import document_lock_for_reference
+
+        cleaned = super().clean() or {}
+        for name in self.document_choice_fields:
+            chosen = cleaned.get(name)
+            if chosen is None or name not in self.changed_data:
+                continue
+            if not document_lock_for_reference(document_id=chosen.pk):
+                self.add_error(name, DELETED_MEANWHILE)
+        return cleaned
+
+
 class ReadableDocumentChoices(admin.ModelAdmin):
     """A ModelAdmin whose model points at documents through `document_choice_fields`: the admin picks among the
     documents they may read, and a document they cannot read is neither offered nor named. When the row
@@ -40,6 +64,7 @@ class ReadableDocumentChoices(admin.ModelAdmin):
 
     document_choice_fields: tuple[str, ...] = ()
     formfield_overrides = JSON_FORM_FIELDS
+    form = DocumentChoicesForm
 
     def _unreadable_choices(self, request: HttpRequest, obj: Any) -> list[str]:
         if obj is None:
@@ -71,6 +96,8 @@ class ReadableDocumentChoices(admin.ModelAdmin):
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change, **kwargs)
+        if issubclass(form, DocumentChoicesForm):
+            form.document_choice_fields = self.document_choice_fields
         for name in self.document_choice_fields:
             field = form.base_fields.get(name)
             current = getattr(obj, f"{name}_id", None) if obj is not None else None
@@ -91,7 +118,7 @@ def _access_seen(tier: str, group_ids: Any) -> str:
     return f"{tier}:{','.join(str(pk) for pk in sorted(group_ids))}"
 
 
-class DocumentAdminForm(forms.ModelForm):
+class DocumentAdminForm(DocumentChoicesForm):
     """The document's change form. It carries the access (tier and groups) it was shown with, so that saving
     it writes only the access its admin changed: an ACL set meanwhile (another admin, the ACL API) stays when
     this admin edits something else, and an access edit made over one set meanwhile is refused (the admin
@@ -109,6 +136,7 @@ class DocumentAdminForm(forms.ModelForm):
         cleaned = super().clean() or {}
         seen = cleaned.get("access_seen") or ""
         if self.instance.pk is None or ":" not in seen:
+            self._hold_groups(cleaned)
             return cleaned
         # the row as it is now, locked until the admin's request commits (the admin's change view runs in one
         # transaction): an ACL change through the API waits for this save instead of slipping in before it
@@ -136,7 +164,24 @@ class DocumentAdminForm(forms.ModelForm):
                 f"The {' and '.join(conflicts)} of this document were changed by someone else since this page "
                 "was opened: reload it and make your change again."
             )
+        self._hold_groups(cleaned)  # after the document: the order of an admin's group delete (groups_delete)
         return cleaned
+
+    def _hold_groups(self, cleaned: dict[str, Any]) -> None:
+        """Hold the groups this admin picked against deletion until the request commits; one deleted since the
+        page was opened is a form error (the document used to be saved naming it and fail at commit)."""
+        from athena.errors import ApplicationError
+        from athena.services import groups_held
+
+        chosen = cleaned.get("allowed_groups")
+        if "allowed_groups" not in self.changed_data or not chosen:
+            return
+        try:
+            groups_held(names=[group.name for group in chosen], create=False)
+        except ApplicationError as exc:
+            details = exc.details or {}
+            gone = ", ".join(details.get("unknown") or details.get("deleted") or [])
+            self.add_error("allowed_groups", f"Deleted by someone else since this page was opened: {gone}.")
 
 
 @admin.register(Document)

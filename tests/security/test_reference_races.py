@@ -407,3 +407,109 @@ def test_deleting_a_conversation_while_its_answer_is_stored_takes_the_answer_wit
     assert response.status_code == 302
     assert not Conversation.objects.exists()
     assert not Answer.objects.exists() and not CurationItem.objects.exists()
+
+
+# --- an admin's change form pointing at a row that another admin deletes ------------------------------------
+
+
+def a_change_form(browser: Client, path: str) -> dict[str, Any]:
+    """The values an admin change page shows, as its form would send them back."""
+    page = browser.get(path)
+    assert page.status_code == 200
+    form = page.context["adminform"].form
+    data: dict[str, Any] = {}
+    for field in form:
+        value = field.value()
+        if field.widget_type == "splitdatetime":
+            data.update({f"{field.html_name}_0": "", f"{field.html_name}_1": ""})
+        elif isinstance(value, list):
+            data[field.html_name] = [str(item) for item in value]
+        elif value is not None and value is not False:
+            data[field.html_name] = value
+    return data
+
+
+def form_errors(response: Any) -> dict[str, list[str]]:
+    """The errors of an admin change form sent back: the form shown again (200), not saved (302)."""
+    assert response.status_code == 200, response.status_code
+    return {name: list(messages) for name, messages in response.context["adminform"].form.errors.items()}
+
+
+def test_an_admin_form_giving_a_document_to_a_group_deleted_meanwhile_is_refused() -> None:
+    """One admin gives a document to a group in its change form while another deletes that group: the form
+    waits for the delete and comes back with an error, the document unchanged (it used to be saved naming the
+    deleted group and fail at commit: a server error)."""
+    document = an_indexed_document("ops")
+    vault = Group.objects.create(name="vault")
+    browser = admin_browser("curator", "ops")
+    path = f"/admin/knowledge/document/{document.pk}/change/"
+    data = a_change_form(browser, path)
+    data["allowed_groups"] = [
+        str(pk) for pk in Group.objects.filter(name__in=["ops", "vault"]).values_list("pk", flat=True)
+    ]
+
+    with transaction.atomic():
+        admin_delete(Group, vault)
+        save, outcome = in_thread(lambda: browser.post(path, data))
+        until_the_other_session_waits(save)
+
+    errors = form_errors(finished(save, outcome))
+    assert errors == {"allowed_groups": ["Deleted by someone else since this page was opened: vault."]}
+    assert [g.name for g in document.allowed_groups.all()] == ["ops"]
+
+
+def test_an_admin_form_superseding_a_document_by_one_deleted_meanwhile_is_refused() -> None:
+    """One admin marks a document as superseded by another while a second admin deletes that other: the form
+    waits for the delete and says the document was deleted (it used to be saved pointing at the deleted
+    document and fail at commit: a server error)."""
+    document = an_indexed_document("ops")
+    newer = Document.objects.create(
+        source="runbooks/token-rotation-v2.md",
+        title="Token rotation v2",
+        access_tier="restricted",
+        status=DocumentStatus.INDEXED,
+    )
+    newer.allowed_groups.set(Group.objects.filter(name="ops"))
+    browser = admin_browser("curator", "ops")
+    path = f"/admin/knowledge/document/{document.pk}/change/"
+    data = {**a_change_form(browser, path), "superseded_by": str(newer.pk)}
+
+    with transaction.atomic():
+        admin_delete(Document, newer)
+        save, outcome = in_thread(lambda: browser.post(path, data))
+        until_the_other_session_waits(save)
+
+    errors = form_errors(finished(save, outcome))
+    assert errors == {
+        "superseded_by": ["This document was deleted by someone else since this page was opened."]
+    }
+    document.refresh_from_db()
+    assert document.superseded_by_id is None
+
+
+def test_an_admin_form_resolving_an_item_with_a_document_deleted_meanwhile_is_refused() -> None:
+    """One admin resolves a curation item in its change form with a document that another admin deletes: the
+    form waits for the delete and says the document was deleted, the item stays open (it used to be saved
+    pointing at the deleted document and fail at commit: a server error)."""
+    document = an_indexed_document("ops")
+    item = an_abstained_answer(make_user("alice", "employees")).curation
+    browser = admin_browser("curator", "kb-admins", "ops")
+    path = f"/admin/agents/curationitem/{item.pk}/change/"
+    data = {
+        **a_change_form(browser, path),
+        "resolved": "on",
+        "resolution": "see the rotation runbook",
+        "resolved_document": str(document.pk),
+    }
+
+    with transaction.atomic():
+        admin_delete(Document, document)
+        save, outcome = in_thread(lambda: browser.post(path, data))
+        until_the_other_session_waits(save)
+
+    errors = form_errors(finished(save, outcome))
+    assert errors == {
+        "resolved_document": ["This document was deleted by someone else since this page was opened."]
+    }
+    item.refresh_from_db()
+    assert not item.resolved and item.resolved_document_id is None
