@@ -7,13 +7,21 @@ every format module, so the registry is complete whenever ``knowledge.parsing`` 
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from knowledge.parsing.common import MAX_PDF_PAGES, MAX_UNCOMPRESSED_BYTES, ParsedDocument, ParseError
+
+# How long one file may take to parse. Generous: a 2,000-page PDF or a 50 MB text takes well under it here; a
+# crafted file that drives a parser into quadratic work (Python-Markdown reads the rest of a paragraph again for
+# every "[" of a run: 20 kB of "[" took minutes) is refused when it runs out, instead of holding a worker, or
+# a web thread parsing an upload, for hours.
+MAX_PARSE_SECONDS = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,12 +100,16 @@ def parse_file(
     max_bytes: int = 50_000_000,
     max_uncompressed: int = MAX_UNCOMPRESSED_BYTES,
     max_pdf_pages: int = MAX_PDF_PAGES,
+    max_seconds: float = MAX_PARSE_SECONDS,
 ) -> ParsedDocument:
     """Parse ``path`` into a :class:`ParsedDocument` with the parser registered for its type.
 
     ``max_uncompressed`` bounds what a DOCX or a PDF's streams may inflate to (see
     :func:`knowledge.parsing.archive_limits_check`, :func:`knowledge.parsing.pdf_inflate_check`);
-    ``max_pdf_pages`` bounds how many pages of a PDF are interpreted (a longer PDF is refused as too large).
+    ``max_pdf_pages`` bounds how many pages of a PDF are interpreted (a longer PDF is refused as too large);
+    ``max_seconds`` how long the parser may run (a file it has not parsed by then is refused as too large), and
+    a file nested deeper than the parser's recursion can follow (a Markdown list item holding a list item ...
+    on one line) is refused as corrupt.
 
     Raises :class:`ParseError` (codes: empty, too_large, binary, corrupt, unsupported, encoding).
     OSError (missing/unreadable file) propagates unchanged: it is not a property of the content.
@@ -112,7 +124,8 @@ def parse_file(
         raise ParseError("empty", f"{path.name} is empty")
     mtime = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
     parser = parser_for(document_type(path))
-    doc = parser(path, ParseLimits(max_uncompressed=max_uncompressed, max_pdf_pages=max_pdf_pages))
+    limits = ParseLimits(max_uncompressed=max_uncompressed, max_pdf_pages=max_pdf_pages)
+    doc = _parse_within(parser, path, limits, max_seconds)
     if not doc.blocks:
         raise ParseError("empty", f"{path.name} contains no text")
     if doc.updated_at is None:
@@ -120,6 +133,45 @@ def parse_file(
     if not doc.title:
         doc = dataclasses.replace(doc, title=_title_from_name(path))
     return doc
+
+
+class _ParseAbandoned(BaseException):
+    """Raised inside a parser's thread once its caller has given up waiting for it (BaseException: a parser's
+    own `except Exception` does not swallow it)."""
+
+
+def _parse_within(parser: Parser, path: Path, limits: ParseLimits, max_seconds: float) -> ParsedDocument:
+    """Run ``parser`` in a thread of its own and wait at most ``max_seconds`` for it. A thread, not a signal:
+    uploads are parsed in web threads too, where no alarm can interrupt. A parser that runs out of time is
+    stopped by an exception raised in its thread at the next Python instruction it runs (parsers are Python
+    loops; a C call in progress finishes first), and the file is refused."""
+    outcome: list[ParsedDocument] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(parser(path, limits))
+        except _ParseAbandoned:
+            pass
+        except BaseException as exc:  # handed to the caller, re-raised there
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, name=f"parse {path.name}", daemon=True)
+    worker.start()
+    worker.join(max_seconds)
+    if worker.is_alive():
+        ident = worker.ident
+        if ident is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(ident), ctypes.py_object(_ParseAbandoned)
+            )
+        raise ParseError("too_large", f"{path.name} took more than {max_seconds:g} s to parse; refused")
+    if failure:
+        exc = failure[0]
+        if isinstance(exc, RecursionError):
+            raise ParseError("corrupt", f"{path.name} is nested too deeply to parse") from None
+        raise exc
+    return outcome[0]
 
 
 def _title_from_name(path: Path) -> str:

@@ -6,13 +6,15 @@ generous bound on inputs the old code took minutes over, so a slow machine does 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from knowledge.chunking import chunk_blocks, make_token_counter
-from knowledge.parsing import Block, ParsedDocument
+from knowledge.parsing import Block, ParsedDocument, ParseError, parse_file
 from knowledge.text import locate_sentences, sentences
 
 pytestmark = [pytest.mark.unit]
@@ -94,3 +96,50 @@ def test_the_splitter_still_cuts_where_it_did() -> None:
         "Next?)",
         "Yes.",
     ]
+
+
+def _markdown(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "crafted.md"
+    path.write_text(body)
+    return path
+
+
+@pytest.mark.parametrize("line", ["- " * 2_000 + "x", "1. " * 2_000 + "x"], ids=["bullets", "numbers"])
+def test_markdown_nested_deeper_than_the_renderer_recurses_is_refused_as_corrupt(
+    tmp_path: Path, line: str
+) -> None:
+    # "- - - - x" is a list item holding a list item ... : Python-Markdown recursed until RecursionError, which
+    # reached the ingest log as a traceback ("error: maximum recursion depth exceeded")
+    with pytest.raises(ParseError) as refused:
+        parse_file(_markdown(tmp_path, f"# Notes\n\n{line}\n"))
+    assert refused.value.code == "corrupt"
+    assert "nested too deeply" in refused.value.message
+
+
+def test_a_file_that_parses_past_the_time_limit_is_refused_and_its_parser_stopped(tmp_path: Path) -> None:
+    # Python-Markdown reads the rest of the paragraph again for every "[" of a run: 40 kB of "[" took many
+    # minutes of one worker (or of the web thread parsing an upload)
+    path = _markdown(tmp_path, "# Notes\n\n" + "[" * 40_000 + "\n")
+    started = time.perf_counter()
+    with pytest.raises(ParseError) as refused:
+        parse_file(path, max_seconds=1)
+    assert time.perf_counter() - started < 10
+    assert refused.value.code == "too_large"
+    assert "took more than 1 s to parse" in refused.value.message
+    deadline = time.monotonic() + 10
+    while any(t.name == "parse crafted.md" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.name == "parse crafted.md" for t in threading.enumerate()), "the parser goes on running"
+
+
+def test_within_the_time_limit_parsing_and_its_errors_are_unchanged(tmp_path: Path) -> None:
+    parsed = parse_file(
+        _markdown(tmp_path, "# Notes\n\nRestart the [relay](relay.md) first.\n"), max_seconds=30
+    )
+    assert [block.text for block in parsed.blocks] == ["Notes", "Restart the relay first."]
+    assert parsed.links == ["relay.md"]
+    binary = tmp_path / "blob.txt"
+    binary.write_bytes(b"\x00\x01\x02\xff" * 100)
+    with pytest.raises(ParseError) as refused:
+        parse_file(binary, max_seconds=30)
+    assert refused.value.code == "binary"
