@@ -60,10 +60,9 @@ def groups_held(*, names: Iterable[str], create: bool = True) -> list[Group]:
 
     Django carries out a delete's on_delete itself, on the rows it sees when it starts, and PostgreSQL checks a
     foreign key at commit: a membership written beside a group's delete failed there (a server error). FOR NO
-    KEY UPDATE waits for a delete under way (and makes a later one, knowledge.services.groups_delete, wait for
-    this transaction)
-    without blocking other foreign-key checks; a group that a delete removed meanwhile is a conflict the caller
-    is told about, rather than a group silently made again."""
+    KEY UPDATE waits for a delete under way, and makes a later one (knowledge.services.groups_delete) wait for
+    this transaction, without blocking other foreign-key checks; a group that a delete removed meanwhile is a
+    conflict the caller is told about, rather than a group silently made again."""
     wanted = list(dict.fromkeys(names))
     if create:
         groups = {name: Group.objects.get_or_create(name=name)[0] for name in wanted}

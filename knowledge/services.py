@@ -679,7 +679,8 @@ def groups_delete(*, groups: QuerySet[Group]) -> None:
     (document_set_acl), so the two never wait for each other in a cycle; group_deleted_close_documents then
     finds its documents locked already."""
     ids = list(groups.values_list("pk", flat=True))
-    list(Document.objects.select_for_update().filter(allowed_groups__in=ids).order_by("pk").values_list("pk"))
+    naming = Document.objects.select_for_update(of=("self",)).filter(allowed_groups__in=ids).order_by("pk")
+    list(naming.values_list("pk", flat=True))
     held = Group.objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk", flat=True)
     Group.objects.filter(pk__in=list(held)).delete()
 
