@@ -488,10 +488,35 @@ def _preformatted(text: str) -> list[RawBlock]:
     return [RawBlock("code", "\n".join(lines).strip("\n"))]
 
 
+# what closes a comment for html.parser ("--", spaces, ">")
+_COMMENT_CLOSE = re.compile(r"--\s*>")
+
+
+def unclosed_markup_escaped(text: str) -> str:
+    """``text`` with the '<' of markup that nothing closes written as ``&lt;``: every '<' after the last '>'
+    (a tag, end tag, declaration or processing instruction there has no '>' to end it) and each "<!--" that
+    no "-->" follows.
+
+    html.parser (before Python 3.12.11/3.13.4) reads such markup as text when the document ends, but only
+    after searching the whole rest of the document for its end, once for every '<': 200 kB of "<a " took 7
+    minutes, "</" and "<!--x>" runs were quadratic too. As text from the start they cost one pass and read the
+    same; a tag between an unclosed "<!--" and the next '>' is now read as a tag instead of as that text."""
+    last_gt = text.rfind(">")
+    comment_close = -1
+    for match in _COMMENT_CLOSE.finditer(text):
+        comment_close = match.start()
+    # a "<!--" at i is closed only by a "--\s*>" starting at i + 4 or later
+    first_unclosed = max(comment_close - 3, 0) if comment_close >= 0 else 0
+    head, body, tail = text[:first_unclosed], text[first_unclosed : last_gt + 1], text[last_gt + 1 :]
+    if first_unclosed > last_gt:
+        head, body, tail = text[: last_gt + 1], "", text[last_gt + 1 :]
+    return head + body.replace("<!--", "&lt;!--") + tail.replace("<", "&lt;")
+
+
 def html_document(text: str, path: Path, *, markdown_meta: dict[str, Any] | None = None) -> ParsedDocument:
     walker = HtmlWalker()
     try:
-        walker.feed(text)
+        walker.feed(unclosed_markup_escaped(text))
         walker.close()
     except AssertionError as exc:  # html.parser's only failure mode on garbage markup
         raise ParseError("corrupt", f"{path.name}: unparseable HTML ({exc})") from exc

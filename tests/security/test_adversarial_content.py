@@ -143,3 +143,32 @@ def test_within_the_time_limit_parsing_and_its_errors_are_unchanged(tmp_path: Pa
     with pytest.raises(ParseError) as refused:
         parse_file(binary, max_seconds=30)
     assert refused.value.code == "binary"
+
+
+@pytest.mark.parametrize("seed", ["<a ", "</", "<!--x>", "<?x"])
+def test_html_with_markup_nothing_closes_parses_in_one_pass(tmp_path: Path, seed: str) -> None:
+    # html.parser searched the rest of the page for the end of each unclosed "<" when the page ended: 200 kB of
+    # "<a " took 7 minutes, 1 MB of "</" or "<!--x>" minutes (quadratic); read as text from the start: one pass
+    path = tmp_path / "crafted.html"
+    path.write_text(
+        "<html><body><h1>Notes</h1><p>Restart the relay first.</p>" + seed * (1_000_000 // len(seed))
+    )
+    started = time.perf_counter()
+    parsed = parse_file(path, max_seconds=60)
+    assert time.perf_counter() - started < 10
+    assert [block.text for block in parsed.blocks][:2] == ["Notes", "Restart the relay first."]
+    assert seed.strip() in parsed.blocks[-1].text  # the unclosed markup is kept as the text it is
+
+
+def test_html_markup_that_closes_reads_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "page.html"
+    path.write_text(
+        "<html><body><p>a < b and <b>c</b></p><!-- a note --><p>x &amp; y</p>"
+        "<pre>if a &lt; b</pre><p>tail <!-- open < end"
+    )
+    assert [block.text for block in parse_file(path).blocks] == [
+        "a < b and c",
+        "x & y",
+        "if a < b",
+        "tail <!-- open < end",
+    ]
