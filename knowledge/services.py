@@ -277,6 +277,7 @@ def document_stage(
         max_bytes=settings.ATHENA_MAX_UPLOAD_BYTES,
         max_uncompressed=settings.ATHENA_MAX_UNCOMPRESSED_BYTES,
         max_pdf_pages=settings.ATHENA_MAX_PDF_PAGES,
+        max_seconds=settings.ATHENA_MAX_PARSE_SECONDS or None,
     )
     timings["parse"] += time.perf_counter() - started
 

@@ -206,6 +206,9 @@ ATHENA_UPLOADS_PER_HOUR = env.int("ATHENA_UPLOADS_PER_HOUR", 30, minimum=1)
 # decompression limits: what a DOCX (ZIP) may inflate to, and how many pages of a PDF are interpreted
 ATHENA_MAX_UNCOMPRESSED_BYTES = env.int("ATHENA_MAX_UNCOMPRESSED_BYTES", 200_000_000, minimum=1)
 ATHENA_MAX_PDF_PAGES = env.int("ATHENA_MAX_PDF_PAGES", 2_000, minimum=1)
+# how long one file may take to parse before it is refused (seconds); 0: per format, 120 for text formats and
+# 900 for DOCX and PDF (knowledge.parsing.registry.MAX_PARSE_SECONDS_BY_TYPE)
+ATHENA_MAX_PARSE_SECONDS = env.float("ATHENA_MAX_PARSE_SECONDS", 0.0, minimum=0.0)
 ATHENA_CHUNK_TOKENS = env.int("ATHENA_CHUNK_TOKENS", 200, minimum=32)
 ATHENA_MAX_QUESTION_CHARS = 1000
 ATHENA_QUESTIONS_PER_HOUR = env.int("ATHENA_QUESTIONS_PER_HOUR", 60, minimum=1)

@@ -17,11 +17,13 @@ from pathlib import Path
 
 from knowledge.parsing.common import MAX_PDF_PAGES, MAX_UNCOMPRESSED_BYTES, ParsedDocument, ParseError
 
-# How long one file may take to parse. Generous: a 2,000-page PDF or a 50 MB text takes well under it here; a
-# crafted file that drives a parser into quadratic work (Python-Markdown reads the rest of a paragraph again for
-# every "[" of a run: 20 kB of "[" took minutes) is refused when it runs out, instead of holding a worker, or
-# a web thread parsing an upload, for hours.
+# How long one file may take to parse, by document type. A crafted file can drive a parser into quadratic work
+# (Python-Markdown reads the rest of a paragraph again for every "[" of a run: 20 kB of "[" took minutes); it
+# is refused when its time runs out instead of holding a worker, or a web thread parsing an upload, for hours.
+# Generous for real files: text formats parse at megabytes a second here; DOCX (unstructured: ~5 ms a
+# paragraph, 30,000 paragraphs took 115 s) and PDF (up to MAX_PDF_PAGES pages) get fifteen minutes.
 MAX_PARSE_SECONDS = 120.0
+MAX_PARSE_SECONDS_BY_TYPE = {"docx": 900.0, "pdf": 900.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,14 +102,15 @@ def parse_file(
     max_bytes: int = 50_000_000,
     max_uncompressed: int = MAX_UNCOMPRESSED_BYTES,
     max_pdf_pages: int = MAX_PDF_PAGES,
-    max_seconds: float = MAX_PARSE_SECONDS,
+    max_seconds: float | None = None,
 ) -> ParsedDocument:
     """Parse ``path`` into a :class:`ParsedDocument` with the parser registered for its type.
 
     ``max_uncompressed`` bounds what a DOCX or a PDF's streams may inflate to (see
     :func:`knowledge.parsing.archive_limits_check`, :func:`knowledge.parsing.pdf_inflate_check`);
     ``max_pdf_pages`` bounds how many pages of a PDF are interpreted (a longer PDF is refused as too large);
-    ``max_seconds`` how long the parser may run (a file it has not parsed by then is refused as too large), and
+    ``max_seconds`` how long the parser may run (a file it has not parsed by then is refused as too large; None:
+    :data:`MAX_PARSE_SECONDS_BY_TYPE`, else :data:`MAX_PARSE_SECONDS`), and
     a file nested deeper than the parser's recursion can follow (a Markdown list item holding a list item ...
     on one line) is refused as corrupt.
 
@@ -123,7 +126,10 @@ def parse_file(
     if stat.st_size == 0:
         raise ParseError("empty", f"{path.name} is empty")
     mtime = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
-    parser = parser_for(document_type(path))
+    doc_type = document_type(path)
+    parser = parser_for(doc_type)
+    if max_seconds is None:
+        max_seconds = MAX_PARSE_SECONDS_BY_TYPE.get(doc_type, MAX_PARSE_SECONDS)
     limits = ParseLimits(max_uncompressed=max_uncompressed, max_pdf_pages=max_pdf_pages)
     doc = _parse_within(parser, path, limits, max_seconds)
     if not doc.blocks:

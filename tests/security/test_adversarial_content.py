@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import pytest
 
 from knowledge.chunking import chunk_blocks, make_token_counter
 from knowledge.parsing import Block, ParsedDocument, ParseError, parse_file
+from knowledge.parsing.registry import MAX_PARSE_SECONDS, MAX_PARSE_SECONDS_BY_TYPE
+from knowledge.services import IngestOptions, document_stage
 from knowledge.text import locate_sentences, sentences
 
 pytestmark = [pytest.mark.unit]
@@ -172,3 +175,24 @@ def test_html_markup_that_closes_reads_as_before(tmp_path: Path) -> None:
         "if a < b",
         "tail <!-- open < end",
     ]
+
+
+def test_ingestion_parses_within_the_configured_time_limit(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+    # the ingest service hands ATHENA_MAX_PARSE_SECONDS to the parser; 0 (the default) leaves each format its
+    # own limit: text formats parse at megabytes a second, DOCX and PDF (2,000 pages allowed) take far longer
+    assert MAX_PARSE_SECONDS <= 300
+    assert MAX_PARSE_SECONDS_BY_TYPE["docx"] >= 600 and MAX_PARSE_SECONDS_BY_TYPE["pdf"] >= 600
+    path = _markdown(tmp_path, "# Notes\n\n" + "[" * 40_000 + "\n")
+    settings.ATHENA_MAX_PARSE_SECONDS = 1.0
+    started = time.perf_counter()
+    with pytest.raises(ParseError, match="took more than 1 s to parse"):
+        document_stage(
+            source="crafted.md",
+            path=path,
+            root=str(tmp_path),
+            content_hash="0" * 64,
+            options=IngestOptions(),
+            gazetteer={},
+            timings=defaultdict(float),
+        )
+    assert time.perf_counter() - started < 10
