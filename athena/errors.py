@@ -19,12 +19,16 @@ class ApplicationError(Exception):
     code = "error"
     http_status = status.HTTP_400_BAD_REQUEST
 
-    def __init__(self, message: str, *, code: str | None = None, details: Any = None) -> None:
+    def __init__(
+        self, message: str, *, code: str | None = None, details: Any = None, retry_after: int | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         if code:
             self.code = code
         self.details = details
+        # seconds before a retry may succeed, when known: sent as the Retry-After header (exception_handler)
+        self.retry_after = retry_after
 
 
 class ValidationFailed(ApplicationError):
@@ -52,12 +56,6 @@ class Unavailable(ApplicationError):
 
     code = "unavailable"
     http_status = status.HTTP_503_SERVICE_UNAVAILABLE
-
-    def __init__(
-        self, message: str, *, code: str | None = None, details: Any = None, retry_after: int | None = None
-    ) -> None:
-        super().__init__(message, code=code, details=details)
-        self.retry_after = retry_after
 
 
 # How long a client should wait before retrying when the database or the broker dropped the connection:

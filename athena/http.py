@@ -39,12 +39,17 @@ def refuse_unknown_params(request: Request, *serializer_classes: type[serializer
 def refuse_repeated_params(params: QueryDict) -> None:
     """A parameter given twice (`user=alice&user=bob`) is refused: every filter takes one value, and reading
     the last one alone would answer for bob as if both had been asked for."""
-    repeated = sorted(name for name, values in params.lists() if len(values) > 1)
+    repeated = repeated_params(params)
     if repeated:
         raise ValidationFailed(
             f"parameter(s) given more than once: {', '.join(repeated)}; each takes one value",
             details={"repeated": repeated},
         )
+
+
+def repeated_params(params: QueryDict) -> list[str]:
+    """The names given more than once in `params`, sorted."""
+    return sorted(name for name, values in params.lists() if len(values) > 1)
 
 
 def refuse_unknown_fields(given: Iterable[str], allowed: Iterable[str]) -> None:

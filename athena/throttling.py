@@ -45,12 +45,6 @@ class RateLimited(ApplicationError):
     code = "throttled"
     http_status = status.HTTP_429_TOO_MANY_REQUESTS
 
-    def __init__(
-        self, message: str, *, code: str | None = None, details: Any = None, retry_after: int | None = None
-    ) -> None:
-        super().__init__(message, code=code, details=details)
-        self.retry_after = retry_after
-
 
 @lru_cache(maxsize=4)
 def _client(url: str) -> Any:

@@ -17,6 +17,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.settings import api_settings
 
 from athena.errors import NotFound, flatten_detail
+from athena.http import repeated_params
 from athena.pagination import MAX_OFFSET
 from athena.permissions import is_compliance
 from audit.apis import audit_query_from
@@ -52,7 +53,7 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
         # a misnamed filter (`actor=` for `user=`) would show, and export, the whole log as its result
         errors.append(f"unknown filter(s): {', '.join(unknown)}")
         query = None
-    repeated = sorted(name for name, values in request.GET.lists() if len(values) > 1)
+    repeated = repeated_params(request.GET)
     if repeated:
         # the last value alone would be searched (and exported) as if it were all that was asked for
         errors.append(f"filter(s) given more than once: {', '.join(repeated)}")

@@ -9,15 +9,12 @@ so the order is the same on every run."""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.contrib import admin
 from django.contrib.auth.models import Group
-from django.db import connections, transaction
+from django.db import transaction
 from django.test import Client, RequestFactory
 
 from agents.feedback import curation_resolve
@@ -27,55 +24,14 @@ from audit.models import AuditEvent
 from knowledge.models import Document, DocumentStatus
 from knowledge.selectors import document_list_visible
 from tests.api import client_for, make_user
+from tests.concurrency import (
+    an_abstained_answer,
+    finished,
+    in_thread,
+    until_another_session_waits_for_a_lock,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-WAIT_SECONDS = 60
-
-
-def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
-    """Run `call` in a thread with a database connection of its own, closed when it ends; the list gets its
-    result or the exception it raised."""
-    outcome: list[Any] = []
-
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except BaseException as exc:  # noqa: BLE001 -- the test asserts on it
-            outcome.append(exc)
-        finally:
-            connections.close_all()  # the connections of this thread
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread, outcome
-
-
-def until_the_other_session_waits(thread: threading.Thread) -> None:
-    """Return once another session of the test database waits for a lock (the thread's write has reached a row
-    this transaction holds), or once the thread has ended without waiting."""
-    deadline = time.monotonic() + WAIT_SECONDS
-    with connections["default"].cursor() as cursor:
-        while time.monotonic() < deadline:
-            if not thread.is_alive():
-                return
-            cursor.execute("SELECT pg_stat_clear_snapshot()")  # statistics are read once per transaction
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
-            )
-            if cursor.fetchone()[0]:
-                return
-            time.sleep(0.02)
-    raise AssertionError("the concurrent request never waited for a lock")
-
-
-def finished(thread: threading.Thread, outcome: list[Any]) -> Any:
-    thread.join(WAIT_SECONDS)
-    assert not thread.is_alive(), "the concurrent request did not finish"
-    (result,) = outcome
-    assert not isinstance(result, BaseException), repr(result)
-    return result
 
 
 def admin_browser(name: str, *groups: str) -> Client:
@@ -102,19 +58,6 @@ def an_indexed_document(*groups: str) -> Document:
     return document
 
 
-def an_abstained_answer(user: Any) -> Answer:
-    conversation = Conversation.objects.create(user=user, title="Who rotates the token?")
-    answer = Answer.objects.create(
-        conversation=conversation,
-        user=user,
-        question="Who rotates the token?",
-        abstained=True,
-        response={"answer": "", "abstained": True, "citations": []},
-    )
-    CurationItem.objects.create(answer=answer, reason="abstained")
-    return answer
-
-
 # --- a curation item resolved with a document that an admin deletes -----------------------------------------
 
 
@@ -138,7 +81,7 @@ def test_resolving_with_a_document_deleted_meanwhile_answers_no_such_document() 
                 format="json",
             )
         )
-        until_the_other_session_waits(post)
+        until_another_session_waits_for_a_lock(or_finished=post)
 
     response = finished(post, outcome)
     assert response.status_code == 400, response.content
@@ -164,7 +107,7 @@ def test_deleting_a_document_that_a_resolution_is_naming_keeps_the_resolution() 
         delete, outcome = in_thread(
             lambda: browser.post(f"/admin/knowledge/document/{document.pk}/delete/", {"post": "yes"})
         )
-        until_the_other_session_waits(delete)
+        until_another_session_waits_for_a_lock(or_finished=delete)
 
     response = finished(delete, outcome)
     assert response.status_code == 302
@@ -194,7 +137,7 @@ def test_a_vote_on_an_answer_deleted_meanwhile_answers_no_such_answer(deleted: t
     with transaction.atomic():
         admin_delete(deleted, doomed)
         vote, outcome = in_thread(lambda: a_downvote(alice, answer_id))
-        until_the_other_session_waits(vote)
+        until_another_session_waits_for_a_lock(or_finished=vote)
 
     response = finished(vote, outcome)
     assert response.status_code == 404, response.content
@@ -224,7 +167,7 @@ def test_deleting_an_answer_being_voted_on_takes_the_vote_with_it(deleted: type[
     with transaction.atomic():
         feedback_submit(user=alice, answer_id=answer.pk, vote=-1, comment="wrong runbook")
         delete, outcome = in_thread(lambda: browser.post(path, {"post": "yes"}))
-        until_the_other_session_waits(delete)
+        until_another_session_waits_for_a_lock(or_finished=delete)
 
     response = finished(delete, outcome)
     assert response.status_code == 302
@@ -254,7 +197,7 @@ def test_an_acl_naming_a_group_deleted_meanwhile_is_refused_and_changes_nothing(
                 format="json",
             )
         )
-        until_the_other_session_waits(put)
+        until_another_session_waits_for_a_lock(or_finished=put)
 
     response = finished(put, outcome)
     assert response.status_code == 409, response.content
@@ -282,7 +225,7 @@ def test_deleting_a_group_that_an_acl_is_being_given_to_waits_and_takes_it_off_t
         delete, outcome = in_thread(
             lambda: browser.post(f"/admin/auth/group/{vault.pk}/delete/", {"post": "yes"})
         )
-        until_the_other_session_waits(delete)
+        until_another_session_waits_for_a_lock(or_finished=delete)
 
     response = finished(delete, outcome)
     assert response.status_code == 302
@@ -309,7 +252,7 @@ def test_an_acl_naming_a_group_deleted_meanwhile_from_that_document_answers_unkn
                 format="json",
             )
         )
-        until_the_other_session_waits(put)
+        until_another_session_waits_for_a_lock(or_finished=put)
 
     response = finished(put, outcome)
     assert response.status_code == 400, response.content
@@ -335,7 +278,7 @@ def test_deleting_a_group_named_by_a_document_whose_acl_is_being_set_waits_for_i
         delete, outcome = in_thread(
             lambda: browser.post(f"/admin/auth/group/{vault.pk}/delete/", {"post": "yes"})
         )
-        until_the_other_session_waits(delete)
+        until_another_session_waits_for_a_lock(or_finished=delete)
 
     response = finished(delete, outcome)
     assert response.status_code == 302
@@ -370,7 +313,7 @@ def test_a_question_in_a_conversation_deleted_meanwhile_answers_no_such_conversa
                 format="json",
             )
         )
-        until_the_other_session_waits(asked)
+        until_another_session_waits_for_a_lock(or_finished=asked)
 
     response = finished(asked, outcome)
     assert response.status_code == 404, response.content
@@ -401,7 +344,7 @@ def test_deleting_a_conversation_while_its_answer_is_stored_takes_the_answer_wit
         delete, outcome = in_thread(
             lambda: browser.post(f"/admin/agents/conversation/{conversation.pk}/delete/", {"post": "yes"})
         )
-        until_the_other_session_waits(delete)
+        until_another_session_waits_for_a_lock(or_finished=delete)
 
     response = finished(delete, outcome)
     assert response.status_code == 302
@@ -451,7 +394,7 @@ def test_an_admin_form_giving_a_document_to_a_group_deleted_meanwhile_is_refused
     with transaction.atomic():
         admin_delete(Group, vault)
         save, outcome = in_thread(lambda: browser.post(path, data))
-        until_the_other_session_waits(save)
+        until_another_session_waits_for_a_lock(or_finished=save)
 
     errors = form_errors(finished(save, outcome))
     assert errors == {"allowed_groups": ["Deleted by someone else since this page was opened: vault."]}
@@ -477,7 +420,7 @@ def test_an_admin_form_superseding_a_document_by_one_deleted_meanwhile_is_refuse
     with transaction.atomic():
         admin_delete(Document, newer)
         save, outcome = in_thread(lambda: browser.post(path, data))
-        until_the_other_session_waits(save)
+        until_another_session_waits_for_a_lock(or_finished=save)
 
     errors = form_errors(finished(save, outcome))
     assert errors == {
@@ -505,7 +448,7 @@ def test_an_admin_form_resolving_an_item_with_a_document_deleted_meanwhile_is_re
     with transaction.atomic():
         admin_delete(Document, document)
         save, outcome = in_thread(lambda: browser.post(path, data))
-        until_the_other_session_waits(save)
+        until_another_session_waits_for_a_lock(or_finished=save)
 
     errors = form_errors(finished(save, outcome))
     assert errors == {
