@@ -394,15 +394,24 @@ class CurationItemSerializer(serializers.ModelSerializer):
         ]
 
     def get_answer(self, obj: CurationItem) -> str:
-        from agents.selectors import CURATION_ANSWER_WITHHELD, curation_answer_visible
+        from agents.selectors import CURATION_ANSWER_WITHHELD
 
-        principal = self.context.get("principal")
-        if principal is None:
+        # computed for the whole page by the view (agents.selectors.curation_answers_visible)
+        answers = self.context.get("answers")
+        if answers is None or obj.pk not in answers:
             return CURATION_ANSWER_WITHHELD  # nobody to check the citations against: fail closed
-        return curation_answer_visible(response=obj.answer.response or {}, principal=principal)
+        return str(answers[obj.pk])
 
     def get_comments(self, obj: CurationItem) -> list[str]:
         return [f.comment for f in obj.answer.feedback.all() if f.comment]
+
+
+def _curation_answers(items: list[CurationItem], request: Request) -> dict[int, str]:
+    """Each item's answer text as the requesting admin may see it, for the whole page in one query."""
+    from agents.selectors import curation_answers_visible
+
+    responses = {item.pk: item.answer.response or {} for item in items}
+    return curation_answers_visible(responses=responses, principal=Principal.from_user(request.user))
 
 
 class CurationListApi(APIView):
@@ -423,10 +432,9 @@ class CurationListApi(APIView):
         params.is_valid(raise_exception=True)
         limit, offset = page_params(request, default_limit=500)
         qs = curation_queue(resolved=params.validated_data["resolved"])
-        context = {"principal": Principal.from_user(request.user)}
-        response = Response(
-            CurationItemSerializer(qs[offset : offset + limit], many=True, context=context).data
-        )
+        items = list(qs[offset : offset + limit])
+        context = {"answers": _curation_answers(items, request)}
+        response = Response(CurationItemSerializer(items, many=True, context=context).data)
         response["X-Total-Count"] = str(qs.count())
         return response
 
@@ -461,7 +469,7 @@ class CurationResolveApi(APIView):
             document_id=serializer.validated_data.get("document_id"),
         )
         return Response(
-            CurationItemSerializer(item, context={"principal": Principal.from_user(request.user)}).data
+            CurationItemSerializer(item, context={"answers": _curation_answers([item], request)}).data
         )
 
 

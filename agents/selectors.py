@@ -68,14 +68,22 @@ def _readable(sources: set[str], principal: Any) -> set[str]:
     )
 
 
-def curation_answer_visible(*, response: dict[str, Any], principal: Any) -> str:
-    """The answer text of a curation item as `principal` may see it: an admin outside a cited document's
-    groups gets a placeholder instead of text quoted from that document (being a kb-admin grants no read
-    access). Unknown or no longer readable sources count as unreadable (fail closed)."""
-    cited = {str(c.get("document")) for c in response.get("citations") or [] if c.get("document")}
-    if cited - _readable(cited, principal):
-        return CURATION_ANSWER_WITHHELD
-    return str(response.get("answer", ""))
+def _cited(response: dict[str, Any]) -> set[str]:
+    return {str(c.get("document")) for c in response.get("citations") or [] if c.get("document")}
+
+
+def curation_answers_visible(*, responses: dict[int, dict[str, Any]], principal: Any) -> dict[int, str]:
+    """The answer text of each curation item (its stored response, keyed as given) as `principal` may see it:
+    an admin outside a cited document's groups gets a placeholder instead of text quoted from that document
+    (being a kb-admin grants no read access). Unknown or no longer readable sources count as unreadable (fail
+    closed). One query for the documents a whole page of items cites (one per item made a 500-item page of
+    the queue 500 queries)."""
+    cited = {key: _cited(response) for key, response in responses.items()}
+    readable = _readable(set().union(*cited.values()), principal)
+    return {
+        key: str(response.get("answer", "")) if cited[key] <= readable else CURATION_ANSWER_WITHHELD
+        for key, response in responses.items()
+    }
 
 
 HISTORY_ANSWER_WITHHELD = (

@@ -525,6 +525,43 @@ def test_curation_queue_is_admin_only_and_resolvable() -> None:
     )
 
 
+def test_curation_queue_page_costs_the_same_queries_at_any_length() -> None:
+    """The queue checks which cited documents the admin may read once per page, not once per item: a 500-item
+    page was 500 queries more than a 1-item one. Each item still shows its answer only when every document it
+    cites is readable."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    DocumentFactory(source="open-runbook.md", access_tier="internal")
+    DocumentFactory(source="sealed-runbook.md", access_tier="restricted", groups=("vault",))
+    alice = make_user("alice", "employees")
+    admin = client_for(make_user("kbadmin", "employees", "kb-admins"))
+
+    def add_items(count: int) -> None:
+        for n in range(count):
+            answer = make_answer(alice, f"Question {n}?", abstained=True)
+            cited = "open-runbook.md" if n % 2 else "sealed-runbook.md"
+            answer.response["citations"] = [{"ref": 1, "document": cited}]
+            answer.save(update_fields=["response"])
+            CurationItem.objects.create(answer=answer, reason="abstained")
+
+    def queries_for_page() -> tuple[int, list[dict]]:
+        with CaptureQueriesContext(connection) as captured:
+            response = admin.get("/api/v1/curation")
+        assert response.status_code == 200
+        return len(captured.captured_queries), response.json()
+
+    add_items(2)
+    few, _ = queries_for_page()
+    add_items(30)
+    many, page = queries_for_page()
+    assert len(page) == 32
+    assert many == few
+    for item in page:
+        withheld = item["answer"].startswith("[withheld")
+        assert withheld == (int(item["question"].split()[1].rstrip("?")) % 2 == 0)
+
+
 def test_curation_resolves_only_to_a_document_the_admin_can_read() -> None:
     """Being a kb-admin grants no read access: a restricted document outside the admin's groups answers as a
     missing one (the same 400, the same message), so resolving cannot probe which document ids exist; one the
