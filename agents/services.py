@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from agents.models import Answer, Conversation, CurationItem
 from athena.errors import ApplicationError, NotFound, Unavailable, ValidationFailed
+from athena.services import user_held
 from athena.throttling import RateLimited
 from athena.validators import text_problem
 
@@ -449,7 +450,10 @@ def ask(
         # a new conversation only once admitted (a refused question leaves none behind), and untitled until the
         # input guard has screened the question (a refused one never names it)
         if conversation is None:
-            conversation = Conversation.objects.create(user=user, title="")
+            with transaction.atomic():
+                # an admin deleting the asker meanwhile: the question is refused, not a server error at commit
+                user_held(user_id=user.pk)
+                conversation = Conversation.objects.create(user=user, title="")
         if settings.ATHENA_REALTIME_VIA_CELERY:
             result = _answer_on_worker(
                 user, question, str(conversation.pk), filters, question_id, logged_filters

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Sequence
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
-from django.db import transaction
+from django.db import connection, transaction
 
-from athena.errors import Conflict, ValidationFailed
+from athena.errors import Conflict, Forbidden, ValidationFailed
 from athena.validators import text_problem
 
 _USERNAME = re.compile(r"^[\w.@+-]{1,150}$")
@@ -84,3 +84,28 @@ def groups_held(*, names: Iterable[str], create: bool = True) -> list[Group]:
             details={"deleted": deleted},
         )
     return list(groups.values())
+
+
+def user_held(*, user_id: int) -> None:
+    """Hold the user's row against deletion until the caller's transaction ends, before writing the first row
+    that points at the user (a conversation, an upload); refuse (Forbidden) when the user was deleted meanwhile.
+
+    The rows a user makes protect the user from deletion, but Django looks for them when its delete starts and
+    PostgreSQL checks a foreign key at commit: a user's first question written beside an admin's delete failed
+    there, a server error for whichever committed last. FOR KEY SHARE waits for a delete under way
+    (users_hold_for_delete) and then finds the row gone, and makes a later delete wait until the new row has
+    committed, where the delete sees it; it does not block the user's other requests (two first questions at
+    once, the sign-in's last_login)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {User._meta.db_table} WHERE id = %s FOR KEY SHARE", [user_id])
+        if cursor.fetchone() is None:
+            raise Forbidden("this account was deleted")
+
+
+def users_hold_for_delete(*, ids: Iterable[int]) -> None:
+    """Before an admin's delete looks for what protects these users: lock them, in the caller's transaction,
+    so that a first question or upload being stored (user_held) commits first and is seen, and one that starts
+    later waits for the delete."""
+    list(
+        User.objects.select_for_update().filter(pk__in=list(ids)).order_by("pk").values_list("pk", flat=True)
+    )

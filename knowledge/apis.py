@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 from athena.errors import (
     ApplicationError,
     ErrorSerializer,
+    Forbidden,
     NotFound,
     ValidationFailed,
     dependency_unavailable,
@@ -36,6 +37,7 @@ from athena.http import (
 from athena.pagination import MAX_OFFSET, paged_schema
 from athena.permissions import IsKbAdmin, is_kb_admin
 from athena.principals import Principal
+from athena.services import user_held
 from athena.throttling import document_probe_record, ensure_not_blocked
 from athena.validators import text_problem
 from knowledge.models import AccessTier, DocType, Document, DocumentStatus
@@ -396,36 +398,42 @@ class DocumentUploadApi(APIView):
             ).as_dict()
         # the document's row and the audit event commit before the file is queued: a worker never indexes an
         # upload that has neither, and one that cannot be queued is found and told below
-        with transaction.atomic():
-            document, created = Document.objects.get_or_create(
-                source=source,
-                defaults={
-                    "owner_id": user.pk,
-                    "access_tier": AccessTier.CONFIDENTIAL,
-                    "expires_at": expires_at,
-                },
-            )
-            if not created and document.expires_at != expires_at:
-                # the same file uploaded again renews its time, as the audit event says (unchanged content is
-                # not indexed again, so ingestion would not)
-                Document.objects.filter(pk=document.pk).update(expires_at=expires_at)
-                document.expires_at = expires_at
-            if queued and document.status == DocumentStatus.FAILED:
-                # a file whose earlier upload failed is queued again: pending until the worker has read it
-                Document.objects.filter(pk=document.pk).update(status=DocumentStatus.PENDING, error="")
-                document.status, document.error = DocumentStatus.PENDING, ""
-            audit_record(
-                kind="upload",
-                actor=user,
-                documents=[source],
-                verdict=document.status,
-                payload={
-                    "document": source,
-                    "bytes": path.stat().st_size,
-                    "expires_at": expires_at.isoformat(),
-                    "errors": summary.get("errors", {}),
-                },
-            )
+        try:
+            with transaction.atomic():
+                # an admin deleting the uploader meanwhile: refused (403), not a server error at commit
+                user_held(user_id=user.pk)
+                document, created = Document.objects.get_or_create(
+                    source=source,
+                    defaults={
+                        "owner_id": user.pk,
+                        "access_tier": AccessTier.CONFIDENTIAL,
+                        "expires_at": expires_at,
+                    },
+                )
+                if not created and document.expires_at != expires_at:
+                    # the same file uploaded again renews its time, as the audit event says (unchanged content is
+                    # not indexed again, so ingestion would not)
+                    Document.objects.filter(pk=document.pk).update(expires_at=expires_at)
+                    document.expires_at = expires_at
+                if queued and document.status == DocumentStatus.FAILED:
+                    # a file whose earlier upload failed is queued again: pending until the worker has read it
+                    Document.objects.filter(pk=document.pk).update(status=DocumentStatus.PENDING, error="")
+                    document.status, document.error = DocumentStatus.PENDING, ""
+                audit_record(
+                    kind="upload",
+                    actor=user,
+                    documents=[source],
+                    verdict=document.status,
+                    payload={
+                        "document": source,
+                        "bytes": path.stat().st_size,
+                        "expires_at": expires_at.isoformat(),
+                        "errors": summary.get("errors", {}),
+                    },
+                )
+        except Forbidden:
+            path.unlink(missing_ok=True)  # stored for an account that no longer exists
+            raise
         if queued:
             from knowledge.tasks import ingest_files_task
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from django.contrib import admin
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 from django.test import Client, RequestFactory
 
@@ -456,3 +457,83 @@ def test_an_admin_form_resolving_an_item_with_a_document_deleted_meanwhile_is_re
     }
     item.refresh_from_db()
     assert not item.resolved and item.resolved_document_id is None
+
+
+# --- a user's first question or upload while an admin deletes the user --------------------------------------
+
+
+def test_a_first_question_of_a_user_deleted_meanwhile_is_refused() -> None:
+    """An admin deletes a user while that user's first question is starting its conversation: the question
+    waits for the delete and is refused (403), leaving no conversation (it used to be written beside the delete
+    and fail at commit on the missing user: a server error). The question is still audited."""
+    alice = make_user("alice", "employees")
+    api = client_for(User.objects.get(pk=alice.pk))  # the request's own copy (the delete clears alice.pk)
+
+    with transaction.atomic():
+        admin_delete(User, alice)
+        asked, outcome = in_thread(
+            lambda: api.post("/api/v1/ask", {"question": "Who rotates the VPN keys?"}, format="json")
+        )
+        until_another_session_waits_for_a_lock(or_finished=asked)
+
+    response = finished(asked, outcome)
+    assert response.status_code == 403, response.content
+    assert response.json()["error"] == {"code": "forbidden", "message": "this account was deleted"}
+    assert not User.objects.filter(username="alice").exists()
+    assert not Conversation.objects.exists()
+    assert AuditEvent.objects.get(kind="question").verdict == "error"
+
+
+def test_a_first_upload_of_a_user_deleted_meanwhile_is_refused_and_its_file_removed(
+    settings: Any, tmp_path: Any
+) -> None:
+    """An admin deletes a user while that user's first upload is being recorded: the upload waits for the
+    delete, is refused (403), and leaves neither a document nor its stored file (the document used to be written
+    beside the delete and fail at commit: a server error, and a file nobody owned)."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.ATHENA_REALTIME_VIA_CELERY = True  # refused before anything is queued
+    alice = make_user("alice", "employees")
+    api = client_for(User.objects.get(pk=alice.pk))  # the request's own copy (the delete clears alice.pk)
+    upload = SimpleUploadedFile("notes.md", b"# Notes\n\nThe lab's tftp mirror listens on 6969.\n")
+
+    with transaction.atomic():
+        admin_delete(User, alice)
+        sent, outcome = in_thread(
+            lambda: api.post("/api/v1/documents/upload", {"file": upload}, format="multipart")
+        )
+        until_another_session_waits_for_a_lock(or_finished=sent)
+
+    response = finished(sent, outcome)
+    assert response.status_code == 403, response.content
+    assert response.json()["error"]["code"] == "forbidden"
+    assert not Document.objects.exists()
+    assert not [path for path in (tmp_path / "media").rglob("*") if path.is_file()]
+
+
+@pytest.mark.parametrize("how", ["delete view", "delete action"])
+def test_deleting_a_user_whose_first_question_is_being_stored_says_the_user_is_protected(how: str) -> None:
+    """A user's first conversation is being stored when an admin deletes the user: the delete waits for it and
+    then shows the admin's "cannot delete" page, as for any user with history (it used to look for protected
+    rows before the conversation committed, delete, and fail at commit on it: a server error)."""
+    from athena.services import user_held
+
+    alice = make_user("alice", "employees")
+    browser = admin_browser("root")
+    if how == "delete view":
+        post = lambda: browser.post(f"/admin/auth/user/{alice.pk}/delete/", {"post": "yes"})  # noqa: E731
+    else:
+        post = lambda: browser.post(  # noqa: E731
+            "/admin/auth/user/", {"action": "delete_selected", "_selected_action": [alice.pk], "post": "yes"}
+        )
+
+    with transaction.atomic():
+        user_held(user_id=alice.pk)  # as a first question or upload does before writing its row
+        Conversation.objects.create(user=alice, title="VPN keys")
+        delete, outcome = in_thread(post)
+        until_another_session_waits_for_a_lock(or_finished=delete)
+
+    response = finished(delete, outcome)
+    assert response.status_code == 200, response.content
+    assert b"protected" in response.content
+    assert User.objects.filter(pk=alice.pk).exists()
+    assert Conversation.objects.filter(user=alice).count() == 1
