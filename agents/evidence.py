@@ -19,6 +19,7 @@ from knowledge.text import (
     column_names,
     identifiers,
     is_caps_heading,
+    match_form,
     query_terms,
     sentences,
     table_cells,
@@ -410,7 +411,8 @@ def quoted_share(q_ids: set[str], q_numbers: set[str], sentence: str) -> float:
     """The share of the question's identifiers and numbers that `sentence` repeats (numbers whole: 3 is not 30)."""
     if not q_ids and not q_numbers:
         return 0.0
-    quoted = sum(1 for i in q_ids if i in sentence.lower())
+    # match_form: the identifiers are folded as the analyser folds them (lower case for ASCII text)
+    quoted = sum(1 for i in q_ids if i in match_form(sentence))
     quoted += len(q_numbers & {m.group(0) for m in NUMBER.finditer(sentence)})
     return quoted / (len(q_ids) + len(q_numbers))
 

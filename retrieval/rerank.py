@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from knowledge.text import analyze, identifiers, query_terms
+from knowledge.text import analyze, identifiers, match_form, query_terms
 
 
 class Reranker(Protocol):
@@ -117,7 +117,7 @@ class OfflineReranker:
             else:
                 proximity = 0.0
             if q_ids:
-                lowered = passage.lower()
+                lowered = match_form(passage)  # folded as the identifiers are (lower case for ASCII)
                 ident = sum(1 for i in q_ids if i in lowered) / len(q_ids)
             else:
                 ident = 0.0

@@ -22,7 +22,7 @@ from agents.evidence import EXPECTS_NUMBER, HAS_NUMBER, NUMBER, Evidence, Scored
 from agents.steps.evaluate import evaluate_pool
 from agents.steps.retrieve import merge_results
 from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, QuestionTerms, ablated
-from knowledge.text import analyze, identifiers, surface_word_of, surface_words
+from knowledge.text import analyze, identifiers, match_form, surface_word_of, surface_words
 from retrieval.metrics import contains
 from retrieval.types import SearchConfig
 
@@ -102,7 +102,8 @@ def unmatched_quoted(question: str, pool: Sequence[Evidence]) -> int:
     quoted = dict.fromkeys([*identifiers(question), *(m.group(0) for m in NUMBER.finditer(question))])
     if not quoted:
         return 0
-    text = " ".join(f"{item.title} {item.section} {item.text}" for item in pool)
+    # folded as the identifiers are ("Frings-Fürst" in a passage holds the identifier "frings-furst")
+    text = match_form(" ".join(f"{item.title} {item.section} {item.text}" for item in pool))
     return sum(1 for value in quoted if not contains(text, value))
 
 

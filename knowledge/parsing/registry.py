@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from knowledge.parsing.common import MAX_PDF_PAGES, MAX_UNCOMPRESSED_BYTES, ParsedDocument, ParseError
+from knowledge.text.folding import typesetting_unfold
 
 # How long one file may take to parse, by document type. A crafted file can drive a parser into quadratic work
 # (Python-Markdown reads the rest of a paragraph again for every "[" of a run: 20 kB of "[" took minutes); it
@@ -132,6 +133,7 @@ def parse_file(
         max_seconds = MAX_PARSE_SECONDS_BY_TYPE.get(doc_type, MAX_PARSE_SECONDS)
     limits = ParseLimits(max_uncompressed=max_uncompressed, max_pdf_pages=max_pdf_pages)
     doc = _parse_within(parser, path, limits, max_seconds)
+    doc = _typesetting_unfolded(doc)
     if not doc.blocks:
         raise ParseError("empty", f"{path.name} contains no text")
     if doc.updated_at is None:
@@ -139,6 +141,22 @@ def parse_file(
     if not doc.title:
         doc = dataclasses.replace(doc, title=_title_from_name(path))
     return doc
+
+
+def _typesetting_unfolded(doc: ParsedDocument) -> ParsedDocument:
+    """The document with the typesetter's characters (ligatures, soft hyphens, zero-width spaces) turned into
+    what they stand for in its title, blocks and heading trails, whatever the format (PDF text extraction emits
+    "ﬁ"; HTML, DOCX and text carry soft hyphens): see :func:`knowledge.text.folding.typesetting_unfold`."""
+    blocks = []
+    for block in doc.blocks:
+        text = typesetting_unfold(block.text)
+        path = tuple(typesetting_unfold(part) for part in block.section_path)
+        if text != block.text or path != block.section_path:
+            if not text.strip():
+                continue  # a block of soft hyphens only
+            block = dataclasses.replace(block, text=text, section_path=path)
+        blocks.append(block)
+    return dataclasses.replace(doc, title=typesetting_unfold(doc.title), blocks=blocks)
 
 
 class _ParseAbandoned(BaseException):

@@ -1,5 +1,7 @@
 """The text-analysis core: one module per concern, no Django, the same code at ingestion and at answering.
 
+* :mod:`~knowledge.text.folding` — typographic and Unicode variants of a character made one before analysis
+  (ligatures, soft hyphens, NFC, fullwidth forms, typographic option dashes, accents, case folding);
 * :mod:`~knowledge.text.tokenizer` — raw tokens, punctuation stripping, compound pieces;
 * :mod:`~knowledge.text.stopwords` — the stopword and interrogative lists;
 * :mod:`~knowledge.text.spelling` — British spellings mapped to American ones;
@@ -24,6 +26,7 @@ from knowledge.text.analyzer import (
     surface_words,
 )
 from knowledge.text.distance import edit_distance
+from knowledge.text.folding import match_form
 from knowledge.text.identifier_lane import ATTACHED_VALUE, IDENTIFIER_PREFIX
 from knowledge.text.line_shapes import CAPTION, LABEL_LINE, PROSE, TERM_ITEM, TWO_WORDS
 from knowledge.text.passages import passage_sentences, sentence_spans
@@ -64,6 +67,7 @@ __all__ = [
     "is_table_rule",
     "lines_holding",
     "locate_sentences",
+    "match_form",
     "opens_list_item",
     "passage_sentences",
     "query_terms",

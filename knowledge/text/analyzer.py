@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from knowledge.text.folding import fold_accents, fold_case
 from knowledge.text.identifier_lane import (
     IDENTIFIER_PREFIX,
     identifier_normalise,
@@ -23,7 +24,7 @@ from knowledge.text.identifier_lane import (
 )
 from knowledge.text.stemmer import stem
 from knowledge.text.stopwords import QUESTION_WORDS, STOPWORDS
-from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, strip_token
+from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, is_word, raw_tokens, strip_token
 
 # The version of how a file becomes chunks and postings: what analyze() produces, and the parsing and chunking
 # rules. Bump it whenever that output changes for some text: a document indexed by an older version is
@@ -68,8 +69,12 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, raw_tokens, stri
 # it. 14: a manual's entries set on one line each, tag and description ("0      if all went well" /
 # "1      if the spool is full"), are sentences of their own where a block holds two or more; so is a term in
 # capitals alone on its line above its description ("USR1 or SIGFUNC=DUMP" / "Write the state to a file")
-# after a description without a period.
-ANALYZER_VERSION = 14
+# after a description without a period. 15: characters are folded before and while tokens are cut
+# (knowledge.text.folding): NFC, soft hyphens and zero-width characters inside words dropped, Latin ligatures
+# spelled out ("conﬁguration" is "configuration"), fullwidth ASCII as ASCII, accents of Latin and Greek letters
+# and Hebrew and Arabic vowel points dropped, full case folding ("Straße" is "strasse"); a word keeps its combining marks (a
+# Devanagari or Thai word was cut into letters at each vowel sign).
+ANALYZER_VERSION = 15
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.
@@ -107,8 +112,10 @@ def _analyze_token(raw: str) -> tuple[str, ...]:
         tok = strip_token(tok.replace("'", ""))
         if not tok:
             return ()
-    low = tok.lower()
-    if tok.isalpha() and not CAMEL_RE.search(tok):
+    if not tok.isascii():
+        tok = fold_accents(tok)
+    low = fold_case(tok)
+    if is_word(tok) and not CAMEL_RE.search(tok):
         if low in STOPWORDS or len(low) > _MAX_WORD_LEN:
             return ()
         return (stem(low),)

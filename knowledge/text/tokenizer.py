@@ -6,11 +6,27 @@ identifier lane."""
 from __future__ import annotations
 
 import re
+import unicodedata
 
-# Raw tokens: runs of word characters plus the punctuation that occurs *inside* identifiers.
-TOKEN_RE = re.compile(r"[\w.\-/:%@'\u2019]+")
-# Alphanumeric runs inside a compound token.
-_ALNUM_RUN_RE = re.compile(r"[^\W_]+")
+from knowledge.text.folding import fold_case, fold_text
+
+
+def _combining_marks() -> str:
+    """A regex class body of the combining marks (categories Mn, Mc, Me) of the blocks of scripts written with
+    them (Python's ``\\w`` holds no mark: "नमस्ते" or a pointed Hebrew word would fall apart into letters)."""
+    blocks = ((0x0300, 0x1DFF), (0x20D0, 0x20FF), (0x2CEF, 0x2DFF), (0x302A, 0x309A), (0xA66F, 0xABFF),
+              (0xFB1E, 0xFB1E), (0xFE20, 0xFE2F))  # fmt: skip
+    marks = (chr(c) for start, end in blocks for c in range(start, end + 1))
+    return "".join(re.escape(m) for m in marks if unicodedata.category(m)[0] == "M")
+
+
+_MARKS = _combining_marks()
+_TOKEN_CHARS = r"\w.\-/:%@'\u2019"
+# Raw tokens: runs of word characters plus the punctuation that occurs *inside* identifiers, and the combining
+# marks on their letters (a token never starts with a mark).
+TOKEN_RE = re.compile(rf"[{_TOKEN_CHARS}][{_TOKEN_CHARS}{_MARKS}]*")
+# Alphanumeric runs inside a compound token, with their letters' marks.
+_ALNUM_RUN_RE = re.compile(rf"[^\W_](?:[^\W_]|[{_MARKS}])*")
 # Split an ASCII alphanumeric run at letter/digit boundaries and at lower->upper (camelCase) boundaries.
 # No "acronym boundary" rule: it would cut IPv4 as I|Pv4 and VLANs as VLA|Ns.
 _PIECE_RE = re.compile(r"[A-Z]+[a-z]*|[a-z]+|[0-9]+")
@@ -20,8 +36,21 @@ _LEADING_JUNK = ",:;@'"
 
 
 def raw_tokens(text: str) -> list[str]:
-    """Runs of word characters plus the punctuation that occurs inside identifiers, in text order."""
-    return TOKEN_RE.findall(text)
+    """Runs of word characters plus the punctuation that occurs inside identifiers, in text order, read from
+    the text folded by :func:`knowledge.text.folding.fold_text` (ligatures spelled out, soft hyphens dropped,
+    NFC...)."""
+    return TOKEN_RE.findall(fold_text(text))
+
+
+def is_word(tok: str) -> bool:
+    """Letters only, the combining marks on them included ("configuration", "straße", "नमस्ते")."""
+    if tok.isalpha():
+        return True
+    return (
+        not tok.isascii()
+        and tok[:1].isalpha()
+        and all(char.isalpha() or unicodedata.category(char)[0] == "M" for char in tok)
+    )
 
 
 def strip_token(tok: str) -> str:
@@ -62,7 +91,7 @@ def compound_pieces(tok: str) -> list[str]:
     pieces: list[str] = []
     for run in _ALNUM_RUN_RE.findall(tok):
         if not run.isascii():
-            pieces.append(run.lower())
+            pieces.append(fold_case(run))
             continue
         parts = _PIECE_RE.findall(run)
         if len(parts) > 1 and CAMEL_RE.search(run) and run.isalpha():

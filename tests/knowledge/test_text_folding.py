@@ -1,0 +1,129 @@
+"""Unit tests for knowledge.text.folding through the analyser: one word, however it was typeset or typed, gives
+the same terms at ingestion and at query time; ASCII text is analysed as before."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+
+from knowledge.text import analyze, identifiers, match_form, query_terms, surface_words
+from knowledge.text.folding import fold_text, typesetting_unfold
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("typeset", "plain"),
+    [
+        (
+            "the con\ufb01guration \ufb02ag of the o\ufb03ce",
+            "the configuration flag of the office",
+        ),  # PDF ligatures
+        ("e\ufb00ective \ufb00 \ufb04 \ufb06", "effective ff ffl st"),
+        ("config\u00aduration", "configuration"),  # soft hyphen
+        ("config\u200buration", "configuration"),  # zero-width space
+        ("config\u200curation con\u200dfig", "configuration config"),  # zero-width non-joiner, joiner
+        ("config\u2060uration \ufeffserver", "configuration server"),  # word joiner, a BOM in the text
+        ("\uff0d\uff0dforce", "--force"),
+        ("\uff43\uff4f\uff4e\uff46\uff49\uff47 \uff2d\uff21\uff38\uff3f\uff37\uff21\uff2c", "config MAX_WAL"),
+    ],
+)
+def test_typesetting_variants_analyse_as_the_plain_text(typeset, plain):
+    assert analyze(typeset) == analyze(plain)
+
+
+def test_dashes_between_words_and_numbers_are_not_options():
+    assert analyze("pages 10\u201320 well\u2014known a \u2013 b") == analyze("pages 10 20 well known a b")
+    assert not [t for t in analyze("well\u2014known, 10\u201320") if t.startswith("=-")]
+
+
+@pytest.mark.parametrize(
+    "word",
+    [
+        "caf\u00e9",
+        "r\u00e9sum\u00e9",
+        "na\u00efve",
+        "J\u00f6rg",
+        "Bj\u00f8rn",
+        "\u0141\u00f3d\u017a",
+        "Fran\u00e7ais",
+    ],
+)
+def test_composed_and_decomposed_accents_and_no_accents_are_one_word(word):
+    nfc = unicodedata.normalize("NFC", word)
+    nfd = unicodedata.normalize("NFD", word)
+    assert analyze(nfc) == analyze(nfd)
+    assert len(analyze(nfd)) == 1  # a combining accent does not cut the word in two
+    bare = {"Bj\u00f8rn": "Bjorn", "\u0141\u00f3d\u017a": "Lodz"}.get(word) or "".join(
+        c for c in nfd if not unicodedata.combining(c)
+    )
+    assert analyze(bare) == analyze(word)
+
+
+def test_case_folding_beyond_ascii():
+    assert analyze("Stra\u00dfe") == analyze("STRASSE") == analyze("strasse")
+    assert analyze("\u0130stanbul") == analyze("ISTANBUL") == analyze("istanbul")
+    assert (
+        analyze("\u039f\u0394\u039f\u03a3")
+        == analyze("\u03bf\u03b4\u03bf\u03c2")
+        == analyze("\u03bf\u03b4\u03cc\u03c2")
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("\u0928\u092e\u0938\u094d\u0924\u0947 \u0926\u0941\u0928\u093f\u092f\u093e", 2),  # Devanagari
+        ("\u0e2a\u0e27\u0e31\u0e2a\u0e14\u0e35", 1),  # Thai
+        (
+            "\u041d\u0430\u0441\u0442\u0440\u043e\u0439\u043a\u0430 \u0441\u0435\u0440\u0432\u0435\u0440\u0430",
+            2,
+        ),
+        ("\u914d\u7f6e\u6587\u4ef6", 1),
+    ],
+)
+def test_words_of_scripts_written_with_combining_marks_stay_whole(text, words):
+    assert len(analyze(text)) == words
+    assert all(len(term) > 1 for term in analyze(text))
+
+
+def test_hebrew_and_arabic_vowel_points_are_optional():
+    assert analyze("\u05e9\u05c1\u05b8\u05dc\u05d5\u05b9\u05dd") == analyze("\u05e9\u05dc\u05d5\u05dd")
+    assert analyze("\u0645\u064e\u0631\u0652\u062d\u064e\u0628\u064b\u0627") == analyze(
+        "\u0645\u0631\u062d\u0628\u0627"
+    )
+
+
+def test_cyrillic_letters_keep_their_marks():
+    # "й" is a letter of its own, not an accented "и"
+    assert analyze("\u043c\u043e\u0439") != analyze("\u043c\u043e\u0438")
+
+
+def test_ascii_text_is_not_changed_by_folding():
+    text = "Set max_wal_size --enable-foo -v (RFC 4271) for 10-20 routers' configuration."
+    assert fold_text(text) is text
+    assert typesetting_unfold(text) is text
+    assert match_form(text) == text.lower()
+
+
+def test_identifiers_are_found_in_the_match_form_of_their_text():
+    text = "Run ./configure --enable-Fo\u00f6 on Stra\u00dfe-7 with con\ufb01g_\ufb01le"
+    folded = match_form(text)
+    for identifier in identifiers(text):
+        assert identifier in folded, identifier
+
+
+def test_a_question_typed_with_variants_has_the_documents_terms():
+    assert query_terms("What does \uff0d\uff0denable-foo do to the con\ufb01guration?") == query_terms(
+        "What does --enable-foo do to the configuration?"
+    )
+    assert surface_words("con\ufb01guration", analyze("configuration")) == ["configuration"]
+
+
+def test_typesetting_unfold_keeps_what_a_reader_needs():
+    # joiners (emoji sequences, Persian words), accents and dashes are text as written
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    assert typesetting_unfold(family) == family
+    assert typesetting_unfold("caf\u00e9 \u2013 r\u00e9sum\u00e9") == "caf\u00e9 \u2013 r\u00e9sum\u00e9"
+    assert typesetting_unfold("o\ufb03ce con\u00adfig\u200bure") == "office configure"
