@@ -73,8 +73,9 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, is_word, raw_tok
 # (knowledge.text.folding): NFC, soft hyphens and zero-width characters inside words dropped, Latin ligatures
 # spelled out ("conﬁguration" is "configuration"), fullwidth ASCII as ASCII, accents of Latin and Greek letters
 # and Hebrew and Arabic vowel points dropped, full case folding ("Straße" is "strasse"); a word keeps its combining marks (a
-# Devanagari or Thai word was cut into letters at each vowel sign).
-ANALYZER_VERSION = 15
+# Devanagari or Thai word was cut into letters at each vowel sign). 16: an option opened by a typographic dash is
+# read as with ASCII dashes ("–enable-foo", as Sphinx typesets "--enable-foo", is "--enable-foo"; "−v" is "-v").
+ANALYZER_VERSION = 16
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.

@@ -8,7 +8,8 @@ Two levels, both run at ingestion and at query time alike (through :func:`knowle
 * :func:`fold_text`, on the whole text before it is cut into tokens: canonical composition (NFC: an accented
   letter typed as a letter plus a combining accent is the one precomposed letter), invisible characters inside
   words dropped (soft hyphen, zero-width space/joiners, word joiner, BOM), the Latin ligatures of PDF fonts
-  spelled out ("ﬁ" -> "fi"), and fullwidth ASCII forms as ASCII;
+  spelled out ("ﬁ" -> "fi"), fullwidth ASCII forms as ASCII, and an option written with a typographic dash
+  ("–enable-foo", "—verbose", "‐v": typesetting and word processors turn "--" into a dash) with ASCII ones;
 * :func:`fold_accents` and :func:`fold_case`, on one token: accents of Latin and Greek letters dropped
   ("résumé" -> "resume", "İstanbul" -> "Istanbul"), the optional vowel points of Hebrew and Arabic dropped,
   and full Unicode case folding ("Straße" and "STRASSE" -> "strasse", final sigma as sigma).
@@ -44,6 +45,31 @@ _TEXT_MAP: dict[int, str | None] = {
 }
 _TRANSLATED = re.compile("[" + _INVISIBLE + "".join(_LIGATURES) + "\uff01-\uff5e]")
 
+# A typographic dash (or two) that opens a word, as an option's dashes come out of a typesetter (Sphinx and
+# SmartyPants make "--" an en dash, word processors an en or em dash) or a font's hyphen or minus.
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63"
+# (what precedes the dash is checked by _option_dashes: a pattern opening with a lookbehind is tried at every
+# position of the text, one opening with the class only where a dash is)
+_OPTION_DASH = re.compile(rf"([{_DASHES}]{{1,2}})(?=([^\W\d_])([^\W_])?)")
+_NOT_AFTER = re.compile(rf"[\w\-{_DASHES}]")
+_LONG_DASHES = frozenset("\u2013\u2014\u2015")
+
+
+def _option_dashes(match: re.Match[str]) -> str:
+    """ASCII dashes for a typographic dash before a letter at the start of a word: a long dash (en, em) stands
+    for the two hyphens of a long option ("–enable-foo" -> "--enable-foo") unless one letter follows alone
+    ("–v" -> "-v"); a hyphen or minus sign for one; two dashes for two. A dash inside a word or a range
+    ("well—known", "10–20") stays."""
+    start = match.start()
+    if start and _NOT_AFTER.match(match.string, start - 1):
+        return match.group(0)
+    dashes = match.group(1)
+    if len(dashes) == 2:
+        return "--"
+    if dashes in _LONG_DASHES and match.group(3) is not None:
+        return "--"
+    return "-"
+
 
 def fold_text(text: str) -> str:
     """The text with the spellings that differ only in typesetting made one (see the module docstring).
@@ -58,6 +84,7 @@ def fold_text(text: str) -> str:
         return text
     if not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)
+    text = _OPTION_DASH.sub(_option_dashes, text)
     if _TRANSLATED.search(text) is None:
         return text
     return text.translate(_TEXT_MAP)
@@ -123,7 +150,7 @@ def fold_case(token: str) -> str:
 def match_form(text: str) -> str:
     """``text`` folded as the analyser folds its tokens (:func:`fold_text`, :func:`fold_accents`,
     :func:`fold_case`): the form in which an identifier of :func:`knowledge.text.identifiers` can be looked for
-    verbatim (``"./configure --enable-Fürst"`` -> ``"./configure --enable-furst"``); ``text.lower()`` for ASCII."""
+    verbatim (``"./configure –enable-Fürst"`` -> ``"./configure --enable-furst"``); ``text.lower()`` for ASCII."""
     if text.isascii():
         return text.lower()
     return fold_case(fold_accents(fold_text(text)))

@@ -25,6 +25,9 @@ VENDOR_PDF_TEXT = (
 )
 DOCS = {
     "vendor-flow.md": VENDOR_PDF_TEXT,
+    # the option's words without the option: the option itself must rank the vendor's page first
+    "flowtap-notes.md": "# Collector notes\n\nEnable flowtap on the collector after the weekly maintenance window "
+    "of the site.\n",
     "cafe.md": unicodedata.normalize(
         "NFD",
         "# Caf\u00e9 r\u00e9sum\u00e9\n\nThe caf\u00e9 network r\u00e9sum\u00e9 lists "

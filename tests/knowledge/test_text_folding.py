@@ -25,12 +25,19 @@ pytestmark = pytest.mark.unit
         ("config\u200buration", "configuration"),  # zero-width space
         ("config\u200curation con\u200dfig", "configuration config"),  # zero-width non-joiner, joiner
         ("config\u2060uration \ufeffserver", "configuration server"),  # word joiner, a BOM in the text
-        ("\uff0d\uff0dforce", "--force"),
         ("\uff43\uff4f\uff4e\uff46\uff49\uff47 \uff2d\uff21\uff38\uff3f\uff37\uff21\uff2c", "config MAX_WAL"),
+        ("\u2013\u2013verbose \u2014verbose \u2013enable-foo", "--verbose --verbose --enable-foo"),
+        ("\u2212v \u2010n \u2013v \uff0d\uff0dforce", "-v -n -v --force"),
     ],
 )
 def test_typesetting_variants_analyse_as_the_plain_text(typeset, plain):
     assert analyze(typeset) == analyze(plain)
+
+
+def test_option_written_with_a_typographic_dash_is_the_option():
+    # as Sphinx renders "./configure --enable-omfoo" in a vendor's HTML manual
+    assert "=--enable-omfoo" in analyze("./configure \u2013enable-omfoo \u2026")
+    assert identifiers("git checkout \u2013track -b beta") == ["--track", "-b"]
 
 
 def test_dashes_between_words_and_numbers_are_not_options():
@@ -108,14 +115,14 @@ def test_ascii_text_is_not_changed_by_folding():
 
 
 def test_identifiers_are_found_in_the_match_form_of_their_text():
-    text = "Run ./configure --enable-Fo\u00f6 on Stra\u00dfe-7 with con\ufb01g_\ufb01le"
+    text = "Run ./configure \u2013enable-Fo\u00f6 on Stra\u00dfe-7 with con\ufb01g_\ufb01le"
     folded = match_form(text)
     for identifier in identifiers(text):
         assert identifier in folded, identifier
 
 
 def test_a_question_typed_with_variants_has_the_documents_terms():
-    assert query_terms("What does \uff0d\uff0denable-foo do to the con\ufb01guration?") == query_terms(
+    assert query_terms("What does \u2013\u2013enable-foo do to the con\ufb01guration?") == query_terms(
         "What does --enable-foo do to the configuration?"
     )
     assert surface_words("con\ufb01guration", analyze("configuration")) == ["configuration"]
