@@ -57,6 +57,15 @@ def memory_append(conversation_id: str, turn: Turn) -> None:
         logger.warning("conversation memory not saved (%s): %s", conversation_id, type(exc).__name__)
 
 
+def memory_forget(conversation_id: str, turn: Turn) -> None:
+    """Take back a turn that memory_append added for an answer whose storing then failed: memory holds only
+    answers the conversation's history has. Logged, not raised, as memory_append."""
+    try:
+        redis_client().lrem(_key(conversation_id), -1, json.dumps(asdict(turn)))
+    except RedisError as exc:
+        logger.warning("conversation memory not taken back (%s): %s", conversation_id, type(exc).__name__)
+
+
 def rewrite_follow_up(
     question: str, history: list[Turn], *, max_chars: int = 1000
 ) -> tuple[str, dict[str, Any]]:

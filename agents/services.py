@@ -431,7 +431,7 @@ def ask(
     (athena.throttling.abstention_record); the ask API sets it, an operator's `manage.py evaluate` does not.
     `config`: retrieval settings other than the defaults, for an operator's measurement (`manage.py evaluate
     --config`); answered in this process only, since the realtime worker always runs the defaults."""
-    from agents.memory import Turn, memory_append
+    from agents.memory import Turn, memory_append, memory_forget
     from audit.services import audit_record
 
     if config is not None and settings.ATHENA_REALTIME_VIA_CELERY:
@@ -496,6 +496,7 @@ def ask(
         groups = sorted(user.groups.values_list("name", flat=True))
     # the audit event, the answer as stored, its curation item and the conversation's turn commit together:
     # an event never records an answer that history and curation lack, nor the reverse
+    turn: Turn | None = None
     try:
         with transaction.atomic():
             # the UPDATE also holds the conversation until this commits: an admin's delete under way
@@ -559,6 +560,17 @@ def ask(
             }
             if answer_row is not None:
                 Answer.objects.filter(pk=answer_row.pk).update(response=body)
+                # remembered while the UPDATE above holds the conversation: two questions answered at once in
+                # one conversation are remembered in the order they are stored (after commit, the second could
+                # be remembered first, and a follow-up read the older turn as the last)
+                turn = Turn(
+                    question=question,
+                    rewritten=result["rewritten"] or question,
+                    answer=result["answer"][:1000],
+                    template=result["template"],
+                    chunk_ids=[c["chunk_id"] for c in result["citations"]],
+                )
+                memory_append(str(conversation.pk), turn)
             if blocked:
                 if not conversation_id:
                     _set_aside(conversation)
@@ -574,6 +586,8 @@ def ask(
                 )
     except Exception as exc:
         # nothing of it was kept: the attempt is audited as an error (where the database still answers)
+        if turn is not None:
+            memory_forget(str(conversation.pk), turn)
         if not conversation_id:
             _set_aside(conversation)
         _error_record(
@@ -586,14 +600,4 @@ def ask(
         abstention_record(user, question, unreadable_match=bool(result.get("unreadable_terms")))
     if blocked:
         raise Blocked(result["answer"], details={"guard": guard.get("code"), "audit_event_id": event.pk})
-    memory_append(
-        str(conversation.pk),
-        Turn(
-            question=question,
-            rewritten=result["rewritten"] or question,
-            answer=result["answer"][:1000],
-            template=result["template"],
-            chunk_ids=[c["chunk_id"] for c in result["citations"]],
-        ),
-    )
     return body

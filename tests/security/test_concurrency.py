@@ -107,6 +107,74 @@ def test_the_admin_resolve_action_keeps_a_resolution_committed_while_it_ran() ->
     assert "resolved meanwhile by someone else" in response.content.decode()
 
 
+# --- two questions answered at once in one conversation --------------------------------------------------
+
+
+@pytest.mark.slow  # answers two questions: loads the models
+def test_two_questions_at_once_in_one_conversation_are_remembered_in_the_order_stored(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The conversation's memory (the turns a follow-up is read against) keeps the order of its stored history
+    when two questions in it are answered at once. The first is held just as it is remembered; the second is
+    answered meanwhile. Remembering after commit let the second be remembered first (a follow-up would then
+    read the older question as the last); remembered while the conversation's row is held, the second waits."""
+    from agents import memory
+    from agents.models import Answer, Conversation
+    from agents.services import ask
+
+    user = make_user("alice", "employees")
+    conversation = Conversation.objects.create(user=user, title="VPN keys")
+    first, second = "Who rotates the VPN keys?", "Where are the VPN keys kept?"
+    reached, release = threading.Event(), threading.Event()
+    remember = memory.memory_append
+
+    def held_first(conversation_id: str, turn: memory.Turn) -> None:
+        if turn.question == first:
+            reached.set()
+            assert release.wait(WAIT_SECONDS)
+        remember(conversation_id, turn)
+
+    monkeypatch.setattr(memory, "memory_append", held_first)
+    memory.redis_client().delete(memory._key(str(conversation.pk)))
+    try:
+        asking = [in_thread(lambda: ask(user=user, question=first, conversation_id=str(conversation.pk)))]
+        assert reached.wait(WAIT_SECONDS)
+        asking.append(
+            in_thread(lambda: ask(user=user, question=second, conversation_id=str(conversation.pk)))
+        )
+        until_another_session_waits_for_a_lock(or_finished=asking[1][0])
+        release.set()
+        for thread, outcome in asking:
+            thread.join(WAIT_SECONDS)
+            assert not thread.is_alive() and not isinstance(outcome[0], BaseException), outcome
+
+        stored = list(Answer.objects.filter(conversation=conversation).order_by("created_at", "pk"))
+        assert [answer.question for answer in stored] == [first, second]
+        remembered = [turn.question for turn in memory.memory_load(str(conversation.pk))]
+        assert remembered == [first, second]
+    finally:
+        release.set()
+        memory.redis_client().delete(memory._key(str(conversation.pk)))
+
+
+def test_a_turn_taken_back_leaves_the_conversations_other_turns() -> None:
+    """An answer whose storing failed after it was remembered is taken back out of the memory (the real Redis),
+    and only that turn: the turns before and after it stay, in order."""
+    from agents import memory
+
+    key = "taken-back-test"
+    turns = [
+        memory.Turn(question=q, rewritten=q, answer="", template="factual_lookup", chunk_ids=[])
+        for q in ("first?", "second?", "third?")
+    ]
+    memory.redis_client().delete(memory._key(key))
+    try:
+        for turn in turns:
+            memory.memory_append(key, turn)
+        memory.memory_forget(key, turns[1])
+        assert [turn.question for turn in memory.memory_load(key)] == ["first?", "third?"]
+    finally:
+        memory.redis_client().delete(memory._key(key))
+
+
 # --- group membership during a question ---------------------------------------------------------------------
 
 
