@@ -84,7 +84,8 @@ class RawBlock:
     marked: bool = False  # code the format marks as code (Block.marked)
 
 
-WHITESPACE = re.compile(r"[ \t\f\v\u00a0\u2000-\u200b\u202f\u205f\u3000]+")
+# (not U+200B: a zero-width space inside a word is a line-break hint, dropped by knowledge.text.folding)
+WHITESPACE = re.compile(r"[ \t\f\v\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 _MAX_TERM_CHAIN = 4
 
 

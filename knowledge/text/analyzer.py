@@ -75,7 +75,9 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, is_word, raw_tok
 # and Hebrew and Arabic vowel points dropped, full case folding ("Straße" is "strasse"); a word keeps its combining marks (a
 # Devanagari or Thai word was cut into letters at each vowel sign). 16: an option opened by a typographic dash is
 # read as with ASCII dashes ("–enable-foo", as Sphinx typesets "--enable-foo", is "--enable-foo"; "−v" is "-v").
-ANALYZER_VERSION = 16
+# 17: a zero-width space is dropped only inside a word of a script written with spaces (in Thai, Khmer, Chinese
+# or Japanese it separates words) and HTML no longer makes it a space ("con\u200bfiguration" was "con figuration").
+ANALYZER_VERSION = 17
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.

@@ -7,7 +7,8 @@ Two levels, both run at ingestion and at query time alike (through :func:`knowle
 
 * :func:`fold_text`, on the whole text before it is cut into tokens: canonical composition (NFC: an accented
   letter typed as a letter plus a combining accent is the one precomposed letter), invisible characters inside
-  words dropped (soft hyphen, zero-width space/joiners, word joiner, BOM), the Latin ligatures of PDF fonts
+  words dropped (soft hyphen, zero-width joiners, word joiner, BOM; a zero-width space inside a word of a
+  script written with spaces, elsewhere it separates words), the Latin ligatures of PDF fonts
   spelled out ("ﬁ" -> "fi"), fullwidth ASCII forms as ASCII, and an option written with a typographic dash
   ("–enable-foo", "—verbose", "‐v": typesetting and word processors turn "--" into a dash) with ASCII ones;
 * :func:`fold_accents` and :func:`fold_case`, on one token: accents of Latin and Greek letters dropped
@@ -25,7 +26,7 @@ import unicodedata
 # Invisible format characters that sit inside words without separating them: soft hyphen (PDF and HTML
 # hyphenation points), zero-width space, zero-width non-joiner and joiner, word joiner, zero-width no-break
 # space (a BOM that ended up inside the text), Mongolian vowel separator.
-_INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff\u180e"
+_INVISIBLE = "\u00ad\u200c\u200d\u2060\ufeff\u180e"
 # The Latin presentation ligatures (U+FB00-U+FB06) that PDF text extraction emits for "fi", "fl", ...
 _LIGATURES = {
     "\ufb00": "ff",
@@ -44,6 +45,31 @@ _TEXT_MAP: dict[int, str | None] = {
     **{code: chr(code - 0xFEE0) for code in range(0xFF01, 0xFF5F)},
 }
 _TRANSLATED = re.compile("[" + _INVISIBLE + "".join(_LIGATURES) + "\uff01-\uff5e]")
+
+# A zero-width space is a line-break hint inside a word of a script written with spaces ("con\u200bfiguration",
+# a long identifier in HTML), but the word separator of scripts written without (Thai, Lao, Khmer, Myanmar,
+# Chinese, Japanese).
+_ZERO_WIDTH_SPACE = re.compile("\u200b+")
+_UNSPACED_SCRIPTS = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]"
+)
+
+
+def _zero_width_spaces(text: str, *, separator: str) -> str:
+    """``text`` with each zero-width space inside a word of a spaced script (between two characters that are
+    not spaces: "max\u200b_wal\u200b_size", "/usr/\u200bshare") dropped, and each other one made ``separator``."""
+
+    def replace(match: re.Match[str]) -> str:
+        start, end = match.start(), match.end()
+        before = text[start - 1] if start else ""
+        after = text[end] if end < len(text) else ""
+        inside_word = before and after and not before.isspace() and not after.isspace()
+        if inside_word and not _UNSPACED_SCRIPTS.match(before) and not _UNSPACED_SCRIPTS.match(after):
+            return ""
+        return separator
+
+    return _ZERO_WIDTH_SPACE.sub(replace, text)
+
 
 # A typographic dash (or two) that opens a word, as an option's dashes come out of a typesetter (Sphinx and
 # SmartyPants make "--" an en dash, word processors an en or em dash) or a font's hyphen or minus.
@@ -85,6 +111,8 @@ def fold_text(text: str) -> str:
     if not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)
     text = _OPTION_DASH.sub(_option_dashes, text)
+    if "\u200b" in text:
+        text = _zero_width_spaces(text, separator=" ")
     if _TRANSLATED.search(text) is None:
         return text
     return text.translate(_TEXT_MAP)
@@ -160,17 +188,21 @@ def match_form(text: str) -> str:
 # typesetter put there, each standing for letters or for nothing. Zero-width joiners stay (an emoji sequence,
 # a Persian word need them), and so do accents, case and the dashes: the text shown in citations is the text
 # as written; the analyser folds those for matching.
-_TYPESET = re.compile("[\u00ad\u200b\u2060\ufeff" + "".join(_LIGATURES) + "]")
+_TYPESET = re.compile("[\u00ad\u2060\ufeff" + "".join(_LIGATURES) + "]")
 _TYPESET_MAP: dict[int, str | None] = {
-    **dict.fromkeys(map(ord, "\u00ad\u200b\u2060\ufeff")),
+    **dict.fromkeys(map(ord, "\u00ad\u2060\ufeff")),
     **{ord(lig): letters for lig, letters in _LIGATURES.items()},
 }
 
 
 def typesetting_unfold(text: str) -> str:
-    """``text`` without soft hyphens, zero-width spaces, word joiners and stray BOMs, and with the Latin
-    ligatures spelled out ("conﬁg­uration" -> "configuration"): as a reader sees it, and as an embedding model
-    can read it (a ligature is a word piece its vocabulary lacks)."""
-    if text.isascii() or _TYPESET.search(text) is None:
+    """``text`` without soft hyphens, word joiners, stray BOMs and zero-width spaces inside a word of a spaced
+    script, and with the Latin ligatures spelled out ("conﬁg­uration" -> "configuration"): as a reader sees it,
+    and as an embedding model can read it (a ligature is a word piece its vocabulary lacks)."""
+    if text.isascii():
+        return text
+    if "\u200b" in text:
+        text = _zero_width_spaces(text, separator="\u200b")
+    if _TYPESET.search(text) is None:
         return text
     return text.translate(_TYPESET_MAP)

@@ -134,3 +134,11 @@ def test_typesetting_unfold_keeps_what_a_reader_needs():
     assert typesetting_unfold(family) == family
     assert typesetting_unfold("caf\u00e9 \u2013 r\u00e9sum\u00e9") == "caf\u00e9 \u2013 r\u00e9sum\u00e9"
     assert typesetting_unfold("o\ufb03ce con\u00adfig\u200bure") == "office configure"
+
+
+def test_a_zero_width_space_joins_a_spaced_word_and_separates_unspaced_ones():
+    thai = "\u0e2a\u0e27\u0e31\u0e2a\u0e14\u0e35\u200b\u0e04\u0e23\u0e31\u0e1a"  # two Thai words
+    assert len(analyze(thai)) == 2
+    assert typesetting_unfold(thai) == thai  # the separator stays in the stored text
+    assert analyze("max\u200b_wal\u200b_size con\u200bfig") == analyze("max_wal_size config")
+    assert typesetting_unfold("con\u200bfig\u200b \u200bfile") == "config\u200b \u200bfile"

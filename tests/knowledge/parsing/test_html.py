@@ -216,3 +216,18 @@ def test_a_pages_catalogue_fields_in_meta_tags_are_its_metadata(tmp_path):
         "review_by": "2027-03-25",
         "superseded_by": "sop-relay-upgrade-v2.html",
     }
+
+
+def test_a_zero_width_space_inside_a_word_is_not_a_space(tmp_path) -> None:
+    # browsers break long words at it; it is no space in the word
+    path = tmp_path / "zw.html"
+    path.write_text(
+        "<html><head><title>Router con&#8203;figuration</title></head><body><h1>Router con&#8203;figuration"
+        "</h1><p>Set the max&#8203;_wal&#8203;_size and the con&#173;figuration \ufb01le.</p></body></html>",
+        encoding="utf-8",
+    )
+    parsed = parse_file(path)
+    assert parsed.title == "Router configuration"
+    assert [b.text for b in parsed.blocks if b.kind != "title"] == [
+        "Set the max_wal_size and the configuration file."
+    ]
