@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -66,6 +67,27 @@ def audit_event_search(*, query: AuditQuery) -> QuerySet[AuditEvent]:
         # phrase finds the quotes inside a question or answer, not the key names around them
         qs = qs.filter(payload__icontains=json.dumps(query.text, ensure_ascii=False)[1:-1])
     return qs.order_by("-id")
+
+
+# the columns audit_event_values may list: each has a b-tree index of its own (AuditEvent.Meta)
+_INDEXED_VALUE_COLUMNS = frozenset({"kind", "verdict"})
+
+
+def audit_event_values(field: str) -> list[str]:
+    """The distinct non-empty values of an indexed column (kind, verdict), in order, by a skip scan: one index
+    probe per value (a recursive CTE), where SELECT DISTINCT reads every event (the admin's filter ran it on
+    every page of a log of millions)."""
+    if field not in _INDEXED_VALUE_COLUMNS:
+        raise ValueError(f"no index lists the values of {field!r}: one of {sorted(_INDEXED_VALUE_COLUMNS)}")
+    table, column = AuditEvent._meta.db_table, field  # both columns are named as their fields
+    sql = (
+        f'WITH RECURSIVE v(value) AS (SELECT min("{column}") FROM "{table}" WHERE "{column}" > \'\' '
+        f'UNION ALL SELECT (SELECT min("{column}") FROM "{table}" WHERE "{column}" > v.value) FROM v '
+        "WHERE v.value IS NOT NULL) SELECT value FROM v WHERE value IS NOT NULL"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return [row[0] for row in cursor.fetchall()]
 
 
 def audit_event_get(*, event_id: int) -> AuditEvent:

@@ -4,8 +4,10 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.widgets import ForeignKeyRawIdWidget
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.forms import ModelChoiceField
@@ -68,6 +70,23 @@ class DocumentChoicesForm(forms.ModelForm):
         return cleaned
 
 
+class ReadableDocumentIdWidget(ForeignKeyRawIdWidget):
+    """The id box of a document field: beside the id it names the document only when it is one of the
+    field's choices. Django's widget names whatever document the id is, so an admin who typed the id of one
+    they cannot read would see its title beside the form's error."""
+
+    def __init__(self, *args: Any, queryset: QuerySet[Document], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.queryset = queryset
+
+    def label_and_url_for_value(self, value: Any) -> tuple[str, str]:
+        try:
+            offered = self.queryset.filter(pk=value).exists()
+        except (ValueError, TypeError, ValidationError):
+            return "", ""
+        return super().label_and_url_for_value(value) if offered else ("", "")
+
+
 class ReadableDocumentChoices(admin.ModelAdmin):
     """A ModelAdmin whose model points at documents through `document_choice_fields`: the admin picks among the
     documents they may read, and a document they cannot read is neither offered nor named. When the row
@@ -103,6 +122,13 @@ class ReadableDocumentChoices(admin.ModelAdmin):
     def formfield_for_foreignkey(self, db_field, request, **kwargs):  # type: ignore[no-untyped-def]
         if db_field.name in self.document_choice_fields:
             kwargs["queryset"] = self._choices(request)
+            if db_field.name in self.raw_id_fields:
+                kwargs["widget"] = ReadableDocumentIdWidget(
+                    db_field.remote_field,
+                    self.admin_site,
+                    queryset=kwargs["queryset"],
+                    using=kwargs.get("using"),
+                )
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
@@ -114,6 +140,8 @@ class ReadableDocumentChoices(admin.ModelAdmin):
             current = getattr(obj, f"{name}_id", None) if obj is not None else None
             if isinstance(field, ModelChoiceField) and current is not None:
                 field.queryset = self._choices(request, current)
+                if isinstance(field.widget, ReadableDocumentIdWidget):
+                    field.widget.queryset = field.queryset
         return form
 
     def get_exclude(self, request: HttpRequest, obj: Any = None) -> Any:
