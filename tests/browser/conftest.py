@@ -79,6 +79,9 @@ def _gunicorn(static_root: Path, **env_overrides: str) -> Iterator[str]:
             "ATHENA_DB_NAME": str(settings.DATABASES["default"]["NAME"]),
             "ATHENA_STATIC_ROOT": str(static_root),
             "REDIS_URL": str(settings.REDIS_URL),  # the tests' own Redis database, which their worker reads
+            # the audit checkpoints of the test database, not those a developer's running `make run` writes
+            # (its beat, every few minutes) under the same var/: they name events this database lacks
+            "ATHENA_AUDIT_CHECKPOINT_FILE": str(static_root.parent / "audit-checkpoints.jsonl"),
             **env_overrides,
         }
     )
