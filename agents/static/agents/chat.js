@@ -45,6 +45,10 @@
       });
     });
   }
+  // a live region's text is written only when it changes: writing the same text again is read out again
+  function setText(node, text) {
+    if (node.textContent !== text) { node.textContent = text; }
+  }
   function fmtDate(value) {
     if (!value) { return "unknown"; }
     var date = new Date(value);
@@ -92,11 +96,15 @@
       var started = Date.now();
       var steps = ["Checking the question…", "Searching the documents…", "Weighing the evidence…",
                    "Composing a cited answer…"];
-      $("progress-text").textContent = steps[0];
+      setText($("progress-text"), steps[0]);
+      setText($("progress-seconds"), "");
+      // #progress is a live region: a screen reader reads each change of its text, so the text changes with
+      // the step or the place in the queue, and the seconds counting beside it are shown but not read out
       var render = function () {
         var seconds = (Date.now() - started) / 1000;
         var step = steps[Math.min(steps.length - 1, Math.floor(seconds / 1.5))];
-        $("progress-text").textContent = state.queue || (step + " " + seconds.toFixed(0) + " s");
+        setText($("progress-text"), state.queue || step);
+        setText($("progress-seconds"), state.queue ? "" : " " + seconds.toFixed(0) + " s");
       };
       progressTimer = setInterval(render, 500);
       var poll = function () {
@@ -131,7 +139,12 @@
       pending.remove();
       // nothing was answered: an empty thread shows its welcome text again
       if ($("welcome") && !document.querySelector("#thread .turn")) { $("welcome").hidden = false; }
-      showError(errorText(error));
+      if (error.status === 401) {
+        draftKeep(text);
+        showError(errorText(error), { href: "/accounts/login/?next=/", text: "Sign in again" });
+      } else {
+        showError(errorText(error));
+      }
     }).then(function () { setBusy(false); question.focus(); });
   });
 
@@ -178,15 +191,35 @@
         "if this keeps happening, tell the administrators.";
     }
     if (error.status === 401) {
-      return "You are signed out (your session ended). Reload the page to sign in again.";
+      return "You are signed out (your session ended). Your question is kept: it will be in the box again " +
+        "after you sign in.";
     }
     if (!error.status) { return "The server could not be reached. Check your connection and try again."; }
     return error.message;
   }
 
-  function showError(message) {
+  function showError(message, link) {
     $("ask-error").textContent = message;
+    if (link) {
+      $("ask-error").appendChild(document.createTextNode(" "));
+      $("ask-error").appendChild(el("a", { href: link.href, id: "ask-error-link", text: link.text }));
+    }
     $("ask-error").hidden = !message;
+  }
+
+  // A question typed when the session had ended waits in this tab's sessionStorage, under the signed-in
+  // user's name (another user signing in here does not get it), until that user is back on the page
+  var draftKey = "athena.unsent-question:" + (($("who") || {}).textContent || "");
+  function draftKeep(text) {
+    try { window.sessionStorage.setItem(draftKey, text); } catch (e) { /* storage off: the box still holds it */ }
+  }
+  function draftRestore() {
+    var text = null;
+    try {
+      text = window.sessionStorage.getItem(draftKey);
+      window.sessionStorage.removeItem(draftKey);
+    } catch (e) { return; }
+    if (text && !question.value) { question.value = text; }
   }
 
   /* ---- rendering an answer ------------------------------------------------------------------------------ */
@@ -194,7 +227,7 @@
     var link = el("a", { href: "#", className: "cite", "data-ref": String(citation.ref), text: "[" + citation.ref + "]",
                          "aria-label": "Source " + citation.ref + ": " + (citation.title || citation.document) +
                            (citation.section ? ", " + citation.section : "") });
-    link.addEventListener("click", function (e) { e.preventDefault(); openCitation(citation, turn); });
+    link.addEventListener("click", function (e) { e.preventDefault(); openCitation(citation, turn, link); });
     return link;
   }
 
@@ -362,7 +395,7 @@
       var refs = el("span", { className: "source-refs" });
       group.cites.forEach(function (c) { refs.appendChild(citeLink(c, turn)); });
       var title = el("a", { href: "#", className: "source-title", text: group.title });
-      title.addEventListener("click", function (e) { e.preventDefault(); openCitation(first, turn); });
+      title.addEventListener("click", function (e) { e.preventDefault(); openCitation(first, turn, title); });
       var meta = el("div", { className: "source-meta small" }, [
         el("span", { className: "source-section", text: group.sections.join(" · ") || "whole document" }),
         el("span", { className: "source-updated", text: "updated " + fmtDate(first.updated_at) }),
@@ -636,21 +669,37 @@
         (row.header ? (table.tHead || table.createTHead()) : body).appendChild(tr);
       });
       table.appendChild(body);
-      box.appendChild(table);
+      box.appendChild(el("div", { className: "passage-table-scroll", role: "group", tabindex: "0",
+                                  "aria-label": "Table from the passage" }, [table]));
     });
     if (index < 0 && quote) { box.appendChild(el("p", {}, [el("strong", { text: "Quoted: " }), el("mark", { text: quote })])); }
     return box;
   }
 
-  function openCitation(citation, turn) {
+  // The passage opens in the side panel, which on a narrow screen is below the whole thread: once it has
+  // loaded, its heading takes the focus (so the page scrolls to it and a screen reader reads it), unless the
+  // reader has gone elsewhere meanwhile; "Back to the answer" returns to the citation that opened it.
+  var opening = 0;
+  function openCitation(citation, turn, origin) {
     selectTab("passage");
     var panel = $("panel-passage");
+    var opened = opening += 1;
     panel.innerHTML = "";
     panel.appendChild(el("p", { className: "muted", text: "Loading passage…" }));
     api("GET", "/api/v1/passages/" + citation.chunk_id).then(function (data) {
+      if (opened !== opening) { return; }  // another citation was opened since
       panel.innerHTML = "";
       var doc = data.document;
-      panel.appendChild(el("h3", { className: "passage-title", text: "[" + citation.ref + "] " + doc.title }));
+      if (origin) {
+        var back = el("button", { type: "button", className: "link back-to-answer", text: "← Back to the answer" });
+        back.addEventListener("click", function () {
+          if (document.body.contains(origin)) { origin.focus(); } else { question.focus(); }
+        });
+        panel.appendChild(el("p", {}, [back]));
+      }
+      var heading = el("h3", { className: "passage-title", tabindex: "-1",
+                               text: "[" + citation.ref + "] " + doc.title });
+      panel.appendChild(heading);
       var dl = el("dl", { className: "doc-meta" });
       [["Document", doc.source], ["Section", data.section || "—"], ["Page", data.page || "—"],
        ["Last updated", fmtDate(doc.updated_at)], ["Access tier", doc.access_tier], ["Type", doc.doc_type],
@@ -667,7 +716,12 @@
         sections.appendChild(list);
         panel.appendChild(sections);
       }
+      var active = document.activeElement;
+      if (!active || active === document.body || active === origin || active === $("tab-passage")) {
+        heading.focus();
+      }
     }).catch(function (error) {
+      if (opened !== opening) { return; }
       panel.innerHTML = "";
       panel.appendChild(el("p", { className: "error", text: error.message }));
     });
@@ -804,6 +858,7 @@
     }, 1500);
   }
 
+  draftRestore();
   updateCounter();
   loadConversations();
 })();

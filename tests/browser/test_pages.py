@@ -1,0 +1,273 @@
+"""The pages as an engineer uses them at night: on a phone, by keyboard, with a screen reader, with long and odd
+answers, and after something went wrong (the session ended, the password mistyped, the answer slow). Driven
+on the server `make run` starts (conftest.py), with a real Celery worker where an answer is needed."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import PASSWORDS, axe_violations, login, wait
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db]
+
+PHONE = (375, 812)
+
+# an uploaded runbook with what answers on a phone must survive: a URL and a command line with no space to
+# break at for a whole screen's width, a title of one long hyphenated word, and a table of seven columns
+LONG_URL = (
+    "https://intranet.example.internal/wiki/display/PLATFORM/Quasar+Relay+Key+Renewal+Procedure"
+    "+For+The+Northern+Availability+Zone?revision=17&anchor=renew-relay-signing-key-and-reload"
+)
+ODD_RUNBOOK = f"""# Renewing the signing key of the quasar-relay-northern-availability-zone-primary-and-standby-nodes
+
+## Renewing the relay key
+
+To renew the quasar relay signing key, run this on every relay node:
+
+    /usr/local/quasar/sbin/quasar-relayctl --renew-signing-key --key-file=/srv/quasar/keys/relay-northern-zone-2027.pem --chain-file=/srv/quasar/keys/relay-chain-internal-root-and-issuing-ca.pem --reload-when-done
+
+The quasar relay key renewal is described in full at {LONG_URL}
+
+## Relay nodes
+
+| Relay node name | Address | Relay port | Admin port | Key fingerprint | Key expiry | Owner |
+| --- | --- | --- | --- | --- | --- | --- |
+| quasar-relay-north-primary-01.zone-n.example.internal | 10.77.3.11 | 7443 | 7444 | 5C:0E:91:AB:44:12:7F:C3:08:6D | 2027-02-28 | relay-platform-team |
+| quasar-relay-north-standby-02.zone-n.example.internal | 10.77.3.12 | 7443 | 7444 | 5C:0E:91:AB:44:12:7F:C3:08:6E | 2027-02-28 | relay-platform-team |
+"""
+
+
+def _by_css(driver: Any, css: str) -> list[Any]:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, css)
+
+
+def _one(driver: Any, css: str) -> Any:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.CSS_SELECTOR, css)
+
+
+def _present(css: str) -> Any:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+
+    return ec.presence_of_element_located((By.CSS_SELECTOR, css))
+
+
+def _clear_throttle(username: str) -> None:
+    from django.contrib.auth.models import User
+
+    from athena import throttling
+
+    throttling.user_counters_clear(User.objects.get(username=username))
+
+
+def _ask(driver: Any, text: str) -> Any:
+    from selenium.webdriver.common.keys import Keys
+
+    before = len(_by_css(driver, ".turn.answered"))
+    box = _one(driver, "#question")
+    box.clear()
+    box.send_keys(text, Keys.ENTER)
+    wait(
+        driver,
+        lambda d: len(_by_css(d, ".turn.answered")) > before or _one(d, "#ask-error").is_displayed(),
+        timeout=120,
+    )
+    assert not _one(driver, "#ask-error").is_displayed(), _one(driver, "#ask-error").text
+    return _by_css(driver, ".turn.answered")[-1]
+
+
+def _focused(driver: Any) -> Any:
+    return driver.execute_script("return document.activeElement")
+
+
+# every box of the page whose content is wider than the box and cut off or scrolled sideways, except the
+# boxes made to scroll (a code block, a table's own scroll box)
+SIDEWAYS = """
+const out = [];
+for (const node of document.querySelectorAll(arguments[0])) {
+  if (node.scrollWidth > node.clientWidth + 1) { out.push(node.className + ': ' + node.scrollWidth + ' > ' + node.clientWidth); }
+}
+return out;
+"""
+
+
+def test_long_urls_commands_and_tables_fit_a_phone_and_a_citation_takes_the_reader_to_its_passage(
+    browser, web_server, sample_site, celery_worker_process, shot, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    driver, base = browser, web_server
+    path = tmp_path / "quasar-relay-key.md"
+    path.write_text(ODD_RUNBOOK)
+    _clear_throttle("alice")
+    login(driver, base, "alice")
+    driver.set_window_size(*PHONE)
+    wait(driver, _present("#upload-file"))
+    _one(driver, "#upload-file").send_keys(str(path))
+    _one(driver, "#upload-submit").click()
+    wait(driver, lambda d: "is ready" in _one(d, "#upload-status").text, timeout=240)
+
+    turn = _ask(driver, "How do I renew the quasar relay signing key?")
+    assert LONG_URL in turn.text.replace("\n", "")
+    shot("01-long-url-and-command")
+    # the URL breaks inside the answer's box: neither the box nor the thread scrolls sideways
+    assert not driver.execute_script(SIDEWAYS, ".answer, .answer-text, .thread, .sources"), turn.text
+    assert driver.execute_script("return document.documentElement.scrollWidth") <= driver.execute_script(
+        "return window.innerWidth"
+    )
+
+    # on a phone the passage panel is below the thread: the citation takes the focus (and the page) there,
+    # and "Back to the answer" returns to the citation
+    cite = turn.find_element("css selector", "a.cite")
+    cite.click()
+    wait(driver, _present("#panel-passage .passage-title"))
+    wait(driver, lambda d: _focused(d) == _one(d, "#panel-passage .passage-title"), timeout=10)
+    top = driver.execute_script("return arguments[0].getBoundingClientRect().top", _focused(driver))
+    assert 0 <= top < driver.execute_script("return window.innerHeight"), "the passage is not in view"
+    shot("02-passage-in-view")
+    assert not driver.execute_script(SIDEWAYS, "#panel-passage, .passage-text")
+    _one(driver, "#panel-passage .back-to-answer").click()
+    assert _focused(driver) == cite
+
+    # a table of seven columns scrolls in a box of its own, which the keyboard can reach; the panel does not
+    turn = _ask(driver, "What admin port do the northern quasar relay nodes use?")
+    for link in turn.find_elements("css selector", "a.cite"):
+        link.click()
+        wait(driver, _present("#panel-passage .passage-title"))
+        if _by_css(driver, "#panel-passage .passage-table"):
+            break
+    scroller = _one(driver, "#panel-passage .passage-table-scroll")
+    assert scroller.get_attribute("tabindex") == "0" and scroller.get_attribute("aria-label")
+    assert driver.execute_script("return arguments[0].scrollWidth > arguments[0].clientWidth", scroller)
+    assert not driver.execute_script(SIDEWAYS, "#panel-passage, .passage-text")
+    shot("03-wide-table")
+    violations = axe_violations(driver)
+    assert not violations, json.dumps(violations, indent=1)
+
+
+def test_a_mistyped_password_keeps_the_user_name_and_focuses_the_password(
+    browser, web_server, sample_site, shot
+) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.keys import Keys
+
+    driver, base = browser, web_server
+    driver.delete_all_cookies()
+    driver.get(f"{base}/accounts/login/")
+    _one(driver, "#id_username").send_keys("alice")
+    _one(driver, "#id_password").send_keys("not-her-password", Keys.ENTER)
+    wait(driver, _present("p.error[role=alert]"))
+    assert _one(driver, "#id_username").get_attribute("value") == "alice"
+    assert _focused(driver) == _one(driver, "#id_password")
+    assert _one(driver, "#id_password").get_attribute("aria-describedby") == "login-error"
+    shot("01-failed")
+    violations = axe_violations(driver)
+    assert not violations, json.dumps(violations, indent=1)
+    _one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
+    wait(driver, _present("#question"))
+
+
+def test_a_question_asked_after_the_session_ended_is_kept_through_the_sign_in(
+    browser, web_server, sample_site, shot
+) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.keys import Keys
+
+    driver, base = browser, web_server
+    question = "How do I check NTP drift on the core routers?"
+    login(driver, base, "alice")
+    wait(driver, _present("#conversation-list li:not(.loading)"))
+    chat = driver.current_window_handle
+    driver.switch_to.new_window("tab")
+    driver.get(f"{base}/")
+    wait(driver, _present("form.inline button"))
+    _one(driver, "form.inline button").click()  # signed out in another tab
+    wait(driver, lambda d: "/accounts/logout/" in d.current_url)
+    driver.close()
+    driver.switch_to.window(chat)
+
+    _one(driver, "#question").send_keys(question, Keys.ENTER)
+    wait(driver, lambda d: _one(d, "#ask-error").is_displayed(), timeout=30)
+    message = _one(driver, "#ask-error").text
+    assert "signed out" in message and "question is kept" in message, message
+    assert _one(driver, "#question").get_attribute("value") == question
+    shot("01-signed-out")
+    _one(driver, "#ask-error-link").click()
+    wait(driver, _present("#id_username"))
+    _one(driver, "#id_username").send_keys("alice")
+    _one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
+    wait(driver, _present("#question"))
+    wait(driver, lambda d: _one(d, "#question").get_attribute("value") == question, timeout=10)
+    shot("02-signed-in-again")
+    # given back once: the tab keeps no copy of it
+    assert driver.execute_script("return window.sessionStorage.length") == 0
+
+
+# the text a screen reader reads from #progress (a live region) after each change: its text without the
+# parts hidden from assistive technology
+WATCH_PROGRESS = """
+window.__announced = [];
+const region = document.getElementById('progress');
+function spoken(node) {
+  if (node.nodeType === Node.TEXT_NODE) { return node.textContent; }
+  if (node.nodeType !== Node.ELEMENT_NODE || node.getAttribute('aria-hidden') === 'true') { return ''; }
+  return Array.from(node.childNodes).map(spoken).join('');
+}
+new MutationObserver(() => {
+  const text = spoken(region).trim();
+  if (!region.hidden && text && text !== window.__announced[window.__announced.length - 1]) { window.__announced.push(text); }
+}).observe(region, {subtree: true, childList: true, characterData: true, attributes: true});
+"""
+
+
+def test_a_slow_answer_is_announced_by_its_steps_not_every_second(
+    browser, web_server_without_worker, sample_site, shot
+) -> None:  # type: ignore[no-untyped-def]
+    driver, base = browser, web_server_without_worker
+    login(driver, base, "alice")
+    wait(driver, _present("#question"))
+    driver.execute_script(WATCH_PROGRESS)
+    _one(driver, "#question").send_keys("How do I check NTP drift?")
+    _one(driver, "#ask-submit").click()
+    wait(driver, lambda d: _one(d, "#progress").is_displayed(), timeout=10)
+    # the seconds are shown beside the step
+    wait(driver, lambda d: re.search(r"\b2 s$", _one(d, "#progress").text), timeout=10)
+    shot("01-working")
+    assert _one(driver, "#ask-submit").get_attribute("disabled"), "a second ask is blocked while one is out"
+    wait(driver, lambda d: _one(d, "#ask-error").is_displayed(), timeout=60)
+    announced = driver.execute_script("return window.__announced")
+    # no worker answers within the 3 s: the steps are read out, the seconds are not
+    assert announced and len(announced) <= 3, announced
+    assert not any(text.endswith(" s") for text in announced), announced
+
+
+def test_the_compliance_pages_fit_a_phone_and_pass_axe(browser, web_server, sample_site, shot) -> None:  # type: ignore[no-untyped-def]
+    driver, base = browser, web_server
+    login(driver, base, "carol", next_path="/compliance/")
+    driver.set_window_size(*PHONE)
+    driver.get(f"{base}/compliance/")
+    wait(driver, _present("#audit-filters"))
+    # each filter box inside the form's card (a date field's own width pushed the right column out of it)
+    spill = driver.execute_script(
+        "const card = document.getElementById('audit-filters').getBoundingClientRect();"
+        "return [...document.querySelectorAll('#audit-filters input')]"
+        "  .filter(i => i.getBoundingClientRect().right > card.right).map(i => i.id);"
+    )
+    shot("01-search-phone")
+    assert not spill, spill
+    # the link to each event is a finger's size (WCAG 2.5.8), not the width of its digits
+    sizes = driver.execute_script(
+        "return [...document.querySelectorAll('#audit-results tbody a')].map(a => {"
+        "  const r = a.getBoundingClientRect(); return [r.width, r.height]; });"
+    )
+    assert sizes and all(w >= 24 and h >= 24 for w, h in sizes), sizes
+    _one(driver, "#audit-results tbody tr td a").click()
+    wait(driver, _present("#event-meta"))
+    shot("02-event-phone")
+    assert driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth") <= 0
+    violations = axe_violations(driver)
+    assert not violations, json.dumps(violations, indent=1)
