@@ -77,7 +77,9 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, is_word, raw_tok
 # read as with ASCII dashes ("–enable-foo", as Sphinx typesets "--enable-foo", is "--enable-foo"; "−v" is "-v").
 # 17: a zero-width space is dropped only inside a word of a script written with spaces (in Thai, Khmer, Chinese
 # or Japanese it separates words) and HTML no longer makes it a space ("con\u200bfiguration" was "con figuration").
-ANALYZER_VERSION = 17
+# 18: a run of Chinese, Japanese or Korean characters is indexed as its overlapping character pairs (it was one
+# term from punctuation to punctuation, so no word inside a sentence was found).
+ANALYZER_VERSION = 18
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.
@@ -103,8 +105,29 @@ def _word_lane(tok: str) -> list[str]:
     return out
 
 
+# Chinese, Japanese and Korean: Han ideographs, kana (with the prolonged sound mark, halfwidth katakana) and
+# Hangul syllables. Written without spaces between words (Korean: with particles attached), so a run of them is
+# indexed as its overlapping pairs of characters, as Lucene's CJK analyser does: "ルーター設定" ->
+# "ルー ータ ター ー設 設定", and a question's "設定" finds it.
+_CJK_RUN = re.compile(
+    "([\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\uac00-\ud7af]+)"
+)
+
+
+def _cjk_bigrams(run: str) -> list[str]:
+    """The overlapping character pairs of a CJK run (the run itself when it is one character)."""
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
 def _analyze_token(raw: str) -> tuple[str, ...]:
     """All terms (both lanes) for one raw token, without context."""
+    if not raw.isascii() and _CJK_RUN.search(raw):
+        out: list[str] = []
+        for index, part in enumerate(_CJK_RUN.split(raw)):
+            out.extend(_cjk_bigrams(part) if index % 2 else _analyze_token(part) if part else ())
+        return tuple(out)
     tok = strip_token(raw)
     if not tok:
         return ()

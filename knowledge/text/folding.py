@@ -9,7 +9,7 @@ Two levels, both run at ingestion and at query time alike (through :func:`knowle
   letter typed as a letter plus a combining accent is the one precomposed letter), invisible characters inside
   words dropped (soft hyphen, zero-width joiners, word joiner, BOM; a zero-width space inside a word of a
   script written with spaces, elsewhere it separates words), the Latin ligatures of PDF fonts
-  spelled out ("ﬁ" -> "fi"), fullwidth ASCII forms as ASCII, and an option written with a typographic dash
+  spelled out ("ﬁ" -> "fi"), fullwidth ASCII forms as ASCII, halfwidth katakana as katakana, and an option written with a typographic dash
   ("–enable-foo", "—verbose", "‐v": typesetting and word processors turn "--" into a dash) with ASCII ones;
 * :func:`fold_accents` and :func:`fold_case`, on one token: accents of Latin and Greek letters dropped
   ("résumé" -> "resume", "İstanbul" -> "Istanbul"), the optional vowel points of Hebrew and Arabic dropped,
@@ -43,8 +43,11 @@ _TEXT_MAP: dict[int, str | None] = {
     # fullwidth forms of printable ASCII (U+FF01-U+FF5E), as East Asian input methods type Latin letters,
     # digits and punctuation
     **{code: chr(code - 0xFEE0) for code in range(0xFF01, 0xFF5F)},
+    # halfwidth katakana (U+FF61-U+FF9F) as the ordinary, fullwidth ones; their voicing marks are combining
+    # marks composed with the kana before them by the NFC that follows
+    **{code: unicodedata.normalize("NFKC", chr(code)) for code in range(0xFF61, 0xFFA0)},
 }
-_TRANSLATED = re.compile("[" + _INVISIBLE + "".join(_LIGATURES) + "\uff01-\uff5e]")
+_TRANSLATED = re.compile("[" + _INVISIBLE + "".join(_LIGATURES) + "\uff01-\uff5e\uff61-\uff9f]")
 
 # A zero-width space is a line-break hint inside a word of a script written with spaces ("con\u200bfiguration",
 # a long identifier in HTML), but the word separator of scripts written without (Thai, Lao, Khmer, Myanmar,
@@ -115,7 +118,8 @@ def fold_text(text: str) -> str:
         text = _zero_width_spaces(text, separator=" ")
     if _TRANSLATED.search(text) is None:
         return text
-    return text.translate(_TEXT_MAP)
+    text = text.translate(_TEXT_MAP)
+    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
 
 
 # Letters without a decomposition that unaccent and ASCII folding filters also fold to plain letters.

@@ -37,6 +37,8 @@ DOCS = {
     "\u043d\u0430\u0441\u0442\u0440\u043e\u0439\u043a\u0430.txt": "\u041d\u0430\u0441\u0442\u0440\u043e\u0439\u043a\u0430 "
     "\u043c\u0430\u0440\u0448\u0440\u0443\u0442\u0438\u0437\u0430\u0442\u043e\u0440\u0430 \u0432 "
     "\u0444\u0438\u043b\u0438\u0430\u043b\u0435.\n",
+    "\u30eb\u30fc\u30bf\u30fc\u8a2d\u5b9a.md": "# \u30eb\u30fc\u30bf\u30fc\u8a2d\u5b9a\n\n\u30eb\u30fc\u30bf\u30fc\u306e"
+    "\u8a2d\u5b9a\u306f\u7ba1\u7406\u753b\u9762\u304b\u3089\u5909\u66f4\u3057\u307e\u3059\u3002\n",
     "hindi.md": "# \u0928\u0947\u091f\u0935\u0930\u094d\u0915 \u0938\u0947\u091f\u093f\u0902\u0917\n\n"
     "\u0930\u093e\u0909\u091f\u0930 \u0915\u0940 \u0938\u0947\u091f\u093f\u0902\u0917 \u092f\u0939\u093e\u0901 "
     "\u0939\u0948\u0964\n",
@@ -102,3 +104,14 @@ def test_other_scripts_are_found_by_their_words_and_titles(corpus):
     # document sharing one of its letters
     assert top_document("\u0938\u0947\u091f\u093f\u0902\u0917") == "hindi.md"
     assert query_terms("\u0938\u0947\u091f\u093f\u0902\u0917") == ["\u0938\u0947\u091f\u093f\u0902\u0917"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_japanese_document_is_found_by_a_word_of_a_question(corpus):
+    ingest(corpus)
+    # "Where do I change the router settings?": no spaces, the words run into the particles around them
+    question = (
+        "\u30eb\u30fc\u30bf\u30fc\u306e\u8a2d\u5b9a\u306f\u3069\u3053\u3067\u5909\u3048\u307e\u3059\u304b"
+    )
+    assert top_document(question) == "\u30eb\u30fc\u30bf\u30fc\u8a2d\u5b9a.md"
+    assert top_document("\u8a2d\u5b9a") == "\u30eb\u30fc\u30bf\u30fc\u8a2d\u5b9a.md"

@@ -87,7 +87,6 @@ def test_case_folding_beyond_ascii():
             "\u041d\u0430\u0441\u0442\u0440\u043e\u0439\u043a\u0430 \u0441\u0435\u0440\u0432\u0435\u0440\u0430",
             2,
         ),
-        ("\u914d\u7f6e\u6587\u4ef6", 1),
     ],
 )
 def test_words_of_scripts_written_with_combining_marks_stay_whole(text, words):
@@ -142,3 +141,27 @@ def test_a_zero_width_space_joins_a_spaced_word_and_separates_unspaced_ones():
     assert typesetting_unfold(thai) == thai  # the separator stays in the stored text
     assert analyze("max\u200b_wal\u200b_size con\u200bfig") == analyze("max_wal_size config")
     assert typesetting_unfold("con\u200bfig\u200b \u200bfile") == "config\u200b \u200bfile"
+
+
+def test_chinese_japanese_and_korean_runs_are_indexed_as_character_pairs():
+    # "router settings" in a Japanese title, and a question about "settings" (設定) in a sentence
+    assert analyze("\u30eb\u30fc\u30bf\u30fc\u8a2d\u5b9a") == [
+        "\u30eb\u30fc",
+        "\u30fc\u30bf",
+        "\u30bf\u30fc",
+        "\u30fc\u8a2d",
+        "\u8a2d\u5b9a",
+    ]
+    question = query_terms("\u8a2d\u5b9a\u306f\u3069\u3053\u3067\u5909\u66f4\u3057\u307e\u3059\u304b")
+    assert "\u8a2d\u5b9a" in question
+    assert analyze("\u914d") == ["\u914d"]
+    # Latin letters and identifiers inside the run keep their own terms
+    assert analyze("BGP\u8a2d\u5b9a sgw-01\u3067\u3059") == [
+        "bgp",
+        "\u8a2d\u5b9a",
+        "sgw",
+        "=sgw-01",
+        "\u3067\u3059",
+    ]
+    # halfwidth katakana, voicing marks included, is the ordinary katakana
+    assert analyze("\uff76\uff9e\uff72\uff84\uff9e") == analyze("\u30ac\u30a4\u30c9")
