@@ -100,6 +100,25 @@ def _is_runner(pid: int) -> bool:
     return launcher and "stack" in words and "run" in words
 
 
+def runner_active() -> int | None:
+    """The pid of a foreground `stack run` (`make run`) that runs this var/ folder's stack, other than this
+    process; None when there is none (a pid file left by a runner that died, or whose number another process
+    took since, counts as none)."""
+    pid = _read_pid("runner")
+    if pid and pid != os.getpid() and _alive(pid) and _is_runner(pid):
+        return pid
+    return None
+
+
+def runner_refusal(pid: int) -> str:
+    """Why a second `make run` stops before starting anything: two runners would each restart what the other
+    stops, and stopping either would leave the other's restarts running with no pid file naming them."""
+    return (
+        f"the stack already runs in the foreground (`make run` / `stack run`, pid {pid}); use that one, or "
+        "stop it first (Ctrl-C in its terminal, or `make stop`)"
+    )
+
+
 def _alive(pid: int | None) -> bool:
     if not pid:
         return False
@@ -108,6 +127,14 @@ def _alive(pid: int | None) -> bool:
         return proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def _reaped(pid: int) -> bool:
+    """Whether a dead process is gone from the process table (not left a zombie, whose pid still answers)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE and not _alive(pid)
+    except psutil.NoSuchProcess:
+        return True
 
 
 def _kill_tree(pid: int, *, timeout: float = 15.0) -> None:
@@ -249,6 +276,12 @@ def pg_start(port: int) -> str:
         )
     if pg_running():
         return "already running"
+    killed = pg_pid()
+    if killed is not None:
+        # a server killed a moment ago stays a zombie until it is reaped, and PostgreSQL takes a lock file that
+        # names a zombie (the socket's, which is not removed below) for a live server and refuses to start
+        with contextlib.suppress(StackError):
+            _wait_for(lambda: _reaped(killed), timeout=10, what=f"the killed PostgreSQL (pid {killed})")
     # A stale pid file from a crash would stop pg_ctl; PostgreSQL itself checks it, but remove a dead one.
     stale = data / "postmaster.pid"
     if stale.exists():  # pg_running() was just false: whatever pid it names is dead
@@ -473,6 +506,8 @@ class Stack:
         self.port = port or settings.PORT
         self.external_db = not settings.EMBEDDED_POSTGRES
         self.external_redis = settings.REDIS_URL_EXTERNAL is not None
+        # restart_dead: a component whose restart failed -> (failed attempts, monotonic time of the next try)
+        self._retries: dict[str, tuple[int, float]] = {}
 
     # -- definitions
     def environment(self) -> dict[str, str]:
@@ -696,11 +731,30 @@ class Stack:
 
     def restart_dead(self, *, echo: Callable[[str], None] = print) -> list[str]:
         """Restart components that died on their own. A component stopped on purpose (`stack down` removes its
-        pid file) is "stopped", not "dead", and is left alone."""
+        pid file) is "stopped", not "dead", and is left alone. A restart that fails is tried again, after 1, 2,
+        4 ... 60 s, and the rest of the stack keeps running: one failed start of a killed PostgreSQL used to
+        end the foreground run and stop every component with it."""
         restarted = []
         for row in self.status():
-            if row.state == "dead":
+            retrying = row.name in self._retries
+            if row.state == "running":
+                self._retries.pop(row.name, None)
+            # a failed start can leave a component "stopped" (PostgreSQL's stale pid file is gone by then)
+            if row.state != "dead" and not (retrying and row.state == "stopped"):
+                continue
+            attempts, next_try = self._retries.get(row.name, (0, 0.0))
+            if time.monotonic() < next_try:
+                continue
+            if not retrying:
                 echo(f"{row.name}: {row.state} {row.detail} -- restarting")
+            try:
                 Stack(components=[row.name], port=self.port).up(echo=echo)
-                restarted.append(row.name)
+            except (StackError, subprocess.CalledProcessError, OSError) as exc:
+                delay = min(60.0, 2.0**attempts)
+                self._retries[row.name] = (attempts + 1, time.monotonic() + delay)
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                echo(f"{row.name}: restart failed ({reason}); trying again in {delay:.0f}s")
+                continue
+            self._retries.pop(row.name, None)
+            restarted.append(row.name)
         return restarted

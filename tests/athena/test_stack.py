@@ -159,3 +159,51 @@ def test_a_stale_runner_pid_file_naming_another_process_is_dropped_not_signalled
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_second_run_while_one_runs_is_refused_before_it_starts_anything(stack_env):
+    """`make run` twice: the second stops at once with a message naming the first, instead of bootstrapping again
+    and running a second foreground runner that records itself over the first (stopping either then left the
+    other restarting processes that no pid file named, which `make stop` could not stop)."""
+    var = Path(stack_env["ATHENA_VAR_DIR"])
+    runner = subprocess.Popen(
+        [sys.executable, "manage.py", "stack", "run", "--only=redis"],
+        cwd=ROOT,
+        env=stack_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (var / "run" / "redis.pid").exists():
+            time.sleep(0.5)
+        started = _pids(var)
+        assert started["runner"] == runner.pid
+
+        second = _stack(stack_env, "run", "--only=redis")
+        assert second.returncode != 0
+        assert f"already runs in the foreground (`make run` / `stack run`, pid {runner.pid})" in second.stderr
+        bootstrap = subprocess.run(
+            [sys.executable, "manage.py", "bootstrap", "--no-sample"],
+            cwd=ROOT,
+            env=stack_env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert bootstrap.returncode != 0 and f"pid {runner.pid}" in bootstrap.stderr, bootstrap.stderr
+        assert "database migrated" not in bootstrap.stdout
+        assert _pids(var) == started and runner.poll() is None  # the first runs on, still recorded
+
+        down = _stack(stack_env, "down", "--only=redis")
+        assert down.returncode == 0, down.stderr
+        runner.communicate(timeout=60)
+        assert runner.returncode == 0
+        assert not psutil.pid_exists(started["redis"]) or psutil.Process(started["redis"]).status() == (
+            psutil.STATUS_ZOMBIE
+        )
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()

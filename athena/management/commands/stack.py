@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from athena.cli import port_number
-from athena.stack import Stack, StackError, runner_forget, runner_record
+from athena.stack import Stack, StackError, runner_active, runner_forget, runner_record, runner_refusal
 
 
 class Command(BaseCommand):
@@ -55,6 +55,9 @@ class Command(BaseCommand):
             raise CommandError("some components are not running")
 
     def _run_foreground(self, stack: Stack) -> None:
+        other = runner_active()
+        if other:
+            raise StackError(runner_refusal(other))
         stopping = False
 
         def _stop(signum: int, _frame: object) -> None:

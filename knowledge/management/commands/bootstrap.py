@@ -10,11 +10,11 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from athena.paths import BASE_DIR
 from athena.services import ROLE_ADMIN, ROLE_COMPLIANCE, ROLE_EMPLOYEE, user_create_or_update
-from athena.stack import Stack
+from athena.stack import Stack, runner_active, runner_refusal
 from knowledge.models import Document
 from knowledge.services import embedding_models_stale
 
@@ -71,6 +71,10 @@ class Command(BaseCommand):
         parser.add_argument("--no-sample", action="store_true", help="do not load the sample knowledge base")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        other = runner_active()
+        if other:
+            # `make run` while one runs: stop before migrating or queueing the sample documents again
+            raise CommandError(runner_refusal(other))
         started = time.monotonic()
         Stack(components=("postgres", "redis", "worker")).up(echo=self.stdout.write)
         call_command("migrate", interactive=False, verbosity=0)
