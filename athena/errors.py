@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -56,6 +58,28 @@ class Unavailable(ApplicationError):
 
     code = "unavailable"
     http_status = status.HTTP_503_SERVICE_UNAVAILABLE
+
+
+class InsufficientStorage(ApplicationError):
+    """The disk the server writes to is full (or its quota is spent): nothing of the request was kept."""
+
+    code = "insufficient_storage"
+    http_status = status.HTTP_507_INSUFFICIENT_STORAGE
+
+
+logger = logging.getLogger(__name__)
+
+
+def storage_full(exc: Exception) -> InsufficientStorage | None:
+    """A write that found no room on the disk (an upload stored, or spooled while its body is read): 507 with
+    a message the asker can act on, never a bare 500; logged as an error for the operator who must free space."""
+    if not isinstance(exc, OSError) or exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return None
+    logger.error("no space left on the device writing %s: %s", exc.filename or "a file", exc.strerror)
+    return InsufficientStorage(
+        "the server has no room to store the file right now (its disk is full); nothing was kept: try again "
+        "later, or tell an administrator"
+    )
 
 
 # How long a client should wait before retrying when the database or the broker dropped the connection:
@@ -116,7 +140,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = ValidationFailed(
             "a parameter has a value out of range or contains characters that are not allowed"
         )
-    exc = dependency_unavailable(exc) or exc
+    exc = dependency_unavailable(exc) or storage_full(exc) or exc
     if isinstance(exc, ApplicationError):
         body: dict[str, Any] = {"code": exc.code, "message": exc.message}
         if exc.details is not None:

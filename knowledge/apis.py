@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from datetime import timedelta
@@ -27,6 +28,7 @@ from athena.errors import (
     ValidationFailed,
     dependency_unavailable,
     flatten_detail,
+    storage_full,
 )
 from athena.http import (
     refuse_repeated_params,
@@ -364,6 +366,11 @@ class DocumentUploadApi(APIView):
                 description="`dependency_unavailable`: the file could not be queued for indexing (broker down); "
                 "the document is marked failed with the reason (an earlier indexed version stays served)",
             ),
+            507: OpenApiResponse(
+                ErrorSerializer,
+                description="`insufficient_storage`: the server's disk is full; nothing of the file was kept "
+                "and no document was recorded",
+            ),
         },
     )
     def post(self, request: Request) -> Response:
@@ -464,6 +471,16 @@ class DocumentUploadApi(APIView):
         user when DRF has not set one."""
         if isinstance(exc, exceptions.ValidationError):  # the serializer's: an empty or missing file
             exc = ValidationFailed(flatten_detail(exc.detail), details=exc.detail)
+        full = storage_full(exc)  # a full disk, storing the file or spooling the body: audited too
+        if full is not None:
+            exc = full
+            # the file Django was spooling when the disk filled is still open (its parser closes only the files
+            # it completed): closing it deletes it now, not whenever the request is collected
+            for handler in self.request._request.upload_handlers:
+                spooled = getattr(handler, "file", None)
+                if spooled is not None:
+                    with contextlib.suppress(OSError):
+                        spooled.close()
         if isinstance(exc, ApplicationError) and exc.code != "unreadable":  # unreadable: audited as "upload"
             upload_refusal_audit(self.request, exc)
         return super().handle_exception(exc)

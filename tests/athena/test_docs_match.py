@@ -318,6 +318,7 @@ def test_the_upload_refusals_the_readme_describes_are_in_the_api_schema() -> Non
         "413": ["too_large", "quota_exceeded"],
         "429": ["throttled"],
         "503": ["dependency_unavailable"],
+        "507": ["insufficient_storage"],
     }.items():
         assert responses[code]["content"]["application/json"]["schema"]["$ref"].endswith("/Error"), code
         assert all(f"`{name}`" in responses[code]["description"] for name in names), code
