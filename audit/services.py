@@ -329,12 +329,14 @@ def _event_problem(event: AuditEvent, walk: _Walk, keys: dict[str, bytes]) -> st
     return ""
 
 
-def _walk_events(events: Any, walk: _Walk, keys: dict[str, bytes]) -> dict[int, str]:
+def _walk_events(events: Any, walk: _Walk, keys: dict[str, bytes]) -> int:
     """Check each event of `events` (ascending id) against the chain so far; stops checking at the first
-    broken one. Returns every event's stored hash by id (the checkpoint comparison needs them)."""
-    hashes: dict[int, str] = {}
+    broken one. Returns the last event's id (0: none). Nothing is kept per event: the walk used to keep every
+    event's hash for the checkpoint comparison, which needs one (a dict of millions of hashes, ~180 bytes an
+    event, in a web process); _stored_hash reads that one."""
+    log_end = 0
     for event in events:
-        hashes[event.pk] = event.hash
+        log_end = event.pk
         if walk.first_broken is not None:
             continue
         walk.verified_now += 1
@@ -345,7 +347,12 @@ def _walk_events(events: Any, walk: _Walk, keys: dict[str, bytes]) -> dict[int, 
         walk.prev_hash = event.hash
         walk.last_id = event.pk
         walk.checked += 1
-    return hashes
+    return log_end
+
+
+def _stored_hash(event_id: int) -> str | None:
+    """The stored hash of one event (None: no such event)."""
+    return AuditEvent.objects.filter(pk=event_id).values_list("hash", flat=True).first()
 
 
 def _checkpoint_problems(stored_hash_of: Any, log_end: int) -> tuple[int | None, list[str]]:
@@ -391,9 +398,8 @@ def audit_verify() -> ChainReport:
     checkpoint can reveal, and any altered checkpoint line. An intact chain's head is remembered as the
     verified state (audit_verify_incremental starts after it)."""
     walk = _Walk()
-    hashes = _walk_events(AuditEvent.objects.order_by("id").iterator(chunk_size=2000), walk, audit_keys())
-    log_end = max(hashes) if hashes else 0
-    checkpoint_id, problems = _checkpoint_problems(hashes.get, log_end)
+    log_end = _walk_events(AuditEvent.objects.order_by("id").iterator(chunk_size=2000), walk, audit_keys())
+    checkpoint_id, problems = _checkpoint_problems(_stored_hash, log_end)
     report = _report(walk, problems, checkpoint_id, None)
     if report.ok and walk.last_id is not None:
         _verified_state_write(event_id=walk.last_id, hash=walk.prev_hash, checked=walk.checked)
@@ -488,15 +494,8 @@ def audit_verify_incremental() -> ChainReport:
         return _report(walk, [], None, state.event_id)
     walk.seen_keyed = bool(anchor[1])  # an unkeyed event may not follow a keyed one
     newer = AuditEvent.objects.filter(pk__gt=state.event_id).order_by("id").iterator(chunk_size=2000)
-    hashes = _walk_events(newer, walk, audit_keys())
-    log_end = max(hashes) if hashes else state.event_id
-
-    def stored_hash_of(event_id: int) -> str | None:
-        if event_id in hashes:
-            return hashes[event_id]
-        return AuditEvent.objects.filter(pk=event_id).values_list("hash", flat=True).first()
-
-    checkpoint_id, problems = _checkpoint_problems(stored_hash_of, log_end)
+    log_end = _walk_events(newer, walk, audit_keys()) or state.event_id
+    checkpoint_id, problems = _checkpoint_problems(_stored_hash, log_end)
     report = _report(walk, problems, checkpoint_id, state.event_id)
     if report.ok and walk.last_id != state.event_id and walk.last_id is not None:
         _verified_state_write(event_id=walk.last_id, hash=walk.prev_hash, checked=walk.checked)
