@@ -144,3 +144,33 @@ def test_a_state_left_by_another_log_is_ignored(auditor, tamper) -> None:  # typ
     _events(7, start=100)
     page = _page_chain(auditor)
     assert page["ok"] and page["checked"] == 7, page
+
+
+def test_a_broken_log_is_not_walked_again_on_every_page_load(
+    auditor, audit_checkpoint_file: Path, tamper
+) -> None:  # type: ignore[no-untyped-def]
+    """Once a full verification has found a break, the pages show what it found without walking the whole log
+    again on each load (at ~27k events a second, a log of millions outlasted the request: the compliance page,
+    search included, could not load while the chain was broken). A forged report is ignored; a full check that
+    finds the chain intact again clears it."""
+    events = _events(10)
+    tamper("audit_no_update", "UPDATE audit_auditevent SET verdict = 'x' WHERE id = %s", [events[3].pk])
+    assert not audit_verify().ok  # the command or the beat task
+    _events(20, start=10)
+    for _ in range(2):
+        page = _page_chain(auditor)
+        assert (
+            not page["ok"] and page["first_broken_id"] == events[3].pk and "BROKEN at event" in page["html"]
+        )
+        assert page["verified_now"] == 0  # nothing recomputed by the page
+    report = audit_checkpoint_file.with_name("broken.json")
+    forged = json.loads(report.read_text())
+    forged["report"]["first_broken_id"] = events[9].pk
+    report.write_text(json.dumps(forged))
+    walked = _page_chain(auditor)  # not signed: a full verification instead
+    assert walked["first_broken_id"] == events[3].pk and walked["verified_now"] == 4
+    tamper(
+        "audit_no_update", "UPDATE audit_auditevent SET verdict = 'answered' WHERE id = %s", [events[3].pk]
+    )
+    assert audit_verify().ok and not report.exists()
+    assert _page_chain(auditor)["ok"]
