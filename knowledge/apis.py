@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import unicodedata
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -258,14 +259,28 @@ class PassageApi(APIView):
         )
 
 
+MAX_UPLOAD_NAME_BYTES = 255  # NAME_MAX of Linux file systems
+
+
 def upload_store(*, user: Any, upload: Any) -> tuple[str, Path]:
     """Save an uploaded file under MEDIA_ROOT/uploads/<user id>/ and return (source id, path)."""
     from knowledge.services import safe_source_id
 
     raw_name = str(upload.name or "").replace("\\", "/")
-    name = os.path.basename(raw_name).strip()
-    if not name or name.startswith(".") or len(name) > 200:
-        raise ValidationFailed("the file needs a plain name (no leading dot, at most 200 characters)")
+    # NFC: a browser on macOS may send the name decomposed ("e" + U+0301); one name, one document
+    name = unicodedata.normalize("NFC", os.path.basename(raw_name).strip())
+    # the file system counts a name in bytes (255 on ext4, XFS): 200 characters of Japanese or accented letters
+    # are 300 to 600 bytes of UTF-8, which the rename below failed with ENAMETOOLONG (a server error)
+    if (
+        not name
+        or name.startswith(".")
+        or len(name) > 200
+        or len(name.encode("utf-8")) > MAX_UPLOAD_NAME_BYTES
+    ):
+        raise ValidationFailed(
+            "the file needs a plain name (no leading dot, at most 200 characters and "
+            f"{MAX_UPLOAD_NAME_BYTES} bytes in UTF-8)"
+        )
     if not name.lower().endswith(UPLOAD_SUFFIXES):
         raise ValidationFailed(f"unsupported file type; allowed: {', '.join(UPLOAD_SUFFIXES)}")
     if upload.size > settings.ATHENA_MAX_UPLOAD_BYTES:  # the streaming handler refused most already

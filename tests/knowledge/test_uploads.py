@@ -201,3 +201,34 @@ def test_two_files_in_one_upload_are_refused(uploader) -> None:  # type: ignore[
     response = client_for(uploader).post(URL, {"file": parts}, format="multipart")
     assert response.status_code == 400 and "one file per upload, got 2" in response.json()["error"]["message"]
     assert not AuditEvent.objects.filter(kind="upload").exists()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "\u8a2d\u5b9a" * 50 + ".md",  # 104 characters of Japanese: 303 bytes of UTF-8
+        "\u00e9" * 150 + ".md",  # accented letters: 303 bytes
+    ],
+)
+def test_a_name_too_long_in_bytes_is_refused_not_a_server_error(uploader, settings, name) -> None:  # type: ignore[no-untyped-def]
+    """The file system limits a name to 255 bytes; the 200-character limit let longer ones through to the rename,
+    which failed with ENAMETOOLONG (500)."""
+    file = SimpleUploadedFile(name, b"# Note\n\nsome text here", content_type="text/markdown")
+    response = client_for(uploader).post(URL, {"file": file}, format="multipart")
+    assert response.status_code == 400, response.content
+    assert "255 bytes" in response.json()["error"]["message"]
+    assert not list((settings.MEDIA_ROOT / "uploads").rglob("*.md"))
+
+
+def test_a_decomposed_name_is_the_composed_one(uploader, settings) -> None:  # type: ignore[no-untyped-def]
+    """A browser on macOS sends "Résumé.md" decomposed (e + U+0301): it names the same document as the composed
+    name, and the file is stored under the composed one."""
+    client = client_for(uploader)
+    for name in ("Re\u0301sume\u0301.md", "R\u00e9sum\u00e9.md"):
+        file = SimpleUploadedFile(name, b"# Note\n\nsome text here", content_type="text/markdown")
+        response = client.post(URL, {"file": file}, format="multipart")
+        assert response.status_code == 201, response.content
+        assert response.json()["source"] == f"uploads/{uploader.pk}/R\u00e9sum\u00e9.md"
+    assert [p.name for p in (settings.MEDIA_ROOT / "uploads" / str(uploader.pk)).iterdir()] == [
+        "R\u00e9sum\u00e9.md"
+    ]
