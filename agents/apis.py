@@ -307,12 +307,17 @@ class ConversationHistorySerializer(serializers.Serializer):
 
 
 class ConversationDetailApi(APIView):
-    @extend_schema(responses=ConversationHistorySerializer)
+    @extend_schema(parameters=[PageParams], responses=ConversationHistorySerializer)
     def get(self, request: Request, conversation_id: Any) -> Response:
-        refuse_unknown_params(request)
-        conversation, answers = conversation_history(user=request.user, conversation_id=conversation_id)
+        """The conversation with its newest `limit` turns (default 200) after skipping the `offset` newest
+        ones, in the order they were asked; the number of turns is in the X-Total-Count header."""
+        refuse_unknown_params(request, PageParams)
+        limit, offset = page_params(request, default_limit=200)
+        conversation, answers, total = conversation_history(
+            user=request.user, conversation_id=conversation_id, limit=limit, offset=offset
+        )
         responses = responses_visible(answers=answers, principal=Principal.from_user(request.user))
-        return Response(
+        response = Response(
             ConversationHistorySerializer(
                 {
                     "id": conversation.pk,
@@ -323,6 +328,8 @@ class ConversationDetailApi(APIView):
                 context={"responses": responses},
             ).data
         )
+        response["X-Total-Count"] = str(total)
+        return response
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, conversation_id: Any) -> Response:

@@ -28,11 +28,16 @@ def conversation_get(*, user: Any, conversation_id: UUID | str) -> Conversation:
     return conversation
 
 
-def conversation_history(*, user: Any, conversation_id: UUID | str) -> tuple[Conversation, list[Answer]]:
-    """A conversation and its answers in the order they were asked."""
+def conversation_history(
+    *, user: Any, conversation_id: UUID | str, limit: int, offset: int = 0
+) -> tuple[Conversation, list[Answer], int]:
+    """A conversation, its newest `limit` answers after skipping the `offset` newest ones (in the order they
+    were asked), and how many answers it has. A conversation keeps every turn: read whole, one of 3,000 turns
+    was 78 MB in one response."""
     conversation = conversation_get(user=user, conversation_id=conversation_id)
-    answers = list(conversation.answers.order_by("created_at", "id").prefetch_related("feedback"))
-    return conversation, answers
+    newest_first = conversation.answers.order_by("-created_at", "-id")
+    page = list(newest_first[offset : offset + limit].prefetch_related("feedback"))
+    return conversation, page[::-1], newest_first.count()
 
 
 def answer_get_for_user(*, user: Any, answer_id: int) -> Answer:

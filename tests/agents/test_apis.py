@@ -491,6 +491,29 @@ def test_feedback_only_on_ones_own_answers() -> None:
     assert bob.post("/api/v1/answers/99999999/feedback", {"vote": "down"}, format="json").status_code == 404
 
 
+def test_a_long_conversation_comes_back_in_pages_of_its_newest_turns() -> None:
+    """A conversation keeps every turn; its history is read a page at a time, newest turns first (each page in
+    the order asked): read whole, a conversation of 3,000 turns was one response of 78 MB."""
+    alice = make_user("alice", "employees")
+    conversation = make_answer(alice, "Turn 0?").conversation
+    for n in range(1, 205):
+        make_answer(alice, f"Turn {n}?", conversation=conversation)
+    client = client_for(alice)
+    url = f"/api/v1/conversations/{conversation.pk}"
+
+    def asked(response) -> list[int]:  # type: ignore[no-untyped-def]
+        assert response.status_code == 200 and response["X-Total-Count"] == "205"
+        return [int(turn["question"].split()[1].rstrip("?")) for turn in response.json()["turns"]]
+
+    assert asked(client.get(url)) == list(range(5, 205))  # the newest 200 by default
+    assert asked(client.get(url, {"limit": 3})) == [202, 203, 204]
+    assert asked(client.get(url, {"limit": 3, "offset": 3})) == [199, 200, 201]
+    assert asked(client.get(url, {"limit": 500, "offset": 200})) == [0, 1, 2, 3, 4]
+    assert asked(client.get(url, {"offset": 205})) == []
+    assert client.get(url, {"limit": 501}).status_code == 400
+    assert client.get(url, {"offset": -1}).status_code == 400
+
+
 def test_curation_queue_is_admin_only_and_resolvable() -> None:
     alice = make_user("alice", "employees")
     answer = make_answer(alice, "What is the DHCP lease time?", abstained=True)

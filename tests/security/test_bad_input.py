@@ -506,7 +506,7 @@ def test_a_form_field_given_twice_is_refused(everyone) -> None:  # type: ignore[
         ("get", "/api/v1/documents/1?fields=title"),
         ("get", "/api/v1/documents/1/metadata?version=2"),
         ("get", "/api/v1/passages/1?context=2"),
-        ("get", "/api/v1/conversations/00000000-0000-0000-0000-000000000001?limit=5"),
+        ("get", "/api/v1/conversations/00000000-0000-0000-0000-000000000001?turns=5"),
         ("delete", "/api/v1/conversations/00000000-0000-0000-0000-000000000001?soft=true"),
         ("get", "/api/v1/ask/queue?user=bob"),
         ("get", "/api/v1/audit/events/1?format_=csv"),
