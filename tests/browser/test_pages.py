@@ -271,3 +271,47 @@ def test_the_compliance_pages_fit_a_phone_and_pass_axe(browser, web_server, samp
     assert driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth") <= 0
     violations = axe_violations(driver)
     assert not violations, json.dumps(violations, indent=1)
+
+
+def test_the_conversation_list_keeps_the_keyboard_focus_and_the_page_keeps_its_title(
+    browser, web_server, sample_site, celery_worker_process, shot
+) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.keys import Keys
+
+    driver, base = browser, web_server
+    _clear_throttle("alice")
+    login(driver, base, "alice")
+    wait(driver, _present("#conversation-list li:not(.loading)"))
+    before = len(_by_css(driver, "#conversation-list a.conversation-link"))  # of the module's earlier tests
+    _ask(driver, "How do I check NTP drift?")
+    _one(driver, "#new-conversation").send_keys(Keys.ENTER)
+    assert _focused(driver) == _one(driver, "#question")
+    _ask(driver, "How do I reset a BGP session without dropping traffic?")
+    # the welcome text and its title gave way to the answers; the page keeps one h1 for a screen reader
+    assert [h.get_attribute("textContent") for h in _by_css(driver, "h1")] == ["Ask Athena"]
+    wait(driver, lambda d: len(_by_css(d, "#conversation-list a.conversation-link")) == before + 2)
+
+    # Enter on a conversation opens it; the list is drawn anew, and the focus stays on that conversation
+    older = _by_css(driver, "#conversation-list a.conversation-link")[1]
+    title = older.text
+    older.send_keys(Keys.ENTER)
+    wait(driver, lambda d: "NTP drift" in _one(d, "#thread").text and "BGP" not in _one(d, "#thread").text)
+    wait(driver, lambda d: "current" in (_focused(d).get_attribute("class") or ""), timeout=10)
+    assert _focused(driver).text == title
+    shot("01-opened-by-keyboard")
+
+    # deleting the other one by keyboard leaves the focus on the conversation now in its place
+    driver.execute_script("window.confirm = () => true;")
+    other = [
+        li
+        for li in _by_css(driver, "#conversation-list li")
+        if not li.find_elements("css selector", ".current")
+    ]
+    delete = other[0].find_element("css selector", "button.delete")
+    size = driver.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return [r.width, r.height]", delete
+    )
+    assert size[0] >= 24 and size[1] >= 24, size
+    delete.send_keys(Keys.ENTER)
+    wait(driver, lambda d: len(_by_css(d, "#conversation-list a.conversation-link")) == before + 1)
+    wait(driver, lambda d: _focused(d) == _one(d, "#conversation-list a.conversation-link"), timeout=10)

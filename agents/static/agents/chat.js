@@ -770,9 +770,26 @@
   }
 
   /* ---- conversations ------------------------------------------------------------------------------------- */
+  // The list is drawn anew after a conversation is opened, asked in or deleted. A keyboard user whose focus was
+  // in it keeps it there: on the same conversation's link, or (that one deleted) on the link now in its place,
+  // or on "New conversation" when the list is empty; the focus is not dropped to the page's start.
+  function focusInList(list) {
+    var active = document.activeElement;
+    if (!active || !list.contains(active) || !active.closest("li")) { return null; }
+    var item = active.closest("li");
+    return { id: item.getAttribute("data-conversation"), index: Array.prototype.indexOf.call(list.children, item) };
+  }
+  function focusRestore(list, where) {
+    if (!where) { return; }
+    var links = list.querySelectorAll("a.conversation-link");
+    var same = list.querySelector("li[data-conversation='" + where.id + "'] a.conversation-link");
+    var target = same || links[Math.min(where.index, links.length - 1)] || $("new-conversation");
+    target.focus();
+  }
   function loadConversations() {
     api("GET", "/api/v1/conversations").then(function (items) {
       var list = $("conversation-list");
+      var focused = focusInList(list);
       list.innerHTML = "";
       if (!items.length) { list.appendChild(el("li", { className: "muted", text: "No conversations yet." })); }
       items.forEach(function (c) {
@@ -789,8 +806,9 @@
             loadConversations();
           });
         });
-        list.appendChild(el("li", {}, [open, remove]));
+        list.appendChild(el("li", { "data-conversation": String(c.id) }, [open, remove]));
       });
+      focusRestore(list, focused);
     }).catch(function () {
       // the list is a convenience; asking still works
       var list = $("conversation-list");
