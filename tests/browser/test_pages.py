@@ -315,3 +315,35 @@ def test_the_conversation_list_keeps_the_keyboard_focus_and_the_page_keeps_its_t
     delete.send_keys(Keys.ENTER)
     wait(driver, lambda d: len(_by_css(d, "#conversation-list a.conversation-link")) == before + 1)
     wait(driver, lambda d: _focused(d) == _one(d, "#conversation-list a.conversation-link"), timeout=10)
+
+
+def test_a_sign_in_form_left_open_in_another_tab_says_it_expired_on_a_phone(
+    browser, web_server, sample_site, shot
+) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.keys import Keys
+
+    driver, base = browser, web_server
+    driver.delete_all_cookies()
+    driver.set_window_size(*PHONE)
+    driver.get(f"{base}/accounts/login/")
+    first = driver.current_window_handle
+    driver.switch_to.new_window("tab")
+    driver.get(f"{base}/accounts/login/")
+    stale = driver.current_window_handle
+    driver.switch_to.window(first)
+    login(driver, base, "alice")  # signs in (and so changes the form token) in the first tab
+    _one(driver, "form.inline button").click()
+    wait(driver, lambda d: "/accounts/logout/" in d.current_url)
+    driver.switch_to.window(stale)
+    _one(driver, "#id_username").send_keys("alice")
+    _one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
+    wait(driver, lambda d: d.find_elements("css selector", "h1"))
+    shot("01-expired-form")
+    assert _one(driver, "h1").text == "The form had expired"
+    assert driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth") <= 0
+    violations = axe_violations(driver)
+    assert not violations, json.dumps(violations, indent=1)
+    _one(driver, "main a[href='/accounts/login/']").click()
+    _one(driver, "#id_username").send_keys("alice")
+    _one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
+    wait(driver, _present("#question"))
