@@ -679,3 +679,33 @@ def test_a_configuration_in_a_markdown_code_block_reads_as_code_with_its_placeho
     ], panel.text
     assert "Apply it in a change window." in panel.text and "Apply it" not in codes[0].text
     shot("markdown-configuration-passage")
+
+
+def test_a_right_to_left_answer_reads_right_to_left(
+    browser, web_server, sample_site, celery_worker_process, shot, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """An Arabic document asked about in Arabic: the question, the answer's paragraphs and the source's title each
+    take their direction from their own text (dir="auto"), so the sentence reads right to left with its full
+    stop and citation at its end; English text on the same page stays left to right."""
+    path = tmp_path / "arabic-server.md"
+    path.write_text(
+        "# \u0625\u0639\u062f\u0627\u062f \u062e\u0627\u062f\u0645 \u0627\u0644\u0642\u0627\u0641\u0644\u0629\n\n"
+        "\u064a\u062a\u0645 \u0625\u0639\u062f\u0627\u062f \u062e\u0627\u062f\u0645 \u0627\u0644\u0642\u0627\u0641"
+        "\u0644\u0629 qg-caravan-01 \u0645\u0646 \u0644\u0648\u062d\u0629 \u0627\u0644\u062a\u062d\u0643\u0645.\n",
+        encoding="utf-8",
+    )
+    turn, answer = _alice_uploads_and_asks(
+        browser,
+        web_server,
+        path,
+        "\u0643\u064a\u0641 \u064a\u062a\u0645 \u0625\u0639\u062f\u0627\u062f \u062e\u0627\u062f\u0645 "
+        "\u0627\u0644\u0642\u0627\u0641\u0644\u0629 qg-caravan-01\u061f",
+    )
+    assert "qg-caravan-01" in answer, answer
+    direction = "return getComputedStyle(arguments[0]).direction"
+    assert browser.execute_script(direction, turn.find_element("css selector", ".question-bubble")) == "rtl"
+    lead = turn.find_element("css selector", ".answer-text p")
+    assert browser.execute_script(direction, lead) == "rtl", lead.text
+    assert browser.execute_script(direction, turn.find_element("css selector", ".source-title")) == "rtl"
+    assert browser.execute_script(direction, turn.find_element("css selector", ".sources-heading")) == "ltr"
+    shot("answer-right-to-left")
