@@ -57,6 +57,34 @@ def _log_dir() -> Path:
     return path
 
 
+def log_dir() -> Path:
+    """Where each component's log is (`<name>.log`; what `make run` prints when it is ready)."""
+    return _log_dir()
+
+
+# A component's log is appended to for as long as the stack runs (gunicorn writes a line per request, the
+# worker several per task): the foreground run keeps each under this size and one previous part beside it.
+LOG_MAX_BYTES = 100 * 2**20
+
+
+def logs_trim(*, limit: int = LOG_MAX_BYTES) -> list[str]:
+    """Copy each log over `limit` bytes to `<name>.log.1` (replacing the previous part) and empty it in place.
+    The components keep writing to it: they opened it to append, so their next line lands at its new end (a
+    line written between the copy and the truncation is lost, as with logrotate's copytruncate). Returns
+    the names of the logs trimmed."""
+    trimmed = []
+    for log in sorted(_log_dir().glob("*.log")):
+        try:
+            if log.stat().st_size <= limit:
+                continue
+            shutil.copyfile(log, log.with_name(log.name + ".1"))
+            os.truncate(log, 0)
+        except OSError:
+            continue  # a full disk, say: the next round tries again
+        trimmed.append(log.name)
+    return trimmed
+
+
 def _pidfile(name: str) -> Path:
     return _run_dir() / f"{name}.pid"
 
@@ -132,9 +160,36 @@ def _alive(pid: int | None) -> bool:
 def _reaped(pid: int) -> bool:
     """Whether a dead process is gone from the process table (not left a zombie, whose pid still answers)."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE and not _alive(pid)
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
+
+
+# what each component's command line holds, whatever version of the launcher started it (an upgrade must still
+# find and stop what the previous one runs); a title a server sets for itself keeps these words
+_COMMAND_WORDS = {
+    "postgres": ("postgres",),
+    "redis": ("redis-server",),
+    "worker": ("celery",),
+    "beat": ("celery",),
+    "web": ("gunicorn",),
+}
+
+
+def _is_component(name: str, pid: int | None) -> bool:
+    """Whether the live process `pid`, read from `name`'s pid file, is that component. After a reboot a pid
+    file names a number that another process may hold by now: taken for the component, that one was reported
+    "already running" (so the component was never started again) and was sent SIGTERM by `down`."""
+    if not _alive(pid):
+        return False
+    assert pid is not None
+    try:
+        command = " ".join(psutil.Process(pid).cmdline())
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True  # another user's process: assume it is what the pid file says
+    return all(word in command for word in _COMMAND_WORDS[name])
 
 
 def _kill_tree(pid: int, *, timeout: float = 15.0) -> None:
@@ -220,7 +275,7 @@ def _ensure_pg_user_and_permissions() -> None:
 
 
 def pg_running() -> bool:
-    return _alive(pg_pid())
+    return _is_component("postgres", pg_pid())
 
 
 def pg_pid() -> int | None:
@@ -650,7 +705,7 @@ class Stack:
             pid = _read_pid(name)
             if pid is None:
                 rows.append(ComponentStatus(name, "stopped", None))
-            elif _alive(pid):
+            elif _is_component(name, pid):
                 rows.append(ComponentStatus(name, "running", pid))
             else:
                 rows.append(ComponentStatus(name, "dead", pid, f"exited; see {_log_dir() / (name + '.log')}"))
@@ -678,7 +733,7 @@ class Stack:
                 echo("redis: external (REDIS_URL)")
                 continue
             pid = _read_pid(name)
-            if _alive(pid):
+            if _is_component(name, pid):
                 echo(f"{name}: already running (pid {pid})")
                 continue
             if pid is not None:
@@ -723,7 +778,7 @@ class Stack:
             if name == "redis" and self.external_redis:
                 continue
             pid = _read_pid(name)
-            if _alive(pid):
+            if _is_component(name, pid):
                 assert pid is not None
                 _kill_tree(pid)
                 echo(f"{name}: stopped")

@@ -207,3 +207,35 @@ def test_a_second_run_while_one_runs_is_refused_before_it_starts_anything(stack_
         if runner.poll() is None:
             runner.kill()
             runner.wait()
+
+
+def test_a_pid_file_naming_another_process_after_a_reboot_is_neither_trusted_nor_signalled(stack_env):
+    """After a reboot the pid files under var/run name numbers that other processes may hold by then: that
+    process was taken for the component (`up` said "already running" and never started it) and `down` sent it
+    SIGTERM, as root under `make run`."""
+    var = Path(stack_env["ATHENA_VAR_DIR"])
+    (var / "run").mkdir(parents=True, exist_ok=True)
+    other = subprocess.Popen(["sleep", "120"])
+    try:
+        (var / "run" / "redis.pid").write_text(str(other.pid))
+        status = _stack(stack_env, "status", "--only=redis")
+        assert "redis     dead" in status.stdout, status.stdout
+
+        up = _stack(stack_env, "up", "--only=redis")
+        assert up.returncode == 0, up.stderr
+        assert f"previous process {other.pid} is gone" in up.stdout and "redis: started" in up.stdout
+        started = _pids(var)["redis"]
+        assert started != other.pid and psutil.pid_exists(started)
+
+        down = _stack(stack_env, "down", "--only=redis")
+        assert down.returncode == 0, down.stderr
+        assert not psutil.pid_exists(started) or psutil.Process(started).status() == psutil.STATUS_ZOMBIE
+
+        (var / "run" / "redis.pid").write_text(str(other.pid))
+        down = _stack(stack_env, "down", "--only=redis")
+        assert down.returncode == 0, down.stderr
+        assert other.poll() is None  # not signalled
+        assert not (var / "run" / "redis.pid").exists()
+    finally:
+        other.kill()
+        other.wait()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -15,9 +16,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.faults.conftest import ROOT, _free_port
+from tests.faults.conftest import ROOT
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 @pytest.fixture()

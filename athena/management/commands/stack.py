@@ -9,7 +9,16 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from athena.cli import port_number
-from athena.stack import Stack, StackError, runner_active, runner_forget, runner_record, runner_refusal
+from athena.stack import (
+    LOG_MAX_BYTES,
+    Stack,
+    StackError,
+    logs_trim,
+    runner_active,
+    runner_forget,
+    runner_record,
+    runner_refusal,
+)
 
 
 class Command(BaseCommand):
@@ -72,10 +81,15 @@ class Command(BaseCommand):
             stack.up(echo=self.stdout.write)
             started = True
             self.stdout.write("stack running; Ctrl-C stops everything")
+            next_trim = 0.0
             while not stopping:
                 time.sleep(1.0)
                 if not stopping:
                     stack.restart_dead(echo=self.stdout.write)
+                if time.monotonic() >= next_trim:  # logs grow for as long as the stack runs
+                    next_trim = time.monotonic() + 60
+                    for name in logs_trim():
+                        self.stdout.write(f"{name}: over {LOG_MAX_BYTES // 2**20} MB, moved to {name}.1")
         finally:
             try:
                 # a start that failed leaves alone what was running before it (`stack up` of another shell)

@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from athena.paths import BASE_DIR
 from athena.services import ROLE_ADMIN, ROLE_COMPLIANCE, ROLE_EMPLOYEE, user_create_or_update
-from athena.stack import Stack, runner_active, runner_refusal
+from athena.stack import LOG_MAX_BYTES, Stack, log_dir, runner_active, runner_refusal
 from knowledge.models import Document
 from knowledge.services import embedding_models_stale
 
@@ -52,7 +52,11 @@ def demo_users_wanted() -> bool:
 def ready_banner(*, port: int) -> list[str]:
     """What bootstrap prints when the stack is ready: the address and, where the demo accounts exist, their
     sign-in names and passwords (README: "the demo users that `make run` prints")."""
-    lines = [f"\n  Athena KB: http://127.0.0.1:{port}/   (admin: /admin/, API: /api/v1/docs)\n"]
+    lines = [
+        f"\n  Athena KB: http://127.0.0.1:{port}/   (admin: /admin/, API: /api/v1/docs)",
+        f"  logs: {log_dir()}/ (web, worker, beat, postgres, redis .log; each kept under "
+        f"{LOG_MAX_BYTES // 2**20} MB with its previous part in .log.1)\n",
+    ]
     if demo_users_wanted():
         lines.append("  demo logins (user / password):")
         for name, password, groups, _staff, _su in DEMO_USERS:
