@@ -1074,6 +1074,13 @@ def ingest_run_add(*, run_id: int, summary: IngestSummary) -> None:
             )
 
 
+def ingest_run_lost(*, run_id: int) -> None:
+    """Mark a running run whose remaining tasks the broker no longer holds as `lost`: it would otherwise read
+    `running` for ever. Its indexed documents stay; running the same ingest again does the rest (files already
+    indexed are skipped as unchanged)."""
+    IngestRun.objects.filter(pk=run_id, status="running").update(status="lost", finished_at=timezone.now())
+
+
 def ingest_run_done(counts: dict[str, Any]) -> int:
     """Files of a run accounted for so far (indexed, unchanged or failed), from its merged counts."""
     return sum(counts.get(k, 0) for k in ("new", "changed", "unchanged", "failed"))

@@ -267,6 +267,23 @@ def repack_postings_task(min_stale: float = 0.1) -> int | None:
     return postings_repack_if_stale(min_stale)[1]
 
 
+def ingest_tasks_in_flight() -> bool:
+    """Whether any ingest or embed task waits in the broker or is held by a worker (taken, not yet
+    acknowledged: tasks are acknowledged when they finish). False while a run is unfinished means its remaining
+    tasks are gone: a Redis that restarted without its data (no append-only file) lost them."""
+    import redis
+    from django.conf import settings
+
+    # kombu's Redis transport keeps each queue as a list named after it and every delivered, unacknowledged
+    # message in one hash
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=5)
+    pipe = client.pipeline()
+    for queue in ("ingest", "embed"):
+        pipe.llen(queue)
+    pipe.hlen("unacked")
+    return any(pipe.execute())
+
+
 def folder_ingest_enqueue(
     *, root: Path, options: services.IngestOptions, batch_size: int = 16, force: bool = False
 ) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,42 @@ from athena.cli import positive_int
 from athena.errors import ApplicationError
 from knowledge import services
 from knowledge.models import AccessTier, DocType, IngestRun
+
+
+def run_wait(
+    run_id: int,
+    *,
+    progress: Callable[[int], object] = lambda _: None,
+    quiet_seconds: float = 30.0,
+    check_seconds: float = 5.0,
+) -> IngestRun:
+    """Wait for an ingest run to finish, calling `progress` with each increment of files done. A run that has
+    made no progress for `quiet_seconds` while the broker holds no ingest or embed task, seen twice
+    `check_seconds` apart, has lost its tasks (a Redis restarted without its data): it is marked `lost` and a
+    CommandError says so, where the wait (and `make run`, which waits for the demo documents) went on for ever."""
+    from knowledge.tasks import ingest_tasks_in_flight
+
+    run = IngestRun.objects.get(pk=run_id)
+    done, quiet_since, next_check, idle_seen = 0, time.monotonic(), 0.0, 0
+    while True:
+        run.refresh_from_db()
+        now = services.ingest_run_done(run.counts)
+        if now != done:
+            progress(now - done)
+            done, quiet_since, idle_seen = now, time.monotonic(), 0
+        if run.status != "running" or done >= run.total:
+            return run
+        if time.monotonic() - quiet_since >= quiet_seconds and time.monotonic() >= next_check:
+            next_check = time.monotonic() + check_seconds
+            idle_seen = 0 if ingest_tasks_in_flight() else idle_seen + 1
+            if idle_seen >= 2:
+                services.ingest_run_lost(run_id=run_id)
+                raise CommandError(
+                    f"ingest run {run_id} stopped at {done} of {run.total} file(s): none of its tasks is queued "
+                    "or running any more (the broker lost them: Redis restarted without its data?). Run the "
+                    "same ingest again: the files already indexed are skipped as unchanged"
+                )
+        time.sleep(0.5)
 
 
 class Command(BaseCommand):
@@ -116,15 +153,7 @@ class Command(BaseCommand):
         from tqdm import tqdm
 
         with tqdm(total=run.total, unit="doc", file=sys.stderr, disable=None) as bar:
-            done = 0
-            while True:
-                run.refresh_from_db()
-                now = services.ingest_run_done(run.counts)
-                bar.update(now - done)
-                done = now
-                if run.status == "finished" or done >= run.total:
-                    break
-                time.sleep(0.5)
+            run = run_wait(run_id, progress=bar.update)
         self._report(run.counts, run.total, time.perf_counter() - started, opts)
 
     def _report(
