@@ -79,7 +79,9 @@ from knowledge.text.tokenizer import CAMEL_RE, compound_pieces, is_word, raw_tok
 # or Japanese it separates words) and HTML no longer makes it a space ("con\u200bfiguration" was "con figuration").
 # 18: a run of Chinese, Japanese or Korean characters is indexed as its overlapping character pairs (it was one
 # term from punctuation to punctuation, so no word inside a sentence was found).
-ANALYZER_VERSION = 18
+# 19: a word wholly in Cyrillic, Greek or Arabic letters is stemmed by Snowball's Russian, Greek or Arabic
+# stemmer (it was left as written, so "маршрутизатора" did not find "Маршрутизатор").
+ANALYZER_VERSION = 19
 
 
 # Dotted single letters: e.g, i.e, u.s -> treated as a plain word with the dots removed.

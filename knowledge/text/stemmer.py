@@ -1,7 +1,9 @@
-"""Porter stemming of one lower-case word (after the British-to-American spelling map), by PyStemmer."""
+"""Stemming of one lower-case word by PyStemmer: Porter for ASCII words (after the British-to-American spelling
+map), Snowball's Russian, Greek and Arabic stemmers for words written wholly in Cyrillic, Greek or Arabic."""
 
 from __future__ import annotations
 
+import re
 import threading
 
 import Stemmer
@@ -26,19 +28,44 @@ _CACHE_LIMIT = 400_000
 _STEM_CACHE: dict[str, str] = {}
 
 
-def _stemmer() -> Stemmer.Stemmer:
-    stemmer = getattr(_LOCAL, "stemmer", None)
+# Words written wholly in a script that one language's Snowball stemmer serves well enough are stemmed by it, so
+# that a Russian question's "маршрутизатора" finds the page's "Маршрутизатор" as "routers" finds "router". The
+# script decides, not a language guess: Latin-script words of any language are stemmed as English (as before).
+_SCRIPT_ALGORITHMS = (
+    (re.compile("[\u0400-\u04ff]+"), "russian"),  # Cyrillic
+    (re.compile("[\u0370-\u03ff]+"), "greek"),
+    (re.compile("[\u0620-\u064a\u066e-\u06d3]+"), "arabic"),  # the letters of the Arabic block
+)
+
+
+def _stemmer(algorithm: str = ALGORITHM) -> Stemmer.Stemmer:
+    stemmers = getattr(_LOCAL, "stemmers", None)
+    if stemmers is None:
+        stemmers = _LOCAL.stemmers = {}
+    stemmer = stemmers.get(algorithm)
     if stemmer is None:
-        stemmer = _LOCAL.stemmer = Stemmer.Stemmer(ALGORITHM, 0)
+        stemmer = stemmers[algorithm] = Stemmer.Stemmer(algorithm, 0)
     return stemmer
 
 
+def _stem_uncached(word: str) -> str:
+    if len(word) <= 2 or not word.isalpha():
+        return word
+    if word.isascii():
+        return _stemmer().stemWord(american(word))
+    for script, algorithm in _SCRIPT_ALGORITHMS:
+        if script.fullmatch(word):
+            return _stemmer(algorithm).stemWord(word)
+    return word
+
+
 def stem(word: str) -> str:
-    """Porter-stem one lower-case word (British spellings are first mapped to American ones).
+    """Porter-stem one lower-case word (British spellings are first mapped to American ones); a word wholly in
+    Cyrillic, Greek or Arabic letters is stemmed by Snowball's Russian, Greek or Arabic stemmer.
 
     Args:
-        word: a lower-case token. Words that are not ASCII letters, or have at most two letters, are
-            returned unchanged.
+        word: a lower-case token. Words of other letters (accented Latin is folded to ASCII before), or of at
+            most two letters, are returned unchanged.
 
     Returns:
         The stem (``"configuration"`` -> ``"configur"``, ``"routers"`` -> ``"router"``).
@@ -46,9 +73,7 @@ def stem(word: str) -> str:
     cached = _STEM_CACHE.get(word)
     if cached is not None:
         return cached
-    result = (
-        _stemmer().stemWord(american(word)) if len(word) > 2 and word.isascii() and word.isalpha() else word
-    )
+    result = _stem_uncached(word)
     if len(_STEM_CACHE) >= _CACHE_LIMIT:
         _STEM_CACHE.clear()
     _STEM_CACHE[word] = result

@@ -97,6 +97,10 @@ def test_other_scripts_are_found_by_their_words_and_titles(corpus):
     assert top_document(
         "\u043c\u0430\u0440\u0448\u0440\u0443\u0442\u0438\u0437\u0430\u0442\u043e\u0440\u0430"
     ) == ("\u043d\u0430\u0441\u0442\u0440\u043e\u0439\u043a\u0430.txt")
+    # the Russian page says "маршрутизатора"; a question's plural "маршрутизаторы" is the same stem
+    assert top_document(
+        "\u043c\u0430\u0440\u0448\u0440\u0443\u0442\u0438\u0437\u0430\u0442\u043e\u0440\u044b"
+    ) == ("\u043d\u0430\u0441\u0442\u0440\u043e\u0439\u043a\u0430.txt")
     assert Document.objects.get(source="hindi.md").title == (
         "\u0928\u0947\u091f\u0935\u0930\u094d\u0915 \u0938\u0947\u091f\u093f\u0902\u0917"
     )

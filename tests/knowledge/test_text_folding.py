@@ -8,7 +8,7 @@ import unicodedata
 import pytest
 
 from knowledge.text import analyze, identifiers, match_form, query_terms, surface_words
-from knowledge.text.folding import fold_text, typesetting_unfold
+from knowledge.text.folding import fold_accents, fold_text, typesetting_unfold
 
 pytestmark = pytest.mark.unit
 
@@ -102,8 +102,9 @@ def test_hebrew_and_arabic_vowel_points_are_optional():
 
 
 def test_cyrillic_letters_keep_their_marks():
-    # "й" is a letter of its own, not an accented "и"
-    assert analyze("\u043c\u043e\u0439") != analyze("\u043c\u043e\u0438")
+    # "й" is a letter of its own, not an accented "и" (as "ё" is not "е")
+    assert fold_accents("\u0439\u0451") == "\u0439\u0451"
+    assert fold_accents("\u00e9\u03ac") == "e\u03b1"
 
 
 def test_ascii_text_is_not_changed_by_folding():
@@ -165,3 +166,15 @@ def test_chinese_japanese_and_korean_runs_are_indexed_as_character_pairs():
     ]
     # halfwidth katakana, voicing marks included, is the ordinary katakana
     assert analyze("\uff76\uff9e\uff72\uff84\uff9e") == analyze("\u30ac\u30a4\u30c9")
+
+
+def test_cyrillic_greek_and_arabic_words_are_stemmed_by_their_languages_stemmer():
+    # "router" (genitive, plural) and "router" in Russian; "road"/"roads" in Greek; "the server" and "server"
+    assert analyze(
+        "\u043c\u0430\u0440\u0448\u0440\u0443\u0442\u0438\u0437\u0430\u0442\u043e\u0440\u0430"
+    ) == analyze("\u041c\u0430\u0440\u0448\u0440\u0443\u0442\u0438\u0437\u0430\u0442\u043e\u0440\u044b")
+    assert analyze("\u03b4\u03c1\u03cc\u03bc\u03bf\u03b9") == analyze("\u0394\u03a1\u039f\u039c\u039f\u03a3")
+    assert analyze("\u0627\u0644\u062e\u0627\u062f\u0645") == analyze("\u062e\u0627\u062f\u0645")
+    # English words are stemmed as before, a word mixing scripts is left as written
+    assert analyze("routers") == ["router"]
+    assert analyze("\u0441\u0435\u0440\u0432\u0435\u0440abc") == ["\u0441\u0435\u0440\u0432\u0435\u0440abc"]
