@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -132,8 +133,7 @@ def test_two_questions_at_once_in_one_conversation_are_remembered_in_the_order_s
             assert release.wait(WAIT_SECONDS)
         remember(conversation_id, turn)
 
-    monkeypatch.setattr(memory, "memory_append", held_first)
-    memory.redis_client().delete(memory._key(str(conversation.pk)))
+    monkeypatch.setattr(memory, "memory_append", held_first)  # a new conversation: its memory is empty
     try:
         asking = [in_thread(lambda: ask(user=user, question=first, conversation_id=str(conversation.pk)))]
         assert reached.wait(WAIT_SECONDS)
@@ -152,7 +152,6 @@ def test_two_questions_at_once_in_one_conversation_are_remembered_in_the_order_s
         assert remembered == [first, second]
     finally:
         release.set()
-        memory.redis_client().delete(memory._key(str(conversation.pk)))
 
 
 def test_a_turn_taken_back_leaves_the_conversations_other_turns() -> None:
@@ -160,19 +159,15 @@ def test_a_turn_taken_back_leaves_the_conversations_other_turns() -> None:
     and only that turn: the turns before and after it stay, in order."""
     from agents import memory
 
-    key = "taken-back-test"
+    key = str(uuid.uuid4())  # a conversation of its own (its memory expires with the TTL)
     turns = [
         memory.Turn(question=q, rewritten=q, answer="", template="factual_lookup", chunk_ids=[])
         for q in ("first?", "second?", "third?")
     ]
-    memory.redis_client().delete(memory._key(key))
-    try:
-        for turn in turns:
-            memory.memory_append(key, turn)
-        memory.memory_forget(key, turns[1])
-        assert [turn.question for turn in memory.memory_load(key)] == ["first?", "third?"]
-    finally:
-        memory.redis_client().delete(memory._key(key))
+    for turn in turns:
+        memory.memory_append(key, turn)
+    memory.memory_forget(key, turns[1])
+    assert [turn.question for turn in memory.memory_load(key)] == ["first?", "third?"]
 
 
 # --- group membership during a question ---------------------------------------------------------------------
