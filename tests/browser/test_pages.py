@@ -294,10 +294,23 @@ def test_the_conversation_list_keeps_the_keyboard_focus_and_the_page_keeps_its_t
     # Enter on a conversation opens it; the list is drawn anew, and the focus stays on that conversation
     older = _by_css(driver, "#conversation-list a.conversation-link")[1]
     title = older.text
+    # the live region's setting whenever turns are drawn into the thread
+    driver.execute_script(
+        "window.__drawn = []; const thread = document.getElementById('thread');"
+        "new MutationObserver(records => { if (records.some(r => r.addedNodes.length))"
+        "  window.__drawn.push(thread.getAttribute('aria-live')); }).observe(thread, {childList: true});"
+    )
     older.send_keys(Keys.ENTER)
     wait(driver, lambda d: "NTP drift" in _one(d, "#thread").text and "BGP" not in _one(d, "#thread").text)
     wait(driver, lambda d: "current" in (_focused(d).get_attribute("class") or ""), timeout=10)
     assert _focused(driver).text == title
+    # the conversation was drawn with the live region off (a screen reader does not read every turn out); a
+    # status line says what was opened, and the region is live again for the next answer
+    assert driver.execute_script("return window.__drawn") == ["off"]
+    assert (
+        _one(driver, "#thread-status").get_attribute("textContent") == "Opened the conversation: 1 question."
+    )
+    wait(driver, lambda d: _one(d, "#thread").get_attribute("aria-live") == "polite", timeout=5)
     shot("01-opened-by-keyboard")
 
     # deleting the other one by keyboard leaves the focus on the conversation now in its place

@@ -8,13 +8,8 @@
   var state = { conversationId: null, busy: false };
 
   function $(id) { return document.getElementById(id); }
-  // Text from documents and users may be Arabic or Hebrew: each paragraph, item and text element takes its
-  // direction from its own first strong letter (dir="auto"), so a right-to-left sentence reads right to left
-  // with its full stop and citation marks at its end, and English text is laid out as before.
-  var OWN_DIRECTION = { p: true, li: true, td: true, th: true, h3: true, a: true, mark: true, span: true, div: true };
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
-    if (OWN_DIRECTION[tag] || (attrs && "text" in attrs)) { node.setAttribute("dir", "auto"); }
     Object.keys(attrs || {}).forEach(function (key) {
       if (key === "text") { node.textContent = attrs[key]; }
       else if (key === "className") { node.className = attrs[key]; }
@@ -822,11 +817,27 @@
     });
   }
 
+  // The thread is a live region so that a new answer is read out as it arrives. A conversation opened from the
+  // list is drawn whole (up to its newest 200 turns): it is drawn with the region off, or a screen reader would
+  // read every turn, and a status line says what was opened instead.
+  function drawQuietly(draw) {
+    var thread = $("thread");
+    thread.setAttribute("aria-live", "off");
+    try { draw(); } finally {
+      // on again once the browser has taken the drawing in, so that switching it on announces nothing
+      setTimeout(function () { thread.setAttribute("aria-live", "polite"); }, 300);
+    }
+  }
+
   function openConversation(id) {
     api("GET", "/api/v1/conversations/" + id).then(function (data) {
       state.conversationId = data.id;
-      $("thread").innerHTML = "";
-      data.turns.forEach(function (turn) { renderTurn(turn.question, turn.response || {}, turn.answer_id, turn.vote); });
+      drawQuietly(function () {
+        $("thread").innerHTML = "";
+        data.turns.forEach(function (turn) { renderTurn(turn.question, turn.response || {}, turn.answer_id, turn.vote); });
+      });
+      var count = data.turns.length;
+      $("thread-status").textContent = "Opened the conversation: " + count + (count === 1 ? " question." : " questions.");
       loadConversations();
     }).catch(function (error) { showError(error.message); });
   }
@@ -834,6 +845,7 @@
   function newConversation() {
     state.conversationId = null;
     $("thread").innerHTML = "";
+    $("thread-status").textContent = "New conversation.";
     question.focus();
   }
   $("new-conversation").addEventListener("click", function () { newConversation(); loadConversations(); });
