@@ -522,6 +522,7 @@ class Service:
     name: str
     argv: list[str]
     ready: Callable[[], bool] | None = None
+    port: int | None = None  # the 127.0.0.1 port it listens on, which must be free before it starts
 
 
 def _spawn(service: Service, env: dict[str, str]) -> int:
@@ -608,6 +609,7 @@ class Stack:
                     "yes",
                 ],
                 ready=lambda: _port_open("127.0.0.1", redis_port),
+                port=redis_port,
             ),
             "worker": Service(
                 "worker",
@@ -652,6 +654,7 @@ class Stack:
                     f"127.0.0.1:{self.port}",
                 ],
                 ready=lambda: _port_open("127.0.0.1", self.port),
+                port=self.port,
             ),
         }
 
@@ -739,6 +742,13 @@ class Stack:
             if pid is not None:
                 echo(f"{name}: previous process {pid} is gone; starting a new one")
             service = services[name]
+            if service.port is not None and _port_open("127.0.0.1", service.port):
+                # another process answers there: the new one would die at once while that one passed its
+                # readiness check ("started"), and the runner would start it again every second
+                raise StackError(
+                    f"{name}: 127.0.0.1:{service.port} is already in use by another process; stop it, or choose "
+                    f"another port ({'PORT' if name == 'web' else 'ATHENA_REDIS_PORT'})"
+                )
             new_pid = _spawn(service, env)
             if service.ready is not None:
                 _wait_for(

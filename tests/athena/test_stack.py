@@ -239,3 +239,17 @@ def test_a_pid_file_naming_another_process_after_a_reboot_is_neither_trusted_nor
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_port_held_by_another_process_is_named_instead_of_a_start_that_never_happened(stack_env):
+    """Another server on Redis's (or the web's) port: the new process died at once, but the port answered (the
+    other server), so `up` said "started" and `stack run` restarted it every second."""
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", int(stack_env["ATHENA_REDIS_PORT"])))
+        squatter.listen()
+        up = _stack(stack_env, "up", "--only=redis")
+    port = stack_env["ATHENA_REDIS_PORT"]
+    assert up.returncode != 0
+    assert f"redis: 127.0.0.1:{port} is already in use by another process" in up.stderr, up.stderr
+    assert "redis: started" not in up.stdout
+    assert "redis" not in _pids(Path(stack_env["ATHENA_VAR_DIR"]))
