@@ -21,7 +21,7 @@ from athena.http import repeated_params
 from athena.pagination import MAX_OFFSET
 from athena.permissions import is_compliance
 from audit.apis import audit_query_from
-from audit.selectors import AuditQuery, audit_event_get, audit_event_search
+from audit.selectors import AuditQuery, audit_event_get, audit_event_search, audit_event_values
 from audit.services import audit_verify_incremental
 
 PAGE_SIZE = 50
@@ -63,6 +63,9 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
         # a page that does not exist is said so, not replaced by the first page
         errors.append(f"offset must be a whole number from 0 to {MAX_OFFSET}")
         query, offset = None, 0
+    # what the kind and verdict fields may hold, read from their indexes (a skip scan per column, not the log)
+    recorded = {field: audit_event_values(field) for field in ("kind", "verdict")}
+    notes: list[str] = []
     if query is None:
         # a filter that does not parse shows no events: the log unfiltered, under a form that still shows the
         # other filters, would read as their result
@@ -71,6 +74,8 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
         qs = audit_event_search(query=query)
         total = qs.count()
         events = list(qs[offset : offset + PAGE_SIZE])
+        if not total:
+            notes = _never_recorded(params, recorded)
     return render(
         request,
         "audit/search.html",
@@ -79,6 +84,8 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
             "total": total,
             "params": params,
             "errors": errors,
+            "notes": notes,
+            "recorded": recorded,
             "offset": offset,
             "next_offset": offset + PAGE_SIZE if offset + PAGE_SIZE < total else None,
             "prev_offset": max(offset - PAGE_SIZE, 0) if offset else None,
@@ -87,6 +94,22 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
             "is_compliance": True,
         },
     )
+
+
+def _never_recorded(params: dict[str, str], recorded: dict[str, list[str]]) -> list[str]:
+    """For a search that found nothing: name a kind or verdict that no event has ever had (a typo such as
+    `quesiton` reads as "nothing happened", which is not what the log says), with the values it does hold. Not
+    an error: a kind that simply has not happened yet is a valid search with no result."""
+    notes = []
+    for field in ("kind", "verdict"):
+        value = params.get(field, "")
+        known = recorded[field]
+        if value and value.lower() not in {item.lower() for item in known}:
+            notes.append(
+                f"No event has ever had the {field} '{value}'. "
+                f"Recorded {field}s: {', '.join(known) or 'none yet'}."
+            )
+    return notes
 
 
 def _offset(raw: str) -> int | None:

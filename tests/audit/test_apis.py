@@ -187,3 +187,27 @@ def test_chain_break_is_shown_on_the_page(events, client, tamper) -> None:  # ty
     make_user("auditor", "compliance")
     client.login(username="auditor", password="pw")
     assert "BROKEN at event" in client.get("/compliance/").content.decode()
+
+
+def test_the_compliance_page_names_a_kind_or_verdict_no_event_ever_had(events, client) -> None:  # type: ignore[no-untyped-def]
+    """A search for a kind or verdict that no event has ever had (a typo) says so and lists the recorded ones,
+    where it used to read as "nothing happened"; a valid search with no result (a recorded kind, another day)
+    says nothing of the kind. The fields offer the recorded values."""
+    make_user("auditor", "compliance")
+    client.login(username="auditor", password="pw")
+
+    typo = client.get("/compliance/?kind=quesiton&verdict=answred")
+    assert typo.status_code == 200 and typo.context["total"] == 0
+    kinds, verdicts = typo.context["notes"]
+    assert kinds.startswith("No event has ever had the kind 'quesiton'. Recorded kinds: ")
+    assert {"question", "upload"} <= set(kinds.split(": ")[1].rstrip(".").split(", "))
+    assert verdicts.startswith("No event has ever had the verdict 'answred'. Recorded verdicts: ")
+    assert {"answered", "abstained", "indexed"} <= set(verdicts.split(": ")[1].rstrip(".").split(", "))
+    assert "No event has ever had the kind" in typo.content.decode()
+    quiet_day = client.get("/compliance/?kind=QUESTION&since=2099-01-01")
+    assert quiet_day.context["total"] == 0 and quiet_day.context["notes"] == []
+    found = client.get("/compliance/?kind=question")
+    assert found.context["total"] == 2 and found.context["notes"] == []
+    html = found.content.decode()
+    assert 'list="recorded-kinds"' in html and '<option value="upload">' in html
+    assert 'list="recorded-verdicts"' in html and '<option value="abstained">' in html
