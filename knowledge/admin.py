@@ -13,7 +13,13 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.forms import ModelChoiceField
 from django.http import HttpRequest
 
-from athena.admin import JSON_FORM_FIELDS, LargeTableAdmin, ReadOnlyAdmin, choices_list_filter
+from athena.admin import (
+    JSON_FORM_FIELDS,
+    LargeTableAdmin,
+    NamedValuesListFilter,
+    ReadOnlyAdmin,
+    choices_list_filter,
+)
 from athena.errors import Unavailable
 from knowledge.models import (
     AccessTier,
@@ -238,7 +244,14 @@ class DocumentAdmin(ReadableDocumentChoices):
         "source_updated_at",
         "review_by",
     )
-    list_filter = ("status", "access_tier", "doc_type", "department", "vendor", "allowed_groups")
+    list_filter = (
+        "status",
+        "access_tier",
+        "doc_type",
+        ("department", NamedValuesListFilter),
+        ("vendor", NamedValuesListFilter),
+        "allowed_groups",
+    )
     search_fields = ("source", "title", "author")
     filter_horizontal = ("allowed_groups",)
     document_choice_fields = ("superseded_by",)
