@@ -173,7 +173,7 @@ def test_a_mistyped_password_keeps_the_user_name_and_focuses_the_password(
 
 
 def test_a_question_asked_after_the_session_ended_is_kept_through_the_sign_in(
-    browser, web_server, sample_site, shot
+    browser, web_server, sample_site, shot, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     from selenium.webdriver.common.keys import Keys
 
@@ -189,6 +189,14 @@ def test_a_question_asked_after_the_session_ended_is_kept_through_the_sign_in(
     wait(driver, lambda d: "/accounts/logout/" in d.current_url)
     driver.close()
     driver.switch_to.window(chat)
+
+    # an upload says so in the reader's words, not the API's
+    upload = tmp_path / "notes.md"
+    upload.write_text("# Notes\n\nThe spare optics are in cabinet 4.\n")
+    _one(driver, "#upload-file").send_keys(str(upload))
+    _one(driver, "#upload-submit").click()
+    wait(driver, lambda d: "signed out" in _one(d, "#upload-status").text, timeout=30)
+    assert "credentials" not in _one(driver, "#upload-status").text
 
     _one(driver, "#question").send_keys(question, Keys.ENTER)
     wait(driver, lambda d: _one(d, "#ask-error").is_displayed(), timeout=30)

@@ -35,6 +35,8 @@
       return response.json().catch(function () { return {}; }).then(function (data) {
         if (!response.ok) {
           var message = (data && data.error && data.error.message) || ("request failed (" + response.status + ")");
+          // the API's words for it ("Authentication credentials were not provided.") are not the reader's
+          if (response.status === 401) { message = "You are signed out (your session ended): sign in again to go on."; }
           var error = new Error(message);
           error.status = response.status;
           error.code = data && data.error && data.error.code;
@@ -804,7 +806,7 @@
           api("DELETE", "/api/v1/conversations/" + c.id).then(function () {
             if (state.conversationId === c.id) { newConversation(); }
             loadConversations();
-          });
+          }).catch(function (error) { showError(error.message); });
         });
         list.appendChild(el("li", { "data-conversation": String(c.id) }, [open, remove]));
       });
