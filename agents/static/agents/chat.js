@@ -8,8 +8,13 @@
   var state = { conversationId: null, busy: false };
 
   function $(id) { return document.getElementById(id); }
+  // Text from documents and users may be Arabic or Hebrew: each paragraph, item and text element takes its
+  // direction from its own first strong letter (dir="auto"), so a right-to-left sentence reads right to left
+  // with its full stop and citation marks at its end, and English text is laid out as before.
+  var OWN_DIRECTION = { p: true, li: true, td: true, th: true, h3: true, a: true, mark: true, span: true, div: true };
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
+    if (OWN_DIRECTION[tag] || (attrs && "text" in attrs)) { node.setAttribute("dir", "auto"); }
     Object.keys(attrs || {}).forEach(function (key) {
       if (key === "text") { node.textContent = attrs[key]; }
       else if (key === "className") { node.className = attrs[key]; }
