@@ -96,7 +96,7 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _never_recorded(params: dict[str, str], recorded: dict[str, list[str]]) -> list[str]:
+def _never_recorded(params: dict[str, Any], recorded: dict[str, list[str]]) -> list[str]:
     """For a search that found nothing: name a kind or verdict that no event has ever had (a typo such as
     `quesiton` reads as "nothing happened", which is not what the log says), with the values it does hold. Not
     an error: a kind that simply has not happened yet is a valid search with no result."""
