@@ -125,6 +125,14 @@ def _ask_service() -> Any:
     return ask
 
 
+TOTAL_COUNT_HEADER = OpenApiParameter(
+    "X-Total-Count",
+    int,
+    OpenApiParameter.HEADER,
+    response=[200],
+    description="how many there are in all, whatever `limit` and `offset` returned",
+)
+
 RETRY_AFTER_HEADER = OpenApiParameter(
     "Retry-After",
     int,
@@ -156,6 +164,16 @@ class AskApi(APIView):
         parameters=[RETRY_AFTER_HEADER],
         responses={
             200: AskOutputSerializer,
+            400: OpenApiResponse(
+                ErrorSerializer,
+                description="`invalid`: a blank or over-long question, an unknown field or filter; `blocked`: "
+                "the input guard refused the question (personal data, an instruction to the model), audited "
+                "(details: guard, audit_event_id); `parse_error`: a body that is not JSON",
+            ),
+            404: OpenApiResponse(
+                ErrorSerializer,
+                description="`not_found`: `conversation_id` names no conversation of the caller",
+            ),
             429: OpenApiResponse(
                 ErrorSerializer,
                 description="`too_many_in_flight`: the caller already has ATHENA_USER_MAX_IN_FLIGHT questions "
@@ -271,7 +289,7 @@ class ConversationSerializer(serializers.ModelSerializer):
 
 
 class ConversationListApi(APIView):
-    @extend_schema(parameters=[PageParams], responses=ConversationSerializer(many=True))
+    @extend_schema(parameters=[PageParams, TOTAL_COUNT_HEADER], responses=ConversationSerializer(many=True))
     def get(self, request: Request) -> Response:
         """The caller's conversations, newest first: `limit` (default 200) from `offset`; the total is in the
         X-Total-Count header."""
@@ -307,7 +325,7 @@ class ConversationHistorySerializer(serializers.Serializer):
 
 
 class ConversationDetailApi(APIView):
-    @extend_schema(parameters=[PageParams], responses=ConversationHistorySerializer)
+    @extend_schema(parameters=[PageParams, TOTAL_COUNT_HEADER], responses=ConversationHistorySerializer)
     def get(self, request: Request, conversation_id: Any) -> Response:
         """The conversation with its newest `limit` turns (default 200) after skipping the `offset` newest
         ones, in the order they were asked; the number of turns is in the X-Total-Count header."""
@@ -430,7 +448,8 @@ class CurationListApi(APIView):
         resolved = serializers.BooleanField(required=False, default=False)
 
     @extend_schema(
-        parameters=[CurationListFilterSerializer, PageParams], responses=CurationItemSerializer(many=True)
+        parameters=[CurationListFilterSerializer, PageParams, TOTAL_COUNT_HEADER],
+        responses=CurationItemSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
         """`limit` (default 500) items from `offset`; the total is in the X-Total-Count header."""

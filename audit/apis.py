@@ -141,7 +141,8 @@ class AuditExportApi(APIView):
             AuditQuerySerializer,
             OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=["csv", "jsonl"]),
         ],
-        responses={200: OpenApiTypes.BINARY},
+        # one media type per format: a client reading the CSV as JSON (the schema's default) fails
+        responses={(200, "text/csv"): OpenApiTypes.STR, (200, "application/x-ndjson"): OpenApiTypes.STR},
     )
     def get(self, request: Request, fmt: str) -> StreamingHttpResponse:
         refuse_unknown_params(request, AuditQuerySerializer)  # every matching event: no limit or offset

@@ -162,8 +162,16 @@ def _visible_or_probe(request: Request, document_id: int) -> Document:
         raise
 
 
+# a caller who probed many ids they may not read is paused (athena.throttling.ensure_not_blocked)
+PROBE_BLOCKED = OpenApiResponse(
+    ErrorSerializer,
+    description="`throttled`: requests are paused after an unusual access pattern (many ids that were not "
+    "found); Retry-After says for how long",
+)
+
+
 class DocumentDetailApi(APIView):
-    @extend_schema(responses=DocumentOutputSerializer)
+    @extend_schema(responses={200: DocumentOutputSerializer, 429: PROBE_BLOCKED})
     def get(self, request: Request, document_id: int) -> Response:
         refuse_unknown_params(request)
         document = _visible_or_probe(request, document_id)
@@ -186,7 +194,7 @@ class DocumentMetadataOutputSerializer(serializers.Serializer):
 class DocumentMetadataApi(APIView):
     """get_document_metadata: title, section list, last update and tier."""
 
-    @extend_schema(responses=DocumentMetadataOutputSerializer)
+    @extend_schema(responses={200: DocumentMetadataOutputSerializer, 429: PROBE_BLOCKED})
     def get(self, request: Request, document_id: int) -> Response:
         refuse_unknown_params(request)
         meta = document_metadata(
@@ -200,7 +208,13 @@ class DocumentLookupApi(APIView):
 
     @extend_schema(
         parameters=[OpenApiParameter("source", str, required=True)],
-        responses=DocumentMetadataOutputSerializer,
+        responses={
+            200: DocumentMetadataOutputSerializer,
+            404: OpenApiResponse(
+                ErrorSerializer,
+                description="`not_found`: no document of that source id, or none the caller may read",
+            ),
+        },
     )
     def get(self, request: Request) -> Response:
         refuse_unknown_fields(request.query_params.keys(), {"source", "format"})  # as the lists do

@@ -321,7 +321,8 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # drf-spectacular's, with the error responses every endpoint shares (400, 401, 403, 404, 413, 415, 503)
+    "DEFAULT_SCHEMA_CLASS": "athena.schema.AthenaAutoSchema",
     "EXCEPTION_HANDLER": "athena.errors.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "athena.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,
