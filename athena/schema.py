@@ -12,6 +12,7 @@ from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework import serializers
 from rest_framework.permissions import AllowAny, IsAuthenticated
 
 from athena.errors import ErrorSerializer
@@ -71,6 +72,14 @@ class AthenaAutoSchema(AutoSchema):
             statuses += ["413", "415"]
         statuses.append("503")
         return statuses
+
+    def _map_basic_serializer(self, serializer: Any, direction: Any) -> dict[str, Any]:
+        result: dict[str, Any] = super()._map_basic_serializer(serializer, direction)
+        if direction == "response" and isinstance(serializer, serializers.ModelSerializer):
+            # a model's serializer writes every field of the row it is given (one that may be left blank, or
+            # has a default, is optional in a request only): a generated client need not check for absent keys
+            result["required"] = sorted(result.get("properties", {}))
+        return result
 
     # drf-spectacular has no public hook for responses added to every operation: this private method (pinned
     # version, pyproject.toml) builds them; a change in it fails tests/athena/test_openapi_responses.py

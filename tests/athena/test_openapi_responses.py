@@ -412,6 +412,16 @@ def test_an_upload_that_cannot_be_queued_is_the_schemas_503(
     assert check.problems == [], "\n".join(check.problems)
 
 
+def test_a_model_rows_every_field_is_required_in_its_response() -> None:
+    """The documents, audit events, conversations and curation items are model rows, written whole: a field
+    that may be blank in the database (a title, a verdict, a resolution) is still always sent, and the schema
+    must not make a generated client treat it as possibly absent."""
+    components = openapi_schema()["components"]["schemas"]
+    for name in ("DocumentOutput", "AuditEvent", "Conversation", "CurationItem"):
+        component = components[name]
+        assert sorted(component["required"]) == sorted(component["properties"]), name
+
+
 def sample_value(parameter: dict[str, Any]) -> str:
     """A value of the type the schema gives `parameter`."""
     schema = parameter.get("schema", {})
