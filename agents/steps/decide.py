@@ -102,7 +102,7 @@ def unmatched_quoted(question: str, pool: Sequence[Evidence]) -> int:
     quoted = dict.fromkeys([*identifiers(question), *(m.group(0) for m in NUMBER.finditer(question))])
     if not quoted:
         return 0
-    # folded as the identifiers are ("Frings-Fürst" in a passage holds the identifier "frings-furst")
+    # folded as the identifiers are ("Gerät-Prüfung" in a passage holds the identifier "gerat-prufung")
     text = match_form(" ".join(f"{item.title} {item.section} {item.text}" for item in pool))
     return sum(1 for value in quoted if not contains(text, value))
 

@@ -142,6 +142,8 @@ def _analyze_token(raw: str) -> tuple[str, ...]:
             return ()
     if not tok.isascii():
         tok = fold_accents(tok)
+        if not tok:
+            return ()  # a lone tatweel or mark: no identifier "" (which every text holds)
     low = fold_case(tok)
     if is_word(tok) and not CAMEL_RE.search(tok):
         if low in STOPWORDS or len(low) > _MAX_WORD_LEN:

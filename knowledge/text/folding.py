@@ -156,7 +156,8 @@ def _is_optional_point(mark: str) -> bool:
 def fold_accents(token: str) -> str:
     """``token`` without the accents of its Latin and Greek letters and without Hebrew and Arabic vowel points,
     in its case (``"Bézier"`` -> ``"Bezier"``, ``"İ"`` -> ``"I"``). Marks on letters of other scripts stay:
-    there they make other letters (Devanagari vowel signs, Cyrillic "й")."""
+    there they make other letters (Devanagari vowel signs, Cyrillic "й"). A mark on no letter (at the start,
+    as PDF extraction or a CJK character pair leaves one) is dropped."""
     if token.isascii():
         return token
     decomposed = unicodedata.normalize("NFD", token.translate(_LETTER_MAP))
@@ -164,7 +165,7 @@ def fold_accents(token: str) -> str:
     base = ""
     for char in decomposed:
         if unicodedata.combining(char) or unicodedata.category(char) == "Mn":
-            if _is_latin_or_greek(base) or _is_optional_point(char):
+            if not base or _is_latin_or_greek(base) or _is_optional_point(char):
                 continue
         else:
             base = char
@@ -182,7 +183,7 @@ def fold_case(token: str) -> str:
 def match_form(text: str) -> str:
     """``text`` folded as the analyser folds its tokens (:func:`fold_text`, :func:`fold_accents`,
     :func:`fold_case`): the form in which an identifier of :func:`knowledge.text.identifiers` can be looked for
-    verbatim (``"./configure –enable-Fürst"`` -> ``"./configure --enable-furst"``); ``text.lower()`` for ASCII."""
+    verbatim (``"./configure –with-Größe"`` -> ``"./configure --with-grosse"``); ``text.lower()`` for ASCII."""
     if text.isascii():
         return text.lower()
     return fold_case(fold_accents(fold_text(text)))

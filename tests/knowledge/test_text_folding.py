@@ -178,3 +178,26 @@ def test_cyrillic_greek_and_arabic_words_are_stemmed_by_their_languages_stemmer(
     # English words are stemmed as before, a word mixing scripts is left as written
     assert analyze("routers") == ["router"]
     assert analyze("\u0441\u0435\u0440\u0432\u0435\u0440abc") == ["\u0441\u0435\u0440\u0432\u0435\u0440abc"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\u0301 --max-retries",  # a combining accent that lost its letter (PDF extraction), opening a passage
+        "\ud7a3\u0301 --max-retries",  # one after a Hangul syllable: cut off from it with the character pair
+        "\u3099",  # a voicing mark on nothing
+    ],
+)
+def test_a_combining_mark_on_no_letter_is_dropped_not_a_crash(text):
+    # fold_accents looked for the letter before the mark and found none (TypeError): the text failed to index
+    # and a question or passage holding it failed to answer
+    assert match_form(text) == match_form(text.lstrip("\u0301\u3099"))  # on no letter: dropped
+    assert not [term for term in analyze(text) if "\u0301" in term or "\u3099" in term]
+    assert identifiers(text) == (["--max-retries"] if "--" in text else [])
+
+
+@pytest.mark.parametrize("text", ["\u0640", "\u0640\u0640 \u064e", "\u05b8"])
+def test_a_token_folded_to_nothing_gives_no_term(text):
+    # a lone tatweel or vowel point folds to nothing: it gave the empty identifier "" (term "="), which every
+    # text contains
+    assert analyze(text) == [] and identifiers(text) == []
