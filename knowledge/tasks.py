@@ -270,18 +270,25 @@ def repack_postings_task(min_stale: float = 0.1) -> int | None:
 def ingest_tasks_in_flight() -> bool:
     """Whether any ingest or embed task waits in the broker or is held by a worker (taken, not yet
     acknowledged: tasks are acknowledged when they finish). False while a run is unfinished means its remaining
-    tasks are gone: a Redis that restarted without its data (no append-only file) lost them."""
+    tasks are gone: a Redis that restarted without its data (no append-only file) lost them. True when the
+    broker does not answer (down or restarting): that cannot be told yet, and the caller asks again."""
     import redis
     from django.conf import settings
 
     # kombu's Redis transport keeps each queue as a list named after it and every delivered, unacknowledged
     # message in one hash
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=5)
-    pipe = client.pipeline()
-    for queue in ("ingest", "embed"):
-        pipe.llen(queue)
-    pipe.hlen("unacked")
-    return any(pipe.execute())
+    try:
+        pipe = client.pipeline()
+        for queue in ("ingest", "embed"):
+            pipe.llen(queue)
+        pipe.hlen("unacked")
+        return any(pipe.execute())
+    except redis.RedisError as exc:
+        logger.warning("ingest: the broker did not answer (%s); asking again later", type(exc).__name__)
+        return True
+    finally:
+        client.close()
 
 
 def folder_ingest_enqueue(

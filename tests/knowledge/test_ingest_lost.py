@@ -67,3 +67,11 @@ def test_a_finished_run_is_returned_with_its_progress(db, tmp_path, own_broker) 
     steps: list[int] = []
     finished = run_wait(run.pk, progress=steps.append, quiet_seconds=0.5, check_seconds=0.2)
     assert finished.status == "finished" and steps == [2]
+
+
+def test_a_broker_that_does_not_answer_is_not_taken_for_one_that_lost_the_tasks(settings) -> None:  # type: ignore[no-untyped-def]
+    """Redis down for a while (restarting): whether tasks are in flight cannot be told, so the wait goes on
+    (the run is not marked lost for it); the check raised the connection error, which ended `ingest --wait`
+    (and `make run`) with a traceback once a run had been quiet for 30 s."""
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    assert ingest_tasks_in_flight()
