@@ -7,7 +7,7 @@ import re
 import unicodedata
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import exceptions, serializers, status
 from rest_framework.fields import empty
 from rest_framework.request import Request
@@ -27,6 +27,7 @@ from athena.permissions import IsKbAdmin
 from athena.principals import Principal
 from athena.throttling import ask_throttle_hit, empty_result_record
 from knowledge.apis import PassageApi
+from knowledge.models import AccessTier, DocType
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +117,38 @@ class StrictUUIDField(serializers.UUIDField):
         return super().to_internal_value(data)
 
 
+def _names(choices: list[str] | None = None) -> dict[str, Any]:
+    """A list filter's schema: names, or one name alone (null: no filter)."""
+    name: dict[str, Any] = {"type": "string", "minLength": 1}
+    if choices:
+        name["enum"] = choices
+    return {"oneOf": [{"type": "array", "items": name}, name], "nullable": True}
+
+
+def _day() -> dict[str, Any]:
+    return {"type": "string", "format": "date", "nullable": True, "description": "YYYY-MM-DD"}
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "nullable": True,
+        "additionalProperties": False,  # an unknown key is refused (agents.services)
+        "properties": {
+            "doc_types": _names(list(DocType.values)),
+            "tiers": _names(list(AccessTier.values)),
+            "departments": _names(),
+            "vendors": _names(),
+            "updated_after": _day(),
+            "updated_before": _day(),
+        },
+    }
+)
+class AskFiltersField(serializers.DictField):
+    """The ask's `filters` object; checked by the answering service (agents.services), typed here for the
+    schema: as a bare object, a generated client could not tell which keys and values it takes."""
+
+
 def _ask_service() -> Any:
     try:
         from agents.services import ask
@@ -148,7 +181,7 @@ class AskApi(APIView):
     class AskInputSerializer(serializers.Serializer):
         question = QuestionField(max_length=1000)
         conversation_id = StrictUUIDField(required=False, allow_null=True)
-        filters = serializers.DictField(
+        filters = AskFiltersField(
             required=False,
             allow_null=True,
             help_text=(
