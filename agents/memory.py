@@ -44,8 +44,9 @@ def memory_load(conversation_id: str) -> list[Turn]:
 
 
 def memory_append(conversation_id: str, turn: Turn) -> None:
-    """Remember `turn`. An unreachable Redis is logged, not raised: the answer, already stored and audited,
-    still goes out; only the next follow-up loses its context."""
+    """Remember `turn`. An unreachable Redis is logged, not raised: the answer, stored and audited in the
+    transaction that calls this (agents.services.ask: memory_forget takes the turn back if that fails), still
+    goes out; only the next follow-up loses its context."""
     key = _key(conversation_id)
     try:
         pipe = redis_client().pipeline()
