@@ -68,11 +68,12 @@ class AskOutputSerializer(serializers.Serializer):
     timings_ms = serializers.DictField(child=serializers.FloatField())
     trace = TraceStepSerializer(many=True)
     answer_id = serializers.IntegerField(allow_null=True)
-    notes = serializers.ListField(child=serializers.CharField(), required=False)
-    evidence = serializers.ListField(child=serializers.DictField(), required=False)
-    verdict = serializers.CharField(required=False)
-    passages = serializers.ListField(child=serializers.CharField(), required=False)
-    audit_event_id = serializers.IntegerField(required=False, allow_null=True)
+    # every answer carries these too (agents.services.ask builds one body for the API, history and --json)
+    notes = serializers.ListField(child=serializers.CharField())
+    evidence = serializers.ListField(child=serializers.DictField())
+    verdict = serializers.CharField()
+    passages = serializers.ListField(child=serializers.CharField())
+    audit_event_id = serializers.IntegerField(allow_null=True)
 
 
 class StrictCharField(serializers.CharField):
