@@ -74,6 +74,21 @@ class LargeTableAdmin(admin.ModelAdmin):
     paginator = BoundedCountPaginator
     show_full_result_count = False
 
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        response = super().changelist_view(request, extra_context)
+        context = getattr(response, "context_data", None) or {}
+        changelist = context.get("cl")
+        limit = getattr(getattr(changelist, "paginator", None), "count_limit", None)
+        if (
+            limit
+            and changelist is not None
+            and "selection_note_all" in context
+            and changelist.result_count > limit
+        ):
+            # Django's "All 10001 selected": the action runs on every row the list holds
+            context["selection_note_all"] = f"All (more than {limit}) selected"
+        return response
+
 
 class NamedValuesListFilter(admin.AllValuesFieldListFilter):
     """Django's filter listing a column's values, with the empty value named: Django draws it as a link with no

@@ -173,3 +173,19 @@ def test_a_document_id_box_names_only_a_document_its_admin_may_read(boss) -> Non
     form["access_tier"] = "no-such-tier"
     named = client.post(f"/admin/knowledge/document/{readable.pk}/change/", form)
     assert named.status_code == 200 and "New guide" in named.content.decode()  # the form error is the tier's
+
+
+def test_a_bounded_count_is_not_offered_as_the_number_an_action_would_select(boss, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Past the bounded count, the action bar's "select all" does not name the count's limit + 1 as the number
+    of rows: the action would run on every row the list holds ("Select all 11 feedbacks" over millions)."""
+    monkeypatch.setattr(BoundedCountPaginator, "count_limit", 10)
+    monkeypatch.setattr(admin.site._registry[Feedback], "list_per_page", 5)
+    _rows(12, boss, DocumentFactory(source="timers.md", access_tier="internal"))
+    client = Client()
+    client.force_login(boss)
+    page = _changelist(client, "/admin/agents/feedback/")[2]
+    assert "Select all 11" not in page and "All 11 selected" not in page, page
+    assert "Select all (more than 10) feedbacks" in page and "All (more than 10) selected" in page
+    monkeypatch.setattr(BoundedCountPaginator, "count_limit", 100)  # within the limit: the exact count
+    page = _changelist(client, "/admin/agents/feedback/")[2]
+    assert "Select all 12 feedbacks" in page and "All 12 selected" in page
