@@ -50,6 +50,21 @@ class TraceStepSerializer(serializers.Serializer):
     ms = serializers.FloatField()
 
 
+class EvidenceSerializer(serializers.Serializer):
+    """One retrieved passage the answer was drawn from (agents.pipeline), best first."""
+
+    chunk_id = serializers.IntegerField()
+    document = serializers.CharField(help_text="source id")
+    title = serializers.CharField(allow_blank=True)
+    section = serializers.CharField(allow_blank=True)
+    content_hash = serializers.CharField(help_text="the passage's text hash when it was retrieved")
+    score = serializers.FloatField()
+    scores = serializers.DictField(
+        child=serializers.FloatField(),
+        help_text="per retrieval source (dense, bm25 relative to the best shown, graph, ...)",
+    )
+
+
 class AskOutputSerializer(serializers.Serializer):
     """The answer contract of DESIGN.md section 8 (shared with `manage.py ask --json`)."""
 
@@ -70,7 +85,7 @@ class AskOutputSerializer(serializers.Serializer):
     answer_id = serializers.IntegerField(allow_null=True)
     # every answer carries these too (agents.services.ask builds one body for the API, history and --json)
     notes = serializers.ListField(child=serializers.CharField())
-    evidence = serializers.ListField(child=serializers.DictField())
+    evidence = EvidenceSerializer(many=True)
     verdict = serializers.CharField()
     passages = serializers.ListField(child=serializers.CharField())
     audit_event_id = serializers.IntegerField(allow_null=True)

@@ -531,6 +531,8 @@ def test_an_answer_and_its_history_are_what_the_schema_says(check: SchemaCheck) 
     required = check.components["AskOutput"]["required"]
     for body in (answered.json(), abstained.json()):
         assert sorted(body) == sorted(required)
+    evidence = check.components["AskOutput"]["properties"]["evidence"]["items"]
+    assert evidence["$ref"].endswith("/Evidence") and answered.json()["evidence"]  # typed, and checked above
     assert check.problems == [], "\n".join(check.problems)
 
 
