@@ -11,7 +11,7 @@ from typing import Any
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -52,7 +52,21 @@ def audit_query_from(params: Any) -> AuditQuery:
     return AuditQuery(**{k: v for k, v in serializer.validated_data.items() if v not in (None, "")})
 
 
+@extend_schema_field({"type": "array", "items": {"type": "string"}, "description": "source ids involved"})
+class SourceIdsField(serializers.JSONField):
+    """`documents`: audit_record stores a sorted list of source ids (the JSON column itself takes anything)."""
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {}})
+class PayloadField(serializers.JSONField):
+    """`payload`: audit_record stores an object whose keys depend on the event's kind."""
+
+
 class AuditEventSerializer(serializers.ModelSerializer):
+    # typed for the schema (a JSON column is "any value" there); what is sent is unchanged
+    documents = SourceIdsField()
+    payload = PayloadField()
+
     class Meta:
         model = AuditEvent
         fields = EXPORT_COLUMNS

@@ -420,6 +420,9 @@ def test_a_model_rows_every_field_is_required_in_its_response() -> None:
     for name in ("DocumentOutput", "AuditEvent", "Conversation", "CurationItem"):
         component = components[name]
         assert sorted(component["required"]) == sorted(component["properties"]), name
+    # and a JSON column is typed as what is stored in it, not "any value"
+    event = components["AuditEvent"]["properties"]
+    assert event["documents"]["items"] == {"type": "string"} and event["payload"]["type"] == "object"
 
 
 def test_the_ask_filters_the_schema_lists_are_the_ones_it_takes() -> None:
