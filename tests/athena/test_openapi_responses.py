@@ -403,12 +403,13 @@ def test_every_operation_answers_as_its_schema_says(check: SchemaCheck, settings
     assert sorted(check.operations() - check.called) == [], "operations of the schema that no test calls"
 
 
-def test_an_upload_that_cannot_be_queued_is_the_schemas_503(
+def test_an_upload_or_a_question_that_cannot_be_queued_is_the_schemas_503(
     check: SchemaCheck, settings, broker_down
 ) -> None:  # type: ignore[no-untyped-def]
     settings.ATHENA_REALTIME_VIA_CELERY = True
     uploader = client_for(make_user("uploader", "employees"))
     check.call(uploader, "post", "/api/v1/documents/upload", 503, body=upload("queued.md"), multipart=True)
+    check.call(uploader, "post", "/api/v1/ask", 503, body={"question": "Is the broker up?"})
     assert check.problems == [], "\n".join(check.problems)
 
 
