@@ -317,3 +317,25 @@ def axe_violations(
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"axe-{page or 'home'}.json").write_text(json.dumps(summary, indent=1))
     return [v for v in summary if v["impact"] in impacts]
+
+
+def by_css(driver: Any, css: str) -> list[Any]:
+    """Every element the selector finds (none: an empty list)."""
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, css)
+
+
+def one(driver: Any, css: str) -> Any:
+    """The first element the selector finds (NoSuchElementException when none)."""
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.CSS_SELECTOR, css)
+
+
+def present(css: str) -> Any:
+    """A wait condition: an element the selector finds is in the page."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+
+    return ec.presence_of_element_located((By.CSS_SELECTOR, css))

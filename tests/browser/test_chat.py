@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import axe_violations, login, wait
+from tests.browser.conftest import axe_violations, by_css, login, one, present, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db]
 
@@ -21,40 +21,21 @@ FOLLOW_UP = "And how do I roll it back?"
 UPGRADE_SOP = "public/sop-core-router-upgrade.html"
 
 
-def _by_css(driver: Any, css: str) -> list[Any]:
-    from selenium.webdriver.common.by import By
-
-    return driver.find_elements(By.CSS_SELECTOR, css)
-
-
-def _one(driver: Any, css: str) -> Any:
-    from selenium.webdriver.common.by import By
-
-    return driver.find_element(By.CSS_SELECTOR, css)
-
-
-def _present(css: str) -> Any:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-
-    return ec.presence_of_element_located((By.CSS_SELECTOR, css))
-
-
 def _ask(driver: Any, text: str, *, answers_before: int) -> Any:
     """Type the question and press Enter; wait for one more answered turn and return it."""
     from selenium.webdriver.common.keys import Keys
 
-    box = _one(driver, "#question")
+    box = one(driver, "#question")
     box.clear()
     box.send_keys(text)
     box.send_keys(Keys.ENTER)
     wait(
         driver,
-        lambda d: len(_by_css(d, ".turn.answered")) > answers_before or _one(d, "#ask-error").is_displayed(),
+        lambda d: len(by_css(d, ".turn.answered")) > answers_before or one(d, "#ask-error").is_displayed(),
         timeout=120,
     )
-    assert not _one(driver, "#ask-error").is_displayed(), _one(driver, "#ask-error").text
-    return _by_css(driver, ".turn.answered")[-1]
+    assert not one(driver, "#ask-error").is_displayed(), one(driver, "#ask-error").text
+    return by_css(driver, ".turn.answered")[-1]
 
 
 def _clear_throttle(username: str) -> None:
@@ -94,24 +75,24 @@ def test_alice_asks_reads_the_sources_and_votes(
     driver, base = browser, web_server
     _clear_throttle("alice")
     login(driver, base, "alice")
-    wait(driver, _present("#question"))
+    wait(driver, present("#question"))
     shot("01-empty")
 
     # Shift+Enter is a new line, Enter asks; the page shows it is working until the answer arrives
-    box = _one(driver, "#question")
+    box = one(driver, "#question")
     box.send_keys("How do I upgrade", Keys.SHIFT, Keys.ENTER, Keys.SHIFT)
     assert box.get_attribute("value") == "How do I upgrade\n"
     box.clear()
     box.send_keys(QUESTION)
-    assert _one(driver, "#char-counter").text == f"{len(QUESTION)} / 1000"
+    assert one(driver, "#char-counter").text == f"{len(QUESTION)} / 1000"
     box.send_keys(Keys.ENTER)
-    wait(driver, _present(".turn.pending"), timeout=10)
-    assert _one(driver, "#progress").is_displayed()
-    assert _one(driver, "#ask-submit").get_attribute("disabled")
+    wait(driver, present(".turn.pending"), timeout=10)
+    assert one(driver, "#progress").is_displayed()
+    assert one(driver, "#ask-submit").get_attribute("disabled")
     shot("02-working")
-    wait(driver, _present(".turn.answered"), timeout=120)
-    turn = _by_css(driver, ".turn.answered")[-1]
-    assert not _by_css(driver, ".turn.pending") and not _one(driver, "#progress").is_displayed()
+    wait(driver, present(".turn.answered"), timeout=120)
+    turn = by_css(driver, ".turn.answered")[-1]
+    assert not by_css(driver, ".turn.pending") and not one(driver, "#progress").is_displayed()
 
     # the answer: its lead sentence first, then the rest; procedures as numbered steps
     lead = turn.find_element("css selector", ".answer-lead").text
@@ -139,21 +120,19 @@ def test_alice_asks_reads_the_sources_and_votes(
 
     # [1] opens the passage with the quoted sentence highlighted
     turn.find_element("css selector", "a.cite[data-ref='1']").click()
-    wait(driver, _present("#panel-passage .passage-text mark"))
-    panel = _one(driver, "#panel-passage").text
+    wait(driver, present("#panel-passage .passage-text mark"))
+    panel = one(driver, "#panel-passage").text
     assert "Last updated" in panel and "Access tier" in panel
-    assert _one(driver, "#tab-passage").get_attribute("aria-selected") == "true"
+    assert one(driver, "#tab-passage").get_attribute("aria-selected") == "true"
     shot("04-passage")
 
     # the evidence and trace panels
-    _one(driver, "#tab-evidence").click()
-    assert _by_css(driver, "#panel-evidence table tbody tr")
-    assert (
-        _one(driver, "#panel-evidence").is_displayed() and not _one(driver, "#panel-passage").is_displayed()
-    )
+    one(driver, "#tab-evidence").click()
+    assert by_css(driver, "#panel-evidence table tbody tr")
+    assert one(driver, "#panel-evidence").is_displayed() and not one(driver, "#panel-passage").is_displayed()
     shot("05-evidence")
-    _one(driver, "#tab-trace").click()
-    steps_traced = [row.text for row in _by_css(driver, "#panel-trace table tbody tr")]
+    one(driver, "#tab-trace").click()
+    steps_traced = [row.text for row in by_css(driver, "#panel-trace table tbody tr")]
     assert any(row.startswith("retrieve") for row in steps_traced), steps_traced
     shot("06-trace")
 
@@ -169,14 +148,14 @@ def test_alice_asks_reads_the_sources_and_votes(
     # the conversation is in the list; after a reload it opens again, and a follow-up uses it
     wait(
         driver,
-        lambda d: any(QUESTION[:30] in a.text for a in _by_css(d, "#conversation-list a.conversation-link")),
+        lambda d: any(QUESTION[:30] in a.text for a in by_css(d, "#conversation-list a.conversation-link")),
     )
     driver.refresh()
-    wait(driver, _present("#conversation-list a.conversation-link"))
+    wait(driver, present("#conversation-list a.conversation-link"))
     shot("08-after-reload")
-    _one(driver, "#conversation-list a.conversation-link").click()
-    wait(driver, lambda d: QUESTION in "".join(q.text for q in _by_css(d, ".turn .question-bubble")))
-    assert _by_css(driver, ".turn .vote.down.chosen"), "the vote is shown again"
+    one(driver, "#conversation-list a.conversation-link").click()
+    wait(driver, lambda d: QUESTION in "".join(q.text for q in by_css(d, ".turn .question-bubble")))
+    assert by_css(driver, ".turn .vote.down.chosen"), "the vote is shown again"
     follow_up = _ask(driver, FOLLOW_UP, answers_before=1)
     shot("09-follow-up")
     latest = Answer.objects.filter(user__username="alice").latest("id")
@@ -184,7 +163,7 @@ def test_alice_asks_reads_the_sources_and_votes(
     assert latest.question == FOLLOW_UP
     cited = {c["document"] for c in (latest.response or {}).get("citations", [])}
     assert UPGRADE_SOP in cited or UPGRADE_SOP in follow_up.text or "roll" in follow_up.text.lower(), cited
-    assert len(_by_css(driver, "#conversation-list a.conversation-link")) == 1
+    assert len(by_css(driver, "#conversation-list a.conversation-link")) == 1
 
     # accessibility of the page with an answer, its sources and an open panel
     violations = axe_violations(driver)
@@ -205,15 +184,15 @@ def test_compliance_finds_the_question_and_exports_it(
     question = "What is reload-delay mlag set to on the Arista leaf pairs?"
     _clear_throttle("alice")
     login(driver, base, "alice")
-    wait(driver, _present("#question"))
+    wait(driver, present("#question"))
     _ask(driver, question, answers_before=0)
 
     login(driver, base, "carol", next_path="/compliance/")
     driver.get(f"{base}/compliance/")
-    wait(driver, _present("#audit-filters"))
-    _one(driver, "#f-text").send_keys("reload-delay mlag")
-    _one(driver, "#f-user").send_keys("alice")
-    _one(driver, "#audit-search").click()
+    wait(driver, present("#audit-filters"))
+    one(driver, "#f-text").send_keys("reload-delay mlag")
+    one(driver, "#f-user").send_keys("alice")
+    one(driver, "#audit-search").click()
     # the unfiltered page lists the question too: read the results once the search's own page has loaded
     wait(
         driver,
@@ -222,19 +201,19 @@ def test_compliance_finds_the_question_and_exports_it(
             and d.execute_script("return document.readyState") == "complete"
         ),
     )
-    wait(driver, lambda d: question in _one(d, "#audit-results").text)
-    assert "Hash chain intact" in _one(driver, "#chain-status").text
+    wait(driver, lambda d: question in one(d, "#audit-results").text)
+    assert "Hash chain intact" in one(driver, "#chain-status").text
     shot("01-search")
     violations = axe_violations(driver)
     assert not violations, json.dumps(violations, indent=1)
 
-    _one(driver, "#audit-results tbody tr td a").click()
-    wait(driver, _present("#event-meta"))
-    page = _one(driver, "main").text
+    one(driver, "#audit-results tbody tr td a").click()
+    wait(driver, present("#event-meta"))
+    page = one(driver, "main").text
     assert question in page and "public/config-arista-mlag.md" in page
     shot("02-event")
     driver.back()
-    wait(driver, _present("#export-csv"))
+    wait(driver, present("#export-csv"))
 
     # the export links, fetched by the page's own session as a click would
     fetch = (
@@ -242,11 +221,11 @@ def test_compliance_finds_the_question_and_exports_it(
         "fetch(arguments[0], {credentials: 'same-origin'})"
         ".then(r => r.text().then(t => done({status: r.status, type: r.headers.get('content-type'), body: t})));"
     )
-    csv = driver.execute_async_script(fetch, _one(driver, "#export-csv").get_attribute("href"))
+    csv = driver.execute_async_script(fetch, one(driver, "#export-csv").get_attribute("href"))
     assert csv["status"] == 200 and csv["type"].startswith("text/csv"), csv["type"]
     header = csv["body"].splitlines()[0]
     assert "kind" in header and question in csv["body"]
-    jsonl = driver.execute_async_script(fetch, _one(driver, "#export-jsonl").get_attribute("href"))
+    jsonl = driver.execute_async_script(fetch, one(driver, "#export-jsonl").get_attribute("href"))
     assert jsonl["status"] == 200
     events = [json.loads(line) for line in jsonl["body"].splitlines() if line.strip()]
     assert events and all(e["actor"] == "alice" for e in events)
@@ -264,15 +243,15 @@ def test_admin_changes_a_documents_groups_and_it_is_audited(browser, web_server,
     document = Document.objects.get(source=source)
     login(driver, base, "admin", next_path="/admin/")
     driver.get(f"{base}/admin/knowledge/document/?q=sop-change-freeze")
-    wait(driver, _present("#result_list"))
+    wait(driver, present("#result_list"))
     shot("01-list")
-    _one(driver, "#result_list tbody tr th a").click()
-    wait(driver, _present("#id_allowed_groups_from"))
-    Select(_one(driver, "#id_allowed_groups_from")).select_by_visible_text("noc-admins")
-    _one(driver, "#id_allowed_groups_add").click()
+    one(driver, "#result_list tbody tr th a").click()
+    wait(driver, present("#id_allowed_groups_from"))
+    Select(one(driver, "#id_allowed_groups_from")).select_by_visible_text("noc-admins")
+    one(driver, "#id_allowed_groups_add").click()
     shot("02-groups")
-    _one(driver, "input[name=_save]").click()
-    wait(driver, _present(".messagelist .success"))
+    one(driver, "input[name=_save]").click()
+    wait(driver, present(".messagelist .success"))
     shot("03-saved")
 
     assert list(document.allowed_groups.values_list("name", flat=True)) == ["noc-admins"]
@@ -281,7 +260,7 @@ def test_admin_changes_a_documents_groups_and_it_is_audited(browser, web_server,
 
     login(driver, base, "carol", next_path="/compliance/")
     driver.get(f"{base}/compliance/?kind=acl_change&document={source}")
-    wait(driver, lambda d: source in _one(d, "#audit-results").text)
+    wait(driver, lambda d: source in one(d, "#audit-results").text)
     shot("04-in-audit-log")
 
 
@@ -300,18 +279,18 @@ def test_the_admin_names_no_document_its_admin_may_not_read(browser, web_server,
     try:
         login(driver, base, "admin", next_path="/admin/")
         driver.get(f"{base}/admin/knowledge/document/{public.pk}/change/")
-        wait(driver, _present("input[name=_save]"))
-        page = _one(driver, "body").text
+        wait(driver, present("input[name=_save]"))
+        page = one(driver, "body").text
         assert "a document you cannot read" in page, page
-        assert not _by_css(driver, "#id_superseded_by")
+        assert not by_css(driver, "#id_superseded_by")
         page_source = driver.page_source
         assert "restricted/" not in page_source and not [t for t in titles if t in page_source]
-        field = _one(driver, ".field-superseded_by_withheld")
+        field = one(driver, ".field-superseded_by_withheld")
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", field)
         assert "a document you cannot read" in field.text
         shot("01-superseded-by-withheld")
-        _one(driver, "input[name=_save]").click()
-        wait(driver, _present(".messagelist .success"))
+        one(driver, "input[name=_save]").click()
+        wait(driver, present(".messagelist .success"))
         shot("02-saved")
         public.refresh_from_db()
         assert public.superseded_by_id == restricted.pk
@@ -330,31 +309,31 @@ def test_errors_read_like_a_product(browser, web_server, sample_site, celery_wor
     alice = User.objects.get(username="alice")
     _clear_throttle("alice")
     login(driver, base, "alice")
-    wait(driver, _present("#question"))
+    wait(driver, present("#question"))
 
     # personal data: refused, and the page says why; the question stays in the box to be corrected
     pii_question = "My SSN is 536-22-1234, can I reset my VPN token?"
-    box = _one(driver, "#question")
+    box = one(driver, "#question")
     box.send_keys(pii_question)
     box.send_keys(Keys.ENTER)
-    wait(driver, lambda d: _one(d, "#ask-error").is_displayed())
-    refusal = _one(driver, "#ask-error").text
+    wait(driver, lambda d: one(d, "#ask-error").is_displayed())
+    refusal = one(driver, "#ask-error").text
     assert "Social Security number" in refusal and "Personal data must not be sent" in refusal, refusal
-    assert _one(driver, "#question").get_attribute("value") == pii_question
-    assert not _by_css(driver, ".turn.pending")
+    assert one(driver, "#question").get_attribute("value") == pii_question
+    assert not by_css(driver, ".turn.pending")
     shot("01-pii")
     box.clear()
 
     # the hourly limit used up: 429, and the page says when the user can ask again
     while throttling.ask_throttle_hit(alice) > 0:
         pass
-    box = _one(driver, "#question")
+    box = one(driver, "#question")
     box.send_keys("How do I check NTP drift?")
-    _one(driver, "#ask-submit").click()
-    wait(driver, lambda d: _one(d, "#ask-error").is_displayed())
-    message = _one(driver, "#ask-error").text
+    one(driver, "#ask-submit").click()
+    wait(driver, lambda d: one(d, "#ask-error").is_displayed())
+    message = one(driver, "#ask-error").text
     assert f"{settings.ATHENA_QUESTIONS_PER_HOUR} questions" in message and "ask again at" in message, message
-    assert _one(driver, "#question").get_attribute("value") == "How do I check NTP drift?", (
+    assert one(driver, "#question").get_attribute("value") == "How do I check NTP drift?", (
         "the question is kept"
     )
     shot("02-throttled")
@@ -383,11 +362,11 @@ def test_alice_uploads_a_docx_asks_about_it_and_bob_cannot_see_it(
     for user in ("alice", "noc-bob"):
         _clear_throttle(user)
     login(driver, base, "alice")
-    wait(driver, _present("#upload-file"))
-    _one(driver, "#upload-file").send_keys(str(path))
-    _one(driver, "#upload-submit").click()
-    wait(driver, lambda d: "is ready" in _one(d, "#upload-status").text, timeout=240)
-    assert "private to you" in _one(driver, "#upload-status").text
+    wait(driver, present("#upload-file"))
+    one(driver, "#upload-file").send_keys(str(path))
+    one(driver, "#upload-submit").click()
+    wait(driver, lambda d: "is ready" in one(d, "#upload-status").text, timeout=240)
+    assert "private to you" in one(driver, "#upload-status").text
     shot("01-uploaded")
     turn = _ask(driver, question, answers_before=0)
     titles = [t.text for t in turn.find_elements("css selector", ".sources .source-title")]
@@ -399,7 +378,7 @@ def test_alice_uploads_a_docx_asks_about_it_and_bob_cannot_see_it(
     shot("02-answer-from-upload")
 
     login(driver, base, "noc-bob")
-    wait(driver, _present("#question"))
+    wait(driver, present("#question"))
     other = _ask(driver, question, answers_before=0)
     assert "Zebrafrost badge printer" not in other.text.replace(question, "")
     assert title not in [t.text for t in other.find_elements("css selector", ".sources .source-title")]
@@ -423,7 +402,7 @@ def test_bob_reopens_an_answer_from_a_group_he_has_left_and_it_is_withheld(
     assert bob.groups.filter(pk=noc_admins.pk).exists()
     _clear_throttle("noc-bob")
     login(driver, base, "noc-bob")
-    wait(driver, _present("#question"))
+    wait(driver, present("#question"))
     turn = _ask(driver, question, answers_before=0)
     sources = turn.find_elements("css selector", ".sources > li")
     restricted = [s for s in sources if s.get_attribute("data-document").startswith("restricted/")]
@@ -443,16 +422,14 @@ def test_bob_reopens_an_answer_from_a_group_he_has_left_and_it_is_withheld(
         driver.refresh()
         wait(
             driver,
-            lambda d: any(question in a.text for a in _by_css(d, "#conversation-list a.conversation-link")),
+            lambda d: any(question in a.text for a in by_css(d, "#conversation-list a.conversation-link")),
         )
-        assert not _by_css(driver, "#thread .turn")
+        assert not by_css(driver, "#thread .turn")
         shot("02-list-after-leaving-the-group")
-        link = next(
-            a for a in _by_css(driver, "#conversation-list a.conversation-link") if question in a.text
-        )
+        link = next(a for a in by_css(driver, "#conversation-list a.conversation-link") if question in a.text)
         link.click()
-        wait(driver, _present("#thread .turn.withheld"))
-        turns = _by_css(driver, "#thread .turn")
+        wait(driver, present("#thread .turn.withheld"))
+        turns = by_css(driver, "#thread .turn")
         assert len(turns) == 1, [t.text for t in turns]
         turn = turns[0]
         label = turn.find_element("css selector", ".answer .refusal-label")
@@ -462,13 +439,13 @@ def test_bob_reopens_an_answer_from_a_group_he_has_left_and_it_is_withheld(
         assert not turn.find_elements("css selector", ".sources, .sources-heading, a.cite"), turn.text
         # nothing left to inspect or vote on
         assert not turn.find_elements("css selector", ".feedback, .show-evidence, .show-trace"), turn.text
-        assert not _by_css(driver, "#panel-evidence table tbody tr")
+        assert not by_css(driver, "#panel-evidence table tbody tr")
         # nothing of the restricted documents anywhere in the page, shown or hidden
         titles = list(
             Document.objects.filter(source__startswith="restricted/").values_list("title", flat=True)
         )
         assert titles
-        for page in (_one(driver, "body").text, driver.execute_script("return document.body.textContent")):
+        for page in (one(driver, "body").text, driver.execute_script("return document.body.textContent")):
             assert "restricted/" not in page
             assert not [title for title in titles if title in page], page
             assert not [line for line in earlier if line in page], page
@@ -480,16 +457,16 @@ def test_bob_reopens_an_answer_from_a_group_he_has_left_and_it_is_withheld(
 def test_no_worker_answering_reads_as_busy(browser, web_server_without_worker, sample_site, shot) -> None:  # type: ignore[no-untyped-def]
     driver, base = browser, web_server_without_worker
     login(driver, base, "alice")
-    wait(driver, _present("#question"))
-    box = _one(driver, "#question")
+    wait(driver, present("#question"))
+    box = one(driver, "#question")
     box.send_keys("How do I check NTP drift?")
-    _one(driver, "#ask-submit").click()
-    wait(driver, _present(".turn.pending"), timeout=10)
-    wait(driver, lambda d: _one(d, "#ask-error").is_displayed(), timeout=60)
-    message = _one(driver, "#ask-error").text
+    one(driver, "#ask-submit").click()
+    wait(driver, present(".turn.pending"), timeout=10)
+    wait(driver, lambda d: one(d, "#ask-error").is_displayed(), timeout=60)
+    message = one(driver, "#ask-error").text
     assert message.startswith("Athena is busy") and "try again in a minute" in message, message
-    assert not _by_css(driver, ".turn.pending")
-    assert _one(driver, "#question").get_attribute("value") == "How do I check NTP drift?"
+    assert not by_css(driver, ".turn.pending")
+    assert one(driver, "#question").get_attribute("value") == "How do I check NTP drift?"
     shot("01-busy")
 
 
@@ -518,17 +495,17 @@ def test_a_waiting_question_shows_its_place_in_the_queue(
     try:
         _clear_throttle("alice")
         login(driver, base, "alice")
-        wait(driver, _present("#question"))
-        _one(driver, "#question").send_keys("How do I check NTP drift?")
-        _one(driver, "#ask-submit").click()
+        wait(driver, present("#question"))
+        one(driver, "#question").send_keys("How do I check NTP drift?")
+        one(driver, "#ask-submit").click()
         # three ahead, one process: half an answer, then two more at 1 s each
-        wait(driver, lambda d: "3 questions ahead of yours" in _one(d, "#progress-text").text, timeout=8)
-        assert _one(driver, "#progress-text").text == "3 questions ahead of yours, about 3 s"
+        wait(driver, lambda d: "3 questions ahead of yours" in one(d, "#progress-text").text, timeout=8)
+        assert one(driver, "#progress-text").text == "3 questions ahead of yours, about 3 s"
         shot("01-queued")
         # nobody consumes this broker: after the answer timeout the page says the service is busy
-        wait(driver, lambda d: _one(d, "#ask-error").is_displayed(), timeout=30)
-        assert _one(driver, "#ask-error").text.startswith("Athena is busy")
-        assert not _one(driver, "#progress").is_displayed()
+        wait(driver, lambda d: one(d, "#ask-error").is_displayed(), timeout=30)
+        assert one(driver, "#ask-error").text.startswith("Athena is busy")
+        assert not one(driver, "#progress").is_displayed()
     finally:
         stop.set()
         beating.join(5)
@@ -544,14 +521,14 @@ def test_a_table_in_a_cited_passage_reads_as_a_table(
     driver, base = browser, web_server
     _clear_throttle("alice")
     login(driver, base, "alice")
-    wait(driver, _present("#question"))
+    wait(driver, present("#question"))
     turn = _ask(driver, "What timeout does the nw_http_healthz monitor use?", answers_before=0)
     citations = Answer.objects.filter(user__username="alice").latest("id").response["citations"]
     shown_tables = 0
     for citation in citations:
         turn.find_element("css selector", f"a.cite[data-ref='{citation['ref']}']").click()
-        wait(driver, lambda d, c=citation: f"[{c['ref']}] " in _one(d, "#panel-passage").text)
-        panel = _one(driver, "#panel-passage")
+        wait(driver, lambda d, c=citation: f"[{c['ref']}] " in one(d, "#panel-passage").text)
+        panel = one(driver, "#panel-passage")
         assert "--- |" not in panel.text, panel.text
         tables = panel.find_elements("css selector", ".passage-table")
         if not tables:
@@ -577,7 +554,7 @@ def test_a_configuration_snippet_in_an_answer_reads_as_code(
     driver, base = browser, web_server
     _clear_throttle("alice")
     login(driver, base, "alice")
-    wait(driver, _present("#question"))
+    wait(driver, present("#question"))
     turn = _ask(
         driver,
         "What virtual_router_id does the keepalived instance VI_WEB use on lb-01/lb-02?",
@@ -594,7 +571,7 @@ def test_a_configuration_snippet_in_an_answer_reads_as_code(
     cites = turn.find_elements("css selector", ".answer-text .code-cites a.cite")
     assert cites, turn.text
     cites[0].click()
-    wait(driver, lambda d: "virtual_router_id 51" in _one(d, "#panel-passage").text)
+    wait(driver, lambda d: "virtual_router_id 51" in one(d, "#panel-passage").text)
     shot("answer-code-block")
 
 
@@ -605,10 +582,10 @@ def _alice_uploads_and_asks(driver, base: str, path, question: str):  # type: ig
 
     _clear_throttle("alice")
     login(driver, base, "alice")
-    wait(driver, _present("#upload-file"))
-    _one(driver, "#upload-file").send_keys(str(path))
-    _one(driver, "#upload-submit").click()
-    wait(driver, lambda d: "is ready" in _one(d, "#upload-status").text, timeout=240)
+    wait(driver, present("#upload-file"))
+    one(driver, "#upload-file").send_keys(str(path))
+    one(driver, "#upload-submit").click()
+    wait(driver, lambda d: "is ready" in one(d, "#upload-status").text, timeout=240)
     turn = _ask(driver, question, answers_before=0)
     return turn, Answer.objects.filter(user__username="alice").latest("id").response["answer"]
 
@@ -671,8 +648,8 @@ def test_a_configuration_in_a_markdown_code_block_reads_as_code_with_its_placeho
     shot("markdown-configuration-block")
     # the cited passage shows the same lines as code (the API's code_lines), the prose around them as text
     turn.find_element("css selector", "a.cite[data-ref='1']").click()
-    wait(browser, _present("#panel-passage .passage-text pre.passage-code"))
-    panel = _one(browser, "#panel-passage .passage-text")
+    wait(browser, present("#panel-passage .passage-text pre.passage-code"))
+    panel = one(browser, "#panel-passage .passage-text")
     codes = panel.find_elements("css selector", "pre.passage-code")
     assert [[line.strip() for line in code.text.splitlines()] for code in codes] == [
         ["interface Quillgate0/1", "description QG-RELAY-<nn>", "relay-hold 45"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import PASSWORDS, axe_violations, login, wait
+from tests.browser.conftest import PASSWORDS, axe_violations, by_css, login, one, present, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db]
 
@@ -41,25 +41,6 @@ The quasar relay key renewal is described in full at {LONG_URL}
 """
 
 
-def _by_css(driver: Any, css: str) -> list[Any]:
-    from selenium.webdriver.common.by import By
-
-    return driver.find_elements(By.CSS_SELECTOR, css)
-
-
-def _one(driver: Any, css: str) -> Any:
-    from selenium.webdriver.common.by import By
-
-    return driver.find_element(By.CSS_SELECTOR, css)
-
-
-def _present(css: str) -> Any:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-
-    return ec.presence_of_element_located((By.CSS_SELECTOR, css))
-
-
 def _clear_throttle(username: str) -> None:
     from django.contrib.auth.models import User
 
@@ -71,17 +52,17 @@ def _clear_throttle(username: str) -> None:
 def _ask(driver: Any, text: str) -> Any:
     from selenium.webdriver.common.keys import Keys
 
-    before = len(_by_css(driver, ".turn.answered"))
-    box = _one(driver, "#question")
+    before = len(by_css(driver, ".turn.answered"))
+    box = one(driver, "#question")
     box.clear()
     box.send_keys(text, Keys.ENTER)
     wait(
         driver,
-        lambda d: len(_by_css(d, ".turn.answered")) > before or _one(d, "#ask-error").is_displayed(),
+        lambda d: len(by_css(d, ".turn.answered")) > before or one(d, "#ask-error").is_displayed(),
         timeout=120,
     )
-    assert not _one(driver, "#ask-error").is_displayed(), _one(driver, "#ask-error").text
-    return _by_css(driver, ".turn.answered")[-1]
+    assert not one(driver, "#ask-error").is_displayed(), one(driver, "#ask-error").text
+    return by_css(driver, ".turn.answered")[-1]
 
 
 def _focused(driver: Any) -> Any:
@@ -108,10 +89,10 @@ def test_long_urls_commands_and_tables_fit_a_phone_and_a_citation_takes_the_read
     _clear_throttle("alice")
     login(driver, base, "alice")
     driver.set_window_size(*PHONE)
-    wait(driver, _present("#upload-file"))
-    _one(driver, "#upload-file").send_keys(str(path))
-    _one(driver, "#upload-submit").click()
-    wait(driver, lambda d: "is ready" in _one(d, "#upload-status").text, timeout=240)
+    wait(driver, present("#upload-file"))
+    one(driver, "#upload-file").send_keys(str(path))
+    one(driver, "#upload-submit").click()
+    wait(driver, lambda d: "is ready" in one(d, "#upload-status").text, timeout=240)
 
     turn = _ask(driver, "How do I renew the quasar relay signing key?")
     assert LONG_URL in turn.text.replace("\n", "")
@@ -126,23 +107,23 @@ def test_long_urls_commands_and_tables_fit_a_phone_and_a_citation_takes_the_read
     # and "Back to the answer" returns to the citation
     cite = turn.find_element("css selector", "a.cite")
     cite.click()
-    wait(driver, _present("#panel-passage .passage-title"))
-    wait(driver, lambda d: _focused(d) == _one(d, "#panel-passage .passage-title"), timeout=10)
+    wait(driver, present("#panel-passage .passage-title"))
+    wait(driver, lambda d: _focused(d) == one(d, "#panel-passage .passage-title"), timeout=10)
     top = driver.execute_script("return arguments[0].getBoundingClientRect().top", _focused(driver))
     assert 0 <= top < driver.execute_script("return window.innerHeight"), "the passage is not in view"
     shot("02-passage-in-view")
     assert not driver.execute_script(SIDEWAYS, "#panel-passage, .passage-text")
-    _one(driver, "#panel-passage .back-to-answer").click()
+    one(driver, "#panel-passage .back-to-answer").click()
     assert _focused(driver) == cite
 
     # a table of seven columns scrolls in a box of its own, which the keyboard can reach; the panel does not
     turn = _ask(driver, "What admin port do the northern quasar relay nodes use?")
     for link in turn.find_elements("css selector", "a.cite"):
         link.click()
-        wait(driver, _present("#panel-passage .passage-title"))
-        if _by_css(driver, "#panel-passage .passage-table"):
+        wait(driver, present("#panel-passage .passage-title"))
+        if by_css(driver, "#panel-passage .passage-table"):
             break
-    scroller = _one(driver, "#panel-passage .passage-table-scroll")
+    scroller = one(driver, "#panel-passage .passage-table-scroll")
     assert scroller.get_attribute("tabindex") == "0" and scroller.get_attribute("aria-label")
     assert driver.execute_script("return arguments[0].scrollWidth > arguments[0].clientWidth", scroller)
     assert not driver.execute_script(SIDEWAYS, "#panel-passage, .passage-text")
@@ -159,17 +140,17 @@ def test_a_mistyped_password_keeps_the_user_name_and_focuses_the_password(
     driver, base = browser, web_server
     driver.delete_all_cookies()
     driver.get(f"{base}/accounts/login/")
-    _one(driver, "#id_username").send_keys("alice")
-    _one(driver, "#id_password").send_keys("not-her-password", Keys.ENTER)
-    wait(driver, _present("p.error[role=alert]"))
-    assert _one(driver, "#id_username").get_attribute("value") == "alice"
-    assert _focused(driver) == _one(driver, "#id_password")
-    assert _one(driver, "#id_password").get_attribute("aria-describedby") == "login-error"
+    one(driver, "#id_username").send_keys("alice")
+    one(driver, "#id_password").send_keys("not-her-password", Keys.ENTER)
+    wait(driver, present("p.error[role=alert]"))
+    assert one(driver, "#id_username").get_attribute("value") == "alice"
+    assert _focused(driver) == one(driver, "#id_password")
+    assert one(driver, "#id_password").get_attribute("aria-describedby") == "login-error"
     shot("01-failed")
     violations = axe_violations(driver)
     assert not violations, json.dumps(violations, indent=1)
-    _one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
-    wait(driver, _present("#question"))
+    one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
+    wait(driver, present("#question"))
 
 
 def test_a_question_asked_after_the_session_ended_is_kept_through_the_sign_in(
@@ -180,12 +161,12 @@ def test_a_question_asked_after_the_session_ended_is_kept_through_the_sign_in(
     driver, base = browser, web_server
     question = "How do I check NTP drift on the core routers?"
     login(driver, base, "alice")
-    wait(driver, _present("#conversation-list li:not(.loading)"))
+    wait(driver, present("#conversation-list li:not(.loading)"))
     chat = driver.current_window_handle
     driver.switch_to.new_window("tab")
     driver.get(f"{base}/")
-    wait(driver, _present("form.inline button"))
-    _one(driver, "form.inline button").click()  # signed out in another tab
+    wait(driver, present("form.inline button"))
+    one(driver, "form.inline button").click()  # signed out in another tab
     wait(driver, lambda d: "/accounts/logout/" in d.current_url)
     driver.close()
     driver.switch_to.window(chat)
@@ -193,23 +174,23 @@ def test_a_question_asked_after_the_session_ended_is_kept_through_the_sign_in(
     # an upload says so in the reader's words, not the API's
     upload = tmp_path / "notes.md"
     upload.write_text("# Notes\n\nThe spare optics are in cabinet 4.\n")
-    _one(driver, "#upload-file").send_keys(str(upload))
-    _one(driver, "#upload-submit").click()
-    wait(driver, lambda d: "signed out" in _one(d, "#upload-status").text, timeout=30)
-    assert "credentials" not in _one(driver, "#upload-status").text
+    one(driver, "#upload-file").send_keys(str(upload))
+    one(driver, "#upload-submit").click()
+    wait(driver, lambda d: "signed out" in one(d, "#upload-status").text, timeout=30)
+    assert "credentials" not in one(driver, "#upload-status").text
 
-    _one(driver, "#question").send_keys(question, Keys.ENTER)
-    wait(driver, lambda d: _one(d, "#ask-error").is_displayed(), timeout=30)
-    message = _one(driver, "#ask-error").text
+    one(driver, "#question").send_keys(question, Keys.ENTER)
+    wait(driver, lambda d: one(d, "#ask-error").is_displayed(), timeout=30)
+    message = one(driver, "#ask-error").text
     assert "signed out" in message and "question is kept" in message, message
-    assert _one(driver, "#question").get_attribute("value") == question
+    assert one(driver, "#question").get_attribute("value") == question
     shot("01-signed-out")
-    _one(driver, "#ask-error-link").click()
-    wait(driver, _present("#id_username"))
-    _one(driver, "#id_username").send_keys("alice")
-    _one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
-    wait(driver, _present("#question"))
-    wait(driver, lambda d: _one(d, "#question").get_attribute("value") == question, timeout=10)
+    one(driver, "#ask-error-link").click()
+    wait(driver, present("#id_username"))
+    one(driver, "#id_username").send_keys("alice")
+    one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
+    wait(driver, present("#question"))
+    wait(driver, lambda d: one(d, "#question").get_attribute("value") == question, timeout=10)
     shot("02-signed-in-again")
     # given back once: the tab keeps no copy of it
     assert driver.execute_script("return window.sessionStorage.length") == 0
@@ -237,16 +218,16 @@ def test_a_slow_answer_is_announced_by_its_steps_not_every_second(
 ) -> None:  # type: ignore[no-untyped-def]
     driver, base = browser, web_server_without_worker
     login(driver, base, "alice")
-    wait(driver, _present("#question"))
+    wait(driver, present("#question"))
     driver.execute_script(WATCH_PROGRESS)
-    _one(driver, "#question").send_keys("How do I check NTP drift?")
-    _one(driver, "#ask-submit").click()
-    wait(driver, lambda d: _one(d, "#progress").is_displayed(), timeout=10)
+    one(driver, "#question").send_keys("How do I check NTP drift?")
+    one(driver, "#ask-submit").click()
+    wait(driver, lambda d: one(d, "#progress").is_displayed(), timeout=10)
     # the seconds are shown beside the step
-    wait(driver, lambda d: re.search(r"\b2 s$", _one(d, "#progress").text), timeout=10)
+    wait(driver, lambda d: re.search(r"\b2 s$", one(d, "#progress").text), timeout=10)
     shot("01-working")
-    assert _one(driver, "#ask-submit").get_attribute("disabled"), "a second ask is blocked while one is out"
-    wait(driver, lambda d: _one(d, "#ask-error").is_displayed(), timeout=60)
+    assert one(driver, "#ask-submit").get_attribute("disabled"), "a second ask is blocked while one is out"
+    wait(driver, lambda d: one(d, "#ask-error").is_displayed(), timeout=60)
     announced = driver.execute_script("return window.__announced")
     # no worker answers within the 3 s: the steps are read out, the seconds are not
     assert announced and len(announced) <= 3, announced
@@ -258,7 +239,7 @@ def test_the_compliance_pages_fit_a_phone_and_pass_axe(browser, web_server, samp
     login(driver, base, "carol", next_path="/compliance/")
     driver.set_window_size(*PHONE)
     driver.get(f"{base}/compliance/")
-    wait(driver, _present("#audit-filters"))
+    wait(driver, present("#audit-filters"))
     # each filter box inside the form's card (a date field's own width pushed the right column out of it)
     spill = driver.execute_script(
         "const card = document.getElementById('audit-filters').getBoundingClientRect();"
@@ -273,8 +254,8 @@ def test_the_compliance_pages_fit_a_phone_and_pass_axe(browser, web_server, samp
         "  const r = a.getBoundingClientRect(); return [r.width, r.height]; });"
     )
     assert sizes and all(w >= 24 and h >= 24 for w, h in sizes), sizes
-    _one(driver, "#audit-results tbody tr td a").click()
-    wait(driver, _present("#event-meta"))
+    one(driver, "#audit-results tbody tr td a").click()
+    wait(driver, present("#event-meta"))
     shot("02-event-phone")
     assert driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth") <= 0
     violations = axe_violations(driver)
@@ -289,18 +270,18 @@ def test_the_conversation_list_keeps_the_keyboard_focus_and_the_page_keeps_its_t
     driver, base = browser, web_server
     _clear_throttle("alice")
     login(driver, base, "alice")
-    wait(driver, _present("#conversation-list li:not(.loading)"))
-    before = len(_by_css(driver, "#conversation-list a.conversation-link"))  # of the module's earlier tests
+    wait(driver, present("#conversation-list li:not(.loading)"))
+    before = len(by_css(driver, "#conversation-list a.conversation-link"))  # of the module's earlier tests
     _ask(driver, "How do I check NTP drift?")
-    _one(driver, "#new-conversation").send_keys(Keys.ENTER)
-    assert _focused(driver) == _one(driver, "#question")
+    one(driver, "#new-conversation").send_keys(Keys.ENTER)
+    assert _focused(driver) == one(driver, "#question")
     _ask(driver, "How do I reset a BGP session without dropping traffic?")
     # the welcome text and its title gave way to the answers; the page keeps one h1 for a screen reader
-    assert [h.get_attribute("textContent") for h in _by_css(driver, "h1")] == ["Ask Athena"]
-    wait(driver, lambda d: len(_by_css(d, "#conversation-list a.conversation-link")) == before + 2)
+    assert [h.get_attribute("textContent") for h in by_css(driver, "h1")] == ["Ask Athena"]
+    wait(driver, lambda d: len(by_css(d, "#conversation-list a.conversation-link")) == before + 2)
 
     # Enter on a conversation opens it; the list is drawn anew, and the focus stays on that conversation
-    older = _by_css(driver, "#conversation-list a.conversation-link")[1]
+    older = by_css(driver, "#conversation-list a.conversation-link")[1]
     title = older.text
     # the live region's setting whenever turns are drawn into the thread
     driver.execute_script(
@@ -309,23 +290,23 @@ def test_the_conversation_list_keeps_the_keyboard_focus_and_the_page_keeps_its_t
         "  window.__drawn.push(thread.getAttribute('aria-live')); }).observe(thread, {childList: true});"
     )
     older.send_keys(Keys.ENTER)
-    wait(driver, lambda d: "NTP drift" in _one(d, "#thread").text and "BGP" not in _one(d, "#thread").text)
+    wait(driver, lambda d: "NTP drift" in one(d, "#thread").text and "BGP" not in one(d, "#thread").text)
     wait(driver, lambda d: "current" in (_focused(d).get_attribute("class") or ""), timeout=10)
     assert _focused(driver).text == title
     # the conversation was drawn with the live region off (a screen reader does not read every turn out); a
     # status line says what was opened, and the region is live again for the next answer
     assert driver.execute_script("return window.__drawn") == ["off"]
     assert (
-        _one(driver, "#thread-status").get_attribute("textContent") == "Opened the conversation: 1 question."
+        one(driver, "#thread-status").get_attribute("textContent") == "Opened the conversation: 1 question."
     )
-    wait(driver, lambda d: _one(d, "#thread").get_attribute("aria-live") == "polite", timeout=5)
+    wait(driver, lambda d: one(d, "#thread").get_attribute("aria-live") == "polite", timeout=5)
     shot("01-opened-by-keyboard")
 
     # deleting the other one by keyboard leaves the focus on the conversation now in its place
     driver.execute_script("window.confirm = () => true;")
     other = [
         li
-        for li in _by_css(driver, "#conversation-list li")
+        for li in by_css(driver, "#conversation-list li")
         if not li.find_elements("css selector", ".current")
     ]
     delete = other[0].find_element("css selector", "button.delete")
@@ -334,8 +315,8 @@ def test_the_conversation_list_keeps_the_keyboard_focus_and_the_page_keeps_its_t
     )
     assert size[0] >= 24 and size[1] >= 24, size
     delete.send_keys(Keys.ENTER)
-    wait(driver, lambda d: len(_by_css(d, "#conversation-list a.conversation-link")) == before + 1)
-    wait(driver, lambda d: _focused(d) == _one(d, "#conversation-list a.conversation-link"), timeout=10)
+    wait(driver, lambda d: len(by_css(d, "#conversation-list a.conversation-link")) == before + 1)
+    wait(driver, lambda d: _focused(d) == one(d, "#conversation-list a.conversation-link"), timeout=10)
 
 
 def test_a_sign_in_form_left_open_in_another_tab_says_it_expired_on_a_phone(
@@ -353,18 +334,18 @@ def test_a_sign_in_form_left_open_in_another_tab_says_it_expired_on_a_phone(
     stale = driver.current_window_handle
     driver.switch_to.window(first)
     login(driver, base, "alice")  # signs in (and so changes the form token) in the first tab
-    _one(driver, "form.inline button").click()
+    one(driver, "form.inline button").click()
     wait(driver, lambda d: "/accounts/logout/" in d.current_url)
     driver.switch_to.window(stale)
-    _one(driver, "#id_username").send_keys("alice")
-    _one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
+    one(driver, "#id_username").send_keys("alice")
+    one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
     wait(driver, lambda d: d.find_elements("css selector", "h1"))
     shot("01-expired-form")
-    assert _one(driver, "h1").text == "The form had expired"
+    assert one(driver, "h1").text == "The form had expired"
     assert driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth") <= 0
     violations = axe_violations(driver)
     assert not violations, json.dumps(violations, indent=1)
-    _one(driver, "main a[href='/accounts/login/']").click()
-    _one(driver, "#id_username").send_keys("alice")
-    _one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
-    wait(driver, _present("#question"))
+    one(driver, "main a[href='/accounts/login/']").click()
+    one(driver, "#id_username").send_keys("alice")
+    one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
+    wait(driver, present("#question"))
