@@ -130,11 +130,14 @@ CELERY_WORKER_PROC_ALIVE_TIMEOUT = env.float("ATHENA_WORKER_PROC_ALIVE_TIMEOUT",
 # after the visibility timeout. It must exceed the longest task (a large ingest batch), or a task still
 # running would be delivered a second time; realtime questions do not wait for it: the asking web process
 # republishes a question whose worker died (agents/realtime.py). Abandoned messages are looked for every
-# unacked_restore_interval seconds (one sorted-set range read).
+# unacked_restore_interval seconds (one sorted-set range read). That look takes a Redis lock, which outlives a
+# worker killed while holding it by the lock's expiry: kombu's 300 s held back every redelivery for five minutes
+# (seen once in the fault test of a worker killed mid-ingest); the look takes milliseconds, 30 s is ample.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env.int("ATHENA_BROKER_VISIBILITY_TIMEOUT", 3600, minimum=10),
     "unacked_restore_interval": 10,
     "unacked_restore_throttle": 1,
+    "unacked_mutex_expire": 30,
 }
 CELERY_RESULT_EXPIRES = 3600  # answers are read within the answer timeout; nothing needs them later
 # beat saves its schedule file (when each entry last ran) after every task it sends, not every 3 minutes:
