@@ -349,3 +349,51 @@ def test_a_sign_in_form_left_open_in_another_tab_says_it_expired_on_a_phone(
     one(driver, "#id_username").send_keys("alice")
     one(driver, "#id_password").send_keys(PASSWORDS["alice"], Keys.ENTER)
     wait(driver, present("#question"))
+
+
+@pytest.mark.django_db(transaction=True)  # the turns written here are committed, for the server to read
+def test_a_long_conversation_opens_at_its_newest_turns_and_offers_the_earlier_ones(
+    browser, web_server, sample_site, django_db_blocker, shot
+) -> None:  # type: ignore[no-untyped-def]
+    """A conversation of more turns than the history's page opens at its newest 200 and says how many there
+    are; a button above them draws the earlier ones, a page per press, until the first question is on the page
+    (the history API sends a page at a time, and the page had no way to the turns before it)."""
+    from django.contrib.auth.models import User
+
+    from agents.models import Answer, Conversation
+
+    with django_db_blocker.unblock():
+        alice = User.objects.get(username="alice")
+        conversation = Conversation.objects.create(user=alice, title="A long night of questions")
+        for number in range(1, 206):
+            Answer.objects.create(
+                conversation=conversation,
+                user=alice,
+                question=f"Question number {number}?",
+                abstained=False,
+                template="factual_lookup",
+                response={"answer": f"Answer number {number}.", "abstained": False, "citations": []},
+            )
+    driver, base = browser, web_server
+    login(driver, base, "alice")
+    link = wait(
+        driver, present(f'#conversation-list li[data-conversation="{conversation.pk}"] a.conversation-link')
+    )
+    link.click()
+    wait(driver, lambda d: len(by_css(d, "#thread .turn")) == 200)
+    turns = by_css(driver, "#thread .question-bubble")
+    assert (turns[0].text, turns[-1].text) == ("Question number 6?", "Question number 205?")
+    status = one(driver, "#thread-status").get_attribute("textContent")
+    assert status == "Opened the conversation: the newest 200 of 205 questions."
+    earlier = one(driver, "#earlier-turns")
+    assert earlier.is_displayed() and earlier.text == "Show 5 earlier questions"
+    shot("01-long-conversation")
+
+    earlier.click()
+    wait(driver, lambda d: len(by_css(d, "#thread .turn")) == 205)
+    turns = by_css(driver, "#thread .question-bubble")
+    assert [turn.text for turn in turns[:2]] == ["Question number 1?", "Question number 2?"]
+    assert turns[-1].text == "Question number 205?"
+    assert not one(driver, "#earlier-turns").is_displayed()
+    assert one(driver, "#thread-status").get_attribute("textContent") == "Showing 5 earlier questions."
+    shot("02-earlier-shown")

@@ -30,13 +30,18 @@
     return match ? decodeURIComponent(match[1]) : "";
   }
   function api(method, url, body, isForm) {
+    return request(method, url, body, isForm).then(function (result) { return result.data; });
+  }
+  // the body and, where the API sends one, the X-Total-Count header (a list's size past the page it sent)
+  function request(method, url, body, isForm) {
     var options = { method: method, credentials: "same-origin", headers: { "X-CSRFToken": csrfToken() } };
     if (body !== undefined) {
       if (isForm) { options.body = body; }
       else { options.body = JSON.stringify(body); options.headers["Content-Type"] = "application/json"; }
     }
     return fetch(url, options).then(function (response) {
-      if (response.status === 204) { return null; }
+      if (response.status === 204) { return { data: null, total: null }; }
+      var total = parseInt(response.headers.get("X-Total-Count") || "", 10);
       return response.json().catch(function () { return {}; }).then(function (data) {
         if (!response.ok) {
           var message = (data && data.error && data.error.message) || ("request failed (" + response.status + ")");
@@ -48,7 +53,7 @@
           error.details = (data && data.error && data.error.details) || {};
           throw error;
         }
-        return data;
+        return { data: data, total: isNaN(total) ? null : total };
       });
     });
   }
@@ -836,22 +841,68 @@
     }
   }
 
+  // A conversation's history comes in pages of its newest turns (HISTORY_PAGE at a time, the API's default): the
+  // page draws the newest and offers the earlier ones above them, a page per press.
+  var HISTORY_PAGE = 200;
+  function drawTurns(turns) {
+    turns.forEach(function (turn) { renderTurn(turn.question, turn.response || {}, turn.answer_id, turn.vote); });
+  }
+  function offerEarlier(shown, total) {
+    var button = $("earlier-turns");
+    var left = total === null ? 0 : total - shown;
+    button.hidden = left <= 0;
+    button.dataset.shown = String(shown);
+    var next = Math.min(left, HISTORY_PAGE);
+    button.textContent = "Show " + next + " earlier question" + (next === 1 ? "" : "s") +
+      (left > next ? " (" + left + " in all)" : "");
+  }
   function openConversation(id) {
-    api("GET", "/api/v1/conversations/" + id).then(function (data) {
+    request("GET", "/api/v1/conversations/" + id + "?limit=" + HISTORY_PAGE).then(function (result) {
+      var data = result.data;
       state.conversationId = data.id;
       drawQuietly(function () {
         $("thread").innerHTML = "";
-        data.turns.forEach(function (turn) { renderTurn(turn.question, turn.response || {}, turn.answer_id, turn.vote); });
+        drawTurns(data.turns);
       });
       var count = data.turns.length;
-      $("thread-status").textContent = "Opened the conversation: " + count + (count === 1 ? " question." : " questions.");
+      var total = result.total === null ? count : result.total;
+      offerEarlier(count, total);
+      $("thread-status").textContent = "Opened the conversation: " +
+        (total > count ? "the newest " + count + " of " + total + " questions." :
+          count + (count === 1 ? " question." : " questions."));
       loadConversations();
     }).catch(function (error) { showError(error.message); });
   }
+  $("earlier-turns").addEventListener("click", function () {
+    var button = this, id = state.conversationId, shown = parseInt(button.dataset.shown || "0", 10);
+    if (!id) { return; }
+    button.disabled = true;
+    request("GET", "/api/v1/conversations/" + id + "?limit=" + HISTORY_PAGE + "&offset=" + shown)
+      .then(function (result) {
+        if (state.conversationId !== id) { return; }  // another conversation was opened meanwhile
+        var thread = $("thread");
+        var later = Array.prototype.slice.call(thread.children);
+        var first = later[0] || null;
+        drawQuietly(function () {
+          thread.innerHTML = "";
+          drawTurns(result.data.turns);
+          later.forEach(function (node) { thread.appendChild(node); });
+        });
+        var added = result.data.turns.length;
+        offerEarlier(shown + added, result.total);
+        $("thread-status").textContent = "Showing " + added + " earlier question" + (added === 1 ? "." : "s.");
+        // the reader stays where they were: at the turn that was first before these were drawn above it
+        if (first) { first.scrollIntoView(); }
+        if (button.hidden) { $("question").focus(); } else { button.focus(); }
+      })
+      .catch(function (error) { showError(error.message); })
+      .then(function () { button.disabled = false; });
+  });
 
   function newConversation() {
     state.conversationId = null;
     $("thread").innerHTML = "";
+    offerEarlier(0, null);
     $("thread-status").textContent = "New conversation.";
     question.focus();
   }
