@@ -136,11 +136,24 @@ def parse_file(
     doc = _typesetting_unfolded(doc)
     if not doc.blocks:
         raise ParseError("empty", f"{path.name} contains no text")
-    if doc.updated_at is None:
-        doc = dataclasses.replace(doc, updated_at=mtime)
+    doc = dataclasses.replace(doc, updated_at=_instant_in_utc(doc.updated_at) or mtime)
     if not doc.title:
         doc = dataclasses.replace(doc, title=_title_from_name(path))
     return doc
+
+
+def _instant_in_utc(value: datetime | None) -> datetime | None:
+    """A document's own date as the same instant in UTC, or None (unknown) when that instant is outside the
+    years 1 to 9999: .NET writes its DateTime.MinValue with the local offset (0001-01-01T00:00:00+01:00), an
+    instant in 1 BC that PostgreSQL stores but Python cannot read back, so every query loading the row failed."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)  # naive means UTC (astimezone would read it in the server's zone)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        return None
 
 
 def _typesetting_unfolded(doc: ParsedDocument) -> ParsedDocument:

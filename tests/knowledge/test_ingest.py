@@ -279,6 +279,28 @@ def test_bad_inputs_get_clear_per_file_errors(tmp_path):
     assert Document.objects.get(source="corrupt.pdf").attempts == 2
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_date_at_the_edge_of_the_calendar_with_an_offset_does_not_make_the_document_unreadable(tmp_path):
+    # .NET writes its DateTime.MinValue with the server's offset (0001-01-01T00:00:00+01:00 in Berlin): in UTC
+    # that instant falls in 1 BC, which PostgreSQL stores and Python cannot read back, so every query that
+    # loaded the row (lists, searches, the admin) failed; such a date is unknown, the file's time is used
+    root = write_docs(
+        tmp_path / "kb",
+        {
+            "min.txt": "Title: Pump service\nUpdated: 0001-01-01T00:00:00+01:00\n\nThe pump is serviced yearly.\n",
+            "max.txt": "Title: Chiller service\nUpdated: 9999-12-31T23:00:00-05:00\n\nThe chiller is serviced monthly.\n",
+        },
+    )
+    stamp = 1_700_000_000
+    for name in ("min.txt", "max.txt"):
+        os.utime(root / name, (stamp, stamp))
+    summary = ingest(root)
+    assert summary.new == 2 and not summary.errors, summary
+    stored = {d.source: d.source_updated_at for d in Document.objects.all()}
+    assert {source: at.timestamp() for source, at in stored.items()} == {"min.txt": stamp, "max.txt": stamp}
+    assert [c.updated_at.timestamp() for c in Chunk.objects.filter(active=True)] == [stamp, stamp]
+
+
 @pytest.mark.unit
 @pytest.mark.parametrize("name", ["../etc/passwd", "/etc/passwd", "a/../../b", "a\x00b", ""])
 def test_path_traversal_names_are_refused(name):
