@@ -11,35 +11,15 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.launcher import ROOT, private_stack_env, start_runner
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture()
-def stack_env(tmp_path):
-    var = Path("/tmp") / f"athena-stacktest-{os.getpid()}"  # short: the PostgreSQL socket path is limited
-    env = dict(os.environ)
-    env.pop("REDIS_URL", None)
-    env.pop("DATABASE_URL", None)
-    env.update(
-        {
-            "ATHENA_VAR_DIR": str(var),
-            "ATHENA_REDIS_PORT": str(_free_port()),
-            "ATHENA_PG_PORT": str(_free_port()),
-            "ATHENA_WORKER_WARM_UP": "false",  # the launcher is under test, not the models
-            "DJANGO_SETTINGS_MODULE": "athena.settings.test",
-        }
-    )
-    yield env
-    subprocess.run([sys.executable, "manage.py", "stack", "down"], cwd=ROOT, env=env, capture_output=True)
-    subprocess.run(["rm", "-rf", str(var)])
+def stack_env():
+    with private_stack_env("stacktest") as env:
+        yield env
 
 
 def _stack(env, *args):
@@ -91,16 +71,9 @@ def test_up_is_idempotent_detects_a_dead_worker_and_down_leaves_nothing(stack_en
 
 
 def test_foreground_run_restarts_a_crashed_component_and_stops_cleanly(stack_env):
-    only = "--only=redis,worker"
+    only = "redis,worker"
     var = Path(stack_env["ATHENA_VAR_DIR"])
-    runner = subprocess.Popen(
-        [sys.executable, "manage.py", "stack", "run", only],
-        cwd=ROOT,
-        env=stack_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    runner = start_runner(stack_env, only)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (var / "run" / "worker.pid").exists():
         time.sleep(0.5)
@@ -119,7 +92,7 @@ def test_foreground_run_restarts_a_crashed_component_and_stops_cleanly(stack_env
     partial = _stack(stack_env, "down", "--only=worker")
     assert partial.returncode != 0 and "runs redis, worker" in partial.stderr, partial.stderr
     assert runner.poll() is None and _pids(var) == started
-    down = _stack(stack_env, "down", only)
+    down = _stack(stack_env, "down", f"--only={only}")
     assert down.returncode == 0, down.stderr
     output, _ = runner.communicate(timeout=60)
     assert runner.returncode == 0
@@ -166,14 +139,7 @@ def test_a_second_run_while_one_runs_is_refused_before_it_starts_anything(stack_
     and running a second foreground runner that records itself over the first (stopping either then left the
     other restarting processes that no pid file named, which `make stop` could not stop)."""
     var = Path(stack_env["ATHENA_VAR_DIR"])
-    runner = subprocess.Popen(
-        [sys.executable, "manage.py", "stack", "run", "--only=redis"],
-        cwd=ROOT,
-        env=stack_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    runner = start_runner(stack_env, "redis")
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (var / "run" / "redis.pid").exists():

@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from tests.launcher import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 AXE_JS = ROOT / "tests" / "browser" / "node_modules" / "axe-core" / "axe.min.js"
 SAMPLE_KB = ROOT / "knowledge" / "sample_kb"
@@ -47,12 +49,6 @@ CHROME_FLAGS = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _port_open(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
@@ -68,7 +64,7 @@ def _gunicorn(static_root: Path, **env_overrides: str) -> Iterator[str]:
     from athena.paths import var_dir
     from athena.stack import Stack
 
-    port = _free_port()
+    port = free_port()
     stack = Stack(components=["web"], port=port)
     env = stack.environment()
     env.pop("ATHENA_DEBUG", None)
@@ -339,3 +335,21 @@ def present(css: str) -> Any:
     from selenium.webdriver.support import expected_conditions as ec
 
     return ec.presence_of_element_located((By.CSS_SELECTOR, css))
+
+
+def ask(driver: Any, text: str) -> Any:
+    """Type the question into the chat page and press Enter; wait for one more answered turn than the page showed
+    before (failing on the page's error line instead) and return that turn."""
+    from selenium.webdriver.common.keys import Keys
+
+    before = len(by_css(driver, ".turn.answered"))
+    box = one(driver, "#question")
+    box.clear()
+    box.send_keys(text, Keys.ENTER)
+    wait(
+        driver,
+        lambda d: len(by_css(d, ".turn.answered")) > before or one(d, "#ask-error").is_displayed(),
+        timeout=120,
+    )
+    assert not one(driver, "#ask-error").is_displayed(), one(driver, "#ask-error").text
+    return by_css(driver, ".turn.answered")[-1]

@@ -8,34 +8,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
-from tests.browser.conftest import axe_violations, by_css, login, one, present, wait
+from tests.browser.conftest import ask, axe_violations, by_css, login, one, present, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db]
 
 QUESTION = "How do I upgrade IOS-XE on a core router so that it rolls back by itself if something breaks?"
 FOLLOW_UP = "And how do I roll it back?"
 UPGRADE_SOP = "public/sop-core-router-upgrade.html"
-
-
-def _ask(driver: Any, text: str, *, answers_before: int) -> Any:
-    """Type the question and press Enter; wait for one more answered turn and return it."""
-    from selenium.webdriver.common.keys import Keys
-
-    box = one(driver, "#question")
-    box.clear()
-    box.send_keys(text)
-    box.send_keys(Keys.ENTER)
-    wait(
-        driver,
-        lambda d: len(by_css(d, ".turn.answered")) > answers_before or one(d, "#ask-error").is_displayed(),
-        timeout=120,
-    )
-    assert not one(driver, "#ask-error").is_displayed(), one(driver, "#ask-error").text
-    return by_css(driver, ".turn.answered")[-1]
 
 
 def _clear_throttle(username: str) -> None:
@@ -156,7 +138,7 @@ def test_alice_asks_reads_the_sources_and_votes(
     one(driver, "#conversation-list a.conversation-link").click()
     wait(driver, lambda d: QUESTION in "".join(q.text for q in by_css(d, ".turn .question-bubble")))
     assert by_css(driver, ".turn .vote.down.chosen"), "the vote is shown again"
-    follow_up = _ask(driver, FOLLOW_UP, answers_before=1)
+    follow_up = ask(driver, FOLLOW_UP)
     shot("09-follow-up")
     latest = Answer.objects.filter(user__username="alice").latest("id")
     assert latest.conversation_id == answer.conversation_id
@@ -185,7 +167,7 @@ def test_compliance_finds_the_question_and_exports_it(
     _clear_throttle("alice")
     login(driver, base, "alice")
     wait(driver, present("#question"))
-    _ask(driver, question, answers_before=0)
+    ask(driver, question)
 
     login(driver, base, "carol", next_path="/compliance/")
     driver.get(f"{base}/compliance/")
@@ -368,7 +350,7 @@ def test_alice_uploads_a_docx_asks_about_it_and_bob_cannot_see_it(
     wait(driver, lambda d: "is ready" in one(d, "#upload-status").text, timeout=240)
     assert "private to you" in one(driver, "#upload-status").text
     shot("01-uploaded")
-    turn = _ask(driver, question, answers_before=0)
+    turn = ask(driver, question)
     titles = [t.text for t in turn.find_elements("css selector", ".sources .source-title")]
     assert title in titles, (titles, turn.text)
     assert turn.find_element("css selector", ".sources .tier").text == "confidential"
@@ -379,7 +361,7 @@ def test_alice_uploads_a_docx_asks_about_it_and_bob_cannot_see_it(
 
     login(driver, base, "noc-bob")
     wait(driver, present("#question"))
-    other = _ask(driver, question, answers_before=0)
+    other = ask(driver, question)
     assert "Zebrafrost badge printer" not in other.text.replace(question, "")
     assert title not in [t.text for t in other.find_elements("css selector", ".sources .source-title")]
     shot("03-bob-cannot-see-it")
@@ -403,7 +385,7 @@ def test_bob_reopens_an_answer_from_a_group_he_has_left_and_it_is_withheld(
     _clear_throttle("noc-bob")
     login(driver, base, "noc-bob")
     wait(driver, present("#question"))
-    turn = _ask(driver, question, answers_before=0)
+    turn = ask(driver, question)
     sources = turn.find_elements("css selector", ".sources > li")
     restricted = [s for s in sources if s.get_attribute("data-document").startswith("restricted/")]
     assert restricted, turn.text
@@ -522,7 +504,7 @@ def test_a_table_in_a_cited_passage_reads_as_a_table(
     _clear_throttle("alice")
     login(driver, base, "alice")
     wait(driver, present("#question"))
-    turn = _ask(driver, "What timeout does the nw_http_healthz monitor use?", answers_before=0)
+    turn = ask(driver, "What timeout does the nw_http_healthz monitor use?")
     citations = Answer.objects.filter(user__username="alice").latest("id").response["citations"]
     shown_tables = 0
     for citation in citations:
@@ -555,10 +537,9 @@ def test_a_configuration_snippet_in_an_answer_reads_as_code(
     _clear_throttle("alice")
     login(driver, base, "alice")
     wait(driver, present("#question"))
-    turn = _ask(
+    turn = ask(
         driver,
         "What virtual_router_id does the keepalived instance VI_WEB use on lb-01/lb-02?",
-        answers_before=0,
     )
     answer = Answer.objects.filter(user__username="alice").latest("id").response["answer"]
     assert re.search(r"\n {4,}virtual_router_id 51\n", answer), answer  # a line of its own, indented
@@ -586,7 +567,7 @@ def _alice_uploads_and_asks(driver, base: str, path, question: str):  # type: ig
     one(driver, "#upload-file").send_keys(str(path))
     one(driver, "#upload-submit").click()
     wait(driver, lambda d: "is ready" in one(d, "#upload-status").text, timeout=240)
-    turn = _ask(driver, question, answers_before=0)
+    turn = ask(driver, question)
     return turn, Answer.objects.filter(user__username="alice").latest("id").response["answer"]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import PASSWORDS, axe_violations, by_css, login, one, present, wait
+from tests.browser.conftest import PASSWORDS, ask, axe_violations, by_css, login, one, present, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db]
 
@@ -49,22 +49,6 @@ def _clear_throttle(username: str) -> None:
     throttling.user_counters_clear(User.objects.get(username=username))
 
 
-def _ask(driver: Any, text: str) -> Any:
-    from selenium.webdriver.common.keys import Keys
-
-    before = len(by_css(driver, ".turn.answered"))
-    box = one(driver, "#question")
-    box.clear()
-    box.send_keys(text, Keys.ENTER)
-    wait(
-        driver,
-        lambda d: len(by_css(d, ".turn.answered")) > before or one(d, "#ask-error").is_displayed(),
-        timeout=120,
-    )
-    assert not one(driver, "#ask-error").is_displayed(), one(driver, "#ask-error").text
-    return by_css(driver, ".turn.answered")[-1]
-
-
 def _focused(driver: Any) -> Any:
     return driver.execute_script("return document.activeElement")
 
@@ -94,7 +78,7 @@ def test_long_urls_commands_and_tables_fit_a_phone_and_a_citation_takes_the_read
     one(driver, "#upload-submit").click()
     wait(driver, lambda d: "is ready" in one(d, "#upload-status").text, timeout=240)
 
-    turn = _ask(driver, "How do I renew the quasar relay signing key?")
+    turn = ask(driver, "How do I renew the quasar relay signing key?")
     assert LONG_URL in turn.text.replace("\n", "")
     shot("01-long-url-and-command")
     # the URL breaks inside the answer's box: neither the box nor the thread scrolls sideways
@@ -117,7 +101,7 @@ def test_long_urls_commands_and_tables_fit_a_phone_and_a_citation_takes_the_read
     assert _focused(driver) == cite
 
     # a table of seven columns scrolls in a box of its own, which the keyboard can reach; the panel does not
-    turn = _ask(driver, "What admin port do the northern quasar relay nodes use?")
+    turn = ask(driver, "What admin port do the northern quasar relay nodes use?")
     for link in turn.find_elements("css selector", "a.cite"):
         link.click()
         wait(driver, present("#panel-passage .passage-title"))
@@ -272,10 +256,10 @@ def test_the_conversation_list_keeps_the_keyboard_focus_and_the_page_keeps_its_t
     login(driver, base, "alice")
     wait(driver, present("#conversation-list li:not(.loading)"))
     before = len(by_css(driver, "#conversation-list a.conversation-link"))  # of the module's earlier tests
-    _ask(driver, "How do I check NTP drift?")
+    ask(driver, "How do I check NTP drift?")
     one(driver, "#new-conversation").send_keys(Keys.ENTER)
     assert _focused(driver) == one(driver, "#question")
-    _ask(driver, "How do I reset a BGP session without dropping traffic?")
+    ask(driver, "How do I reset a BGP session without dropping traffic?")
     # the welcome text and its title gave way to the answers; the page keeps one h1 for a screen reader
     assert [h.get_attribute("textContent") for h in by_css(driver, "h1")] == ["Ask Athena"]
     wait(driver, lambda d: len(by_css(d, "#conversation-list a.conversation-link")) == before + 2)

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,17 +21,13 @@ from typing import Any
 import psutil
 import pytest
 
+from tests.launcher import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "knowledge" / "sample_kb" / "public"
 CORPUS = ("config-cisco-iosxe-bgp.md", "config-postgresql-tuning.md", "config-chrony-ntp.md")
 DB_NAME = "athena_faults"
 USER = "fault-user"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -195,9 +190,9 @@ def fault_stack() -> Iterator[FaultStack]:
     env.update(
         {
             "ATHENA_VAR_DIR": str(var),
-            "ATHENA_PG_PORT": str(_free_port()),
-            "ATHENA_REDIS_PORT": str(_free_port()),
-            "PORT": str(_free_port()),
+            "ATHENA_PG_PORT": str(free_port()),
+            "ATHENA_REDIS_PORT": str(free_port()),
+            "PORT": str(free_port()),
             "ATHENA_DB_NAME": DB_NAME,
             "DJANGO_SETTINGS_MODULE": "athena.settings.local",
             "ATHENA_WORKER_CONCURRENCY": "1",  # two cores shared with the rest of the machine

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,35 +15,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.faults.conftest import ROOT
+from tests.launcher import ROOT, private_stack_env, start_runner
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture()
 def launcher_env() -> Iterator[dict[str, str]]:
-    var = Path("/tmp") / f"athena-launcher-{os.getpid()}"  # short: the PostgreSQL socket path is limited
-    env = dict(os.environ)
-    env.pop("REDIS_URL", None)
-    env.pop("DATABASE_URL", None)
-    env.update(
-        {
-            "ATHENA_VAR_DIR": str(var),
-            "ATHENA_REDIS_PORT": str(_free_port()),
-            "ATHENA_PG_PORT": str(_free_port()),
-            "ATHENA_WORKER_WARM_UP": "false",
-            "DJANGO_SETTINGS_MODULE": "athena.settings.test",
-        }
-    )
-    yield env
-    subprocess.run([sys.executable, "manage.py", "stack", "down"], cwd=ROOT, env=env, capture_output=True)
-    subprocess.run(["rm", "-rf", str(var)])
+    with private_stack_env("launcher") as env:
+        yield env
 
 
 def _postmaster(var: Path) -> int | None:
@@ -69,14 +48,7 @@ def test_postgresql_killed_under_the_foreground_run_is_restarted_and_the_rest_ke
     It used to try once, at once, while the dead server's lock files still named a process not yet reaped;
     that start failed and the runner stopped the whole stack (Redis, the worker, the web server) and exited."""
     var = Path(launcher_env["ATHENA_VAR_DIR"])
-    runner = subprocess.Popen(
-        [sys.executable, "manage.py", "stack", "run", "--only=postgres,redis"],
-        cwd=ROOT,
-        env=launcher_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    runner = start_runner(launcher_env, "postgres,redis")
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from athena import throttling
 from athena.celery import app
+from tests.api import make_user
 
 SAMPLE = Path(__file__).resolve().parents[2] / "knowledge" / "sample_kb"
 
@@ -43,3 +45,15 @@ def small_corpus(tmp_path: Path) -> Path:
             "check the upstream servers with chronyc sources.\n",
         },
     )
+
+
+@pytest.fixture()
+def uploader(db, settings, tmp_path):  # type: ignore[no-untyped-def]
+    """An employee who uploads through the API, with fresh throttling counters; uploads are stored under this
+    test's temporary folder."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
+    user = make_user("uploader", "employees")
+    throttling.user_counters_clear(user)
+    yield user
+    throttling.user_counters_clear(user)

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from athena import throttling
 from audit.models import AuditEvent
 from knowledge.models import Document
-from tests.api import client_for, make_user
+from tests.api import client_for
 
 pytestmark = pytest.mark.integration
 
@@ -42,16 +41,6 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     finally:
         # lazily: a file still open on it (a failing run's) must not leave the mount behind
         subprocess.run(["umount", "--lazy", str(mount)], check=False)
-
-
-@pytest.fixture()
-def uploader(db, settings, tmp_path):  # type: ignore[no-untyped-def]
-    settings.MEDIA_ROOT = tmp_path / "media"
-    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
-    user = make_user("disk-full-uploader", "employees")
-    throttling.user_counters_clear(user)
-    yield user
-    throttling.user_counters_clear(user)
 
 
 def _refused_on_a_full_disk(uploader, small_disk: Path) -> None:  # type: ignore[no-untyped-def]

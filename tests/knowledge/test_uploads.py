@@ -36,16 +36,6 @@ class RecordingHandler(FileUploadHandler):
         return None
 
 
-@pytest.fixture()
-def uploader(db, settings, tmp_path):  # type: ignore[no-untyped-def]
-    settings.MEDIA_ROOT = tmp_path / "media"
-    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
-    user = make_user("uploader", "employees")
-    throttling.user_counters_clear(user)
-    yield user
-    throttling.user_counters_clear(user)
-
-
 def _bomb_docx(inflated: int) -> bytes:
     """A DOCX-shaped ZIP whose one member inflates `inflated` zero bytes (about 1000x compression)."""
     buffer = io.BytesIO()
