@@ -5,14 +5,16 @@ idempotency key, then waits for the result in short slices. Between slices it lo
 workers keep in Redis (all under `athena:<database>:rt:`):
 
 - `workers` — a sorted set, one member per worker process that consumes the realtime queue
-  (`hostname|concurrency`), scored with the time of its last heartbeat (every HEARTBEAT_SECONDS);
+  (`hostname|concurrency`), scored with the time of its last heartbeat (every HEARTBEAT_SECONDS) on Redis's
+  clock (redis_now: web and workers on other hosts may not agree on the time);
 - `lease:<id>` — set by the pool process computing question <id>, refreshed while it works and left to
   expire (LEASE_SECONDS) when it stops; `starts:<id>` counts the times a process began that question;
-- `pending` — questions published and not yet answered (scored with their publish time), which with the
-  mean answer time `service_ms` gives the expected wait of a new question; `pending:user:<user id>` holds the
-  same entries per asker, so that one user cannot have more than ATHENA_USER_MAX_IN_FLIGHT questions waiting
-  (fairness: the realtime queue itself is first-in first-out, so a heavy user's share of it is what bounds
-  the wait of everyone else) and an asker can be told their own place in the queue (`queue_position`).
+- `pending` — questions published and not yet answered (scored with their publish time, Redis's), which
+  with the mean answer time `service_ms` gives the expected wait of a new question; `pending:user:<user id>`
+  holds the same entries per asker, so that one user cannot have more than ATHENA_USER_MAX_IN_FLIGHT
+  questions waiting (fairness: the realtime queue itself is first-in first-out, so a heavy user's share of it
+  is what bounds the wait of everyone else) and an asker can be told their own place in the queue
+  (`queue_position`).
 
 Recovery: a pool process killed mid-answer is noticed by its Celery parent, which gives the message back to
 the queue (acks_late + reject_on_worker_lost) and a new pool process runs it. When the whole worker dies, the
@@ -86,6 +88,15 @@ def abandoned_key(question_id: str) -> str:
     return f"{_prefix()}:abandoned:{question_id}"
 
 
+def redis_now(client: Any) -> float:
+    """The time on the Redis server, in seconds since the epoch: the one clock every heartbeat and every
+    question's arrival is scored with and compared against. Web and workers run on different hosts (DESIGN 9);
+    a clock behind the others by more than WORKER_TTL_SECONDS (a VM resumed, NTP not yet stepped) made every
+    live worker look dead, or a dead one alive for as long as its clock was ahead."""
+    seconds, microseconds = client.time()
+    return seconds + microseconds / 1_000_000
+
+
 def abandoned(question_id: str) -> bool:
     """Whether the asker gave up on this question (a copy delivered later must not be computed)."""
     try:
@@ -120,9 +131,10 @@ class WorkerHeartbeat:
         while not self._stop.is_set():
             try:
                 client = redis_client()
-                client.zadd(workers_key(), {self.member: time.time()})
+                now = redis_now(client)
+                client.zadd(workers_key(), {self.member: now})
                 # members of workers that died without saying goodbye are dropped here, not only ignored
-                client.zremrangebyscore(workers_key(), 0, time.time() - 10 * WORKER_TTL_SECONDS)
+                client.zremrangebyscore(workers_key(), 0, now - 10 * WORKER_TTL_SECONDS)
             except RedisError as exc:  # Redis restarting: the next beat reconnects
                 logger.warning("realtime heartbeat failed: %s", exc)
             self._stop.wait(HEARTBEAT_SECONDS)
@@ -247,7 +259,7 @@ def admission_try(*, question_id: str, user_id: int | None, user_cap: int = 0) -
     Returns the Admission. Raises RedisError when Redis is not reachable."""
     client = redis_client()
     keys = [workers_key(), pending_key(), user_pending_key(user_id or 0), service_key()]
-    now = time.time()
+    now = redis_now(client)
     args = [now, WORKER_TTL_SECONDS, settings.ATHENA_ANSWER_TIMEOUT_SECONDS, question_id, user_cap]
     admitted, members, pending, mine, service_ms = client.register_script(_ADMIT_SCRIPT)(keys=keys, args=args)
     return Admission(
@@ -284,7 +296,7 @@ def queue_position(*, user_id: int) -> QueuePosition:
     """The place of `user_id`'s oldest unanswered question in the realtime queue and its expected wait.
     Raises RedisError when Redis is not reachable."""
     client = redis_client()
-    now = time.time()
+    now = redis_now(client)
     pipe = client.pipeline(transaction=True)
     pipe.zrangebyscore(user_pending_key(user_id), now - settings.ATHENA_ANSWER_TIMEOUT_SECONDS, "+inf")
     pipe.zrangebyscore(workers_key(), now - WORKER_TTL_SECONDS, "+inf")
@@ -310,7 +322,8 @@ def queue_position(*, user_id: int) -> QueuePosition:
 
 def workers_alive() -> bool:
     try:
-        return bool(redis_client().zcount(workers_key(), time.time() - WORKER_TTL_SECONDS, "+inf"))
+        client = redis_client()
+        return bool(client.zcount(workers_key(), redis_now(client) - WORKER_TTL_SECONDS, "+inf"))
     except RedisError:
         return False
 

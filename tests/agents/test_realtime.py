@@ -101,6 +101,62 @@ def test_no_live_worker_gives_503_with_retry_after_after_the_grace_not_the_answe
     assert Conversation.objects.get(pk=event.payload["conversation"]).deleted
 
 
+# A worker on a host whose clock is not the web host's (time.time() off by `skew` s); its heartbeat is real.
+_SKEWED_WORKER = """
+import sys, time
+skew = float(sys.argv[1])
+_real_time = time.time
+time.time = lambda: _real_time() + skew
+import django
+django.setup()
+from agents.realtime import WorkerHeartbeat
+WorkerHeartbeat(hostname="celery@skewed", concurrency=1).start()
+print("beating", flush=True)
+sys.stdin.read()  # until the test closes it, or kills this process (a worker gone without a goodbye)
+"""
+
+
+@pytest.mark.parametrize("skew", [-30.0, 30.0])
+def test_a_worker_whose_clock_is_off_is_alive_while_it_beats_and_dead_soon_after_it_stops(  # type: ignore[no-untyped-def]
+    clean_realtime_keys, settings, skew
+):
+    """Web and workers run on different hosts (DESIGN 9), whose clocks may differ by more than the 4 s a
+    heartbeat is trusted for (a VM resumed, NTP not yet stepped). A worker behind the web host's clock looked
+    dead while beating (every question: 503 no_worker); one ahead looked alive for `skew` seconds after it
+    died (questions waited for a worker that was gone). Liveness is measured on one clock, Redis's."""
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "athena.settings.test",
+        "ATHENA_DB_NAME": settings.DATABASES["default"]["NAME"],
+    }
+    worker = subprocess.Popen(
+        [sys.executable, "-c", _SKEWED_WORKER, str(skew)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline() == b"beating\n"
+        deadline = time.monotonic() + 3 * realtime.HEARTBEAT_SECONDS
+        while not clean_realtime_keys.zcard(realtime.workers_key()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert realtime.workers_alive(), "a beating worker was taken for dead"
+        capacity = realtime.capacity_read(adding="skew-probe")
+        assert (capacity.workers, capacity.processes) == (1, 1)
+    finally:
+        worker.kill()
+        worker.wait()
+    died = time.monotonic()
+    while realtime.workers_alive() and time.monotonic() - died < 3 * realtime.WORKER_TTL_SECONDS:
+        time.sleep(0.1)
+    assert not realtime.workers_alive(), "a dead worker was still taken for alive"
+    assert time.monotonic() - died <= realtime.WORKER_TTL_SECONDS + 2 * realtime.HEARTBEAT_SECONDS
+
+
 # --- per-user fairness and the asker's place in the queue -----------------------------------------------------
 
 
