@@ -13,7 +13,6 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import transaction
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -404,7 +403,7 @@ class DocumentUploadApi(APIView):
     )
     def post(self, request: Request) -> Response:
         from audit.services import audit_record
-        from knowledge.services import IngestOptions, files_ingest
+        from knowledge.services import IngestOptions, database_now, files_ingest
 
         upload_rate_hit(user=request.user)  # before the body is parsed (when CSRF has not parsed it already)
         refuse_unknown_fields(request.data, {"file"})
@@ -417,13 +416,15 @@ class DocumentUploadApi(APIView):
         serializer.is_valid(raise_exception=True)
         user = request.user
         source, path = upload_store(user=user, upload=serializer.validated_data["file"])
-        expires_at = timezone.now() + timedelta(hours=settings.ATHENA_UPLOAD_TTL_HOURS)
+        # both on the database's clock, which the expiry and a removal are compared with (database_now)
+        requested_at = database_now()
+        expires_at = requested_at + timedelta(hours=settings.ATHENA_UPLOAD_TTL_HOURS)
         # requested now: a removal made while the file waits in the queue wins over it
         options = IngestOptions(
             owner_id=user.pk,
             access_tier=AccessTier.CONFIDENTIAL,
             expires_at=expires_at,
-            requested_at=timezone.now(),
+            requested_at=requested_at,
         )
         root = str(Path(settings.MEDIA_ROOT).resolve())
         queued = settings.ATHENA_REALTIME_VIA_CELERY

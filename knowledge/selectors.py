@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.db.models.functions import Lower
-from django.utils import timezone
+from django.db.models.functions import Lower, Now
 
 from athena.errors import NotFound
 from athena.principals import Principal
@@ -38,7 +37,7 @@ def _visible_q(principal: Principal, *, include_expired: bool = False) -> Q:
     if include_expired:
         return rule
     # an expired document is readable by nobody, as in retrieval
-    return rule & (Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
+    return rule & (Q(expires_at__isnull=True) | Q(expires_at__gt=Now()))
 
 
 def documents_readable(*, principal: Principal, include_expired: bool = False) -> QuerySet[Document]:
@@ -194,7 +193,7 @@ def chunk_get_visible(*, principal: Principal, chunk_id: int) -> Chunk:
     rule = Q(acl_open=True) | Q(acl_groups__overlap=list(principal.group_ids))
     if principal.user_id is not None:
         rule |= Q(owner_id_acl=principal.user_id)
-    unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())  # an expired one: nobody's
+    unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=Now())  # an expired one: nobody's
     chunk = Chunk.objects.select_related("document").filter(rule, unexpired, active=True, pk=chunk_id).first()
     if chunk is None:
         raise NotFound("no such passage")

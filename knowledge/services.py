@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 from django.contrib.auth.models import Group
-from django.db import OperationalError, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import Case, F, Q, QuerySet, Value, When
 from django.utils import timezone
 
@@ -543,6 +543,18 @@ def document_record_failure(
         document.allowed_groups.set(_groups(options.acl_groups))
 
 
+def database_now() -> datetime:
+    """The database server's clock. The moments that are compared with each other across hosts (when an
+    ingest was requested and when a document was removed or expired: knowledge.indexing.document_replace_chunks,
+    uploads_expire, document_expiry_changed) are all read from it, and retrieval's expiry test is its now():
+    the web host, the host running `manage.py remove` and the workers need not agree on the time (a removal
+    made on a host five minutes behind looked older than the nightly batch queued before it, which brought
+    the removed document back)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        return cursor.fetchone()[0]
+
+
 def document_tombstone(*, document: Document) -> None:
     """Take the document out of the index, recording when (a batch whose ingest was requested before then does
     not bring it back: knowledge.indexing.document_replace_chunks)."""
@@ -552,7 +564,7 @@ def document_tombstone(*, document: Document) -> None:
         Document.objects.select_for_update().filter(pk=document.pk).exists()
         document_remove_chunks(document=document)
         Document.objects.filter(pk=document.pk).update(
-            status=DocumentStatus.TOMBSTONED, chunk_count=0, tombstoned_at=timezone.now()
+            status=DocumentStatus.TOMBSTONED, chunk_count=0, tombstoned_at=database_now()
         )
 
 
@@ -628,7 +640,7 @@ def uploads_expire(*, now: datetime | None = None) -> int:
 
     from audit.services import audit_record
 
-    now = now or timezone.now()
+    now = now or database_now()
     uploads = (Path(settings.MEDIA_ROOT) / "uploads").resolve()
     count = 0
     for document in Document.objects.filter(expires_at__lte=now).order_by("pk"):
@@ -721,7 +733,7 @@ def document_expiry_changed(
     its source file (document_reingest: queued on commit, `on_queued` told the outcome), as nothing else brings
     it back before the next folder sync. A document removed before it expired stays removed. Returns whether a
     re-ingest was asked for."""
-    now = timezone.now()
+    now = database_now()
     document = Document.objects.get(pk=document.pk)
     removed_by_expiry = (
         document.status == DocumentStatus.TOMBSTONED
@@ -756,7 +768,7 @@ def document_reingest(*, document: Document, on_queued: QueuedCallback | None = 
         vendor=document.vendor,
         existing_only=True,
         # requested now: a removal made while the batch waits in the queue wins over it
-        requested_at=timezone.now(),
+        requested_at=database_now(),
     )
     files = [[document.source, document.source_path]]
     # without ignore_result Celery first subscribes to the result store, and a Redis that is down fails there
@@ -795,7 +807,8 @@ def files_stage(
     Unchanged files cost one hash and one query. `requested_at`: when the ingest was requested (an ingest
     run's start; else when the batch was queued, IngestOptions.requested_at; by default now), carried by each
     staged document (StagedDocument.requested_at). Returns the summary so far and the documents to embed."""
-    requested_at = requested_at or options.requested_at or timezone.now()
+    now = database_now()
+    requested_at = requested_at or options.requested_at or now
     summary = IngestSummary()
     gazetteer = vendor_gazetteer()
     staged: list[StagedDocument] = []
@@ -804,7 +817,7 @@ def files_stage(
         path = Path(path_text)
         known_document = known.get(source)
         expiry = ingest_expiry(known_document, options) if known_document is not None else None
-        if expiry is not None and expiry <= timezone.now():
+        if expiry is not None and expiry <= now:
             # an expired document is readable by nobody and would be tombstoned again within the hour
             # (uploads_expire): it is not indexed again, every night, until an admin renews its expiry (which
             # re-ingests it: document_expiry_changed). Counted unchanged (the index does not change), and the
@@ -1029,6 +1042,9 @@ def ingest_run_start(*, root: Path, options: IngestOptions) -> tuple[IngestRun, 
         options=options.as_dict(),
         counts=IngestSummary().as_dict(),
     )
+    # the request time of the run's batches (ingest_run_requested_at), so on the database's clock (database_now)
+    run.started_at = database_now()
+    IngestRun.objects.filter(pk=run.pk).update(started_at=run.started_at)
     return run, files
 
 

@@ -421,6 +421,28 @@ def test_a_document_removed_while_its_ingest_was_queued_stays_removed(tmp_path: 
 
 @pytest.mark.slow
 @pytest.mark.django_db
+def test_a_removal_on_a_host_whose_clock_is_behind_still_wins_over_the_batch_queued_before_it(
+    tmp_path: Path, eager: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The nightly sync starts on one host; `manage.py remove` runs minutes later on another whose clock is five
+    # minutes behind. Compared on each host's own clock, the removal came first and the queued batch brought the
+    # removed document back. Both moments are taken from the database's clock.
+    root = write_docs(tmp_path / "kb", {"a.md": DOC.format(name="a")})
+    files_ingest(root=str(root), files=_files(root, "a.md"), options=IngestOptions())
+    (root / "a.md").write_text(DOC.format(name="a").replace("Tuesday", "Friday"))
+    run, files = ingest_run_start(root=root, options=IngestOptions())
+    with monkeypatch.context() as lagging:
+        real_now = timezone.now
+        lagging.setattr(timezone, "now", lambda: real_now() - timedelta(minutes=5))
+        assert folder_remove(root=root, actor="admin") == ["a.md"]
+    ingest_files_task.apply(args=[run.pk, run.root, [list(f) for f in files], IngestOptions().as_dict()])
+    document = Document.objects.get(source="a.md")
+    assert document.status == DocumentStatus.TOMBSTONED and document.version == 1
+    assert not Chunk.objects.filter(document=document).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db
 def test_a_staged_version_older_than_the_removal_is_not_swapped_in(tmp_path: Path) -> None:
     root = write_docs(tmp_path / "kb", {"a.md": DOC.format(name="a")})
     files_ingest(root=str(root), files=_files(root, "a.md"), options=IngestOptions())
