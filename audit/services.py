@@ -118,10 +118,15 @@ def audit_record(
             # an acknowledged audit event survives a crash, whatever the server's default
             cursor.execute("SET LOCAL synchronous_commit = on")
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [AUDIT_CHAIN_LOCK])
+            # the event's time is the database's, read under the chain's lock: the web processes and workers
+            # writing to the chain run on hosts whose clocks may disagree, and each host's own time put events
+            # out of order along the chain (one an hour ahead: in the future, on another day to a search)
+            cursor.execute("SELECT clock_timestamp()")
+            created_at = cursor.fetchone()[0]
         last = AuditEvent.objects.order_by("-id").values_list("hash", flat=True).first()
         prev_hash = last or GENESIS
         content: dict[str, Any] = {
-            "created_at": datetime.now(UTC),
+            "created_at": created_at,
             "kind": kind,
             "actor": actor_name,
             "actor_id": actor_id,

@@ -101,3 +101,28 @@ def test_failed_login_is_audited(client) -> None:  # type: ignore[no-untyped-def
     event = AuditEvent.objects.get(kind="login_failed")
     assert event.actor == "alice" and event.verdict == "denied"
     assert "wrong" not in str(event.payload)
+
+
+def test_events_written_by_hosts_whose_clocks_disagree_are_timed_by_one_clock(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Web processes and workers on several hosts write to one chain. Each stamped its event with its own
+    # clock: one an hour ahead put its event an hour into the future, after the events written later by the
+    # others, and a compliance search by day could find it on the wrong day. The time is the database's.
+    from datetime import datetime, timedelta
+
+    import audit.services
+
+    class HourAhead(datetime):
+        @classmethod
+        def now(cls, tz=None):  # type: ignore[no-untyped-def, override]
+            return datetime.now(tz) + timedelta(hours=1)
+
+    with monkeypatch.context() as ahead:
+        ahead.setattr(audit.services, "datetime", HourAhead)
+        first = audit_record(kind="question", actor="on-a-fast-host", payload={"question": "q1"})
+    second = audit_record(kind="question", actor="on-a-true-host", payload={"question": "q2"})
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        database_now = cursor.fetchone()[0]
+    assert first.created_at <= second.created_at <= database_now
+    assert database_now - first.created_at < timedelta(minutes=1)
+    call_command("audit_verify")
