@@ -33,8 +33,15 @@ from audit.services import audit_record, audit_verify
 
 class AuditQuerySerializer(serializers.Serializer):
     user = serializers.CharField(required=False, allow_blank=True, max_length=150)
-    since = serializers.DateField(required=False, allow_null=True)
-    until = serializers.DateField(required=False, allow_null=True)
+    # days are UTC days, as every time the audit log shows (the server's TIME_ZONE is UTC)
+    since = serializers.DateField(
+        required=False, allow_null=True, help_text="a UTC day, YYYY-MM-DD: events from its 00:00 UTC"
+    )
+    until = serializers.DateField(
+        required=False,
+        allow_null=True,
+        help_text="a UTC day, YYYY-MM-DD, included: events up to its 24:00 UTC (9999-12-31: no end)",
+    )
     document = serializers.CharField(required=False, allow_blank=True, max_length=1000)
     verdict = serializers.CharField(required=False, allow_blank=True, max_length=30)
     kind = serializers.CharField(required=False, allow_blank=True, max_length=50)

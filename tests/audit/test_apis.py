@@ -211,3 +211,16 @@ def test_the_compliance_page_names_a_kind_or_verdict_no_event_ever_had(events, c
     html = found.content.decode()
     assert 'list="recorded-kinds"' in html and '<option value="upload">' in html
     assert 'list="recorded-verdicts"' in html and '<option value="abstained">' in html
+
+
+def test_the_day_filters_say_whose_days_they_are(events, client, auditor) -> None:  # type: ignore[no-untyped-def]
+    # a day is a UTC day (00:00 to 24:00 UTC, `until` included): compliance staff in Berlin or Kolkata reading
+    # "From 2026-03-29" as their own day missed the events of their first hours of it, and nothing said so
+    make_user("auditor-page", "compliance")
+    client.login(username="auditor-page", password="pw")
+    html = client.get("/compliance/").content.decode()
+    assert '<label for="f-since">From (UTC day)</label>' in html
+    assert '<label for="f-until">To (UTC day, included)</label>' in html
+    schema = auditor.get("/api/v1/schema", {"format": "json"}).json()
+    parameters = {p["name"]: p for p in schema["paths"]["/api/v1/audit/events"]["get"]["parameters"]}
+    assert "UTC" in parameters["since"]["description"] and "UTC" in parameters["until"]["description"]
