@@ -57,6 +57,36 @@ def audit_keys() -> dict[str, bytes]:
     return keys
 
 
+def audit_key_fingerprints() -> dict[str, str]:
+    """Key id -> a fingerprint of each verifying key (an HMAC of a fixed text under the key, which tells one key
+    from another and reveals nothing of it). A backup records them; its restore checks that the environment
+    holds the same keys, which the backup never does."""
+    return {
+        key_id: hmac.new(secret, b"athena audit key fingerprint", hashlib.sha256).hexdigest()[:16]
+        for key_id, secret in audit_keys().items()
+    }
+
+
+def audit_key_mismatches(fingerprints: dict[str, str]) -> list[str]:
+    """What keeps the events signed with the keys of `fingerprints` (as audit_key_fingerprints gave them where
+    they were signed) from verifying here: a key id this environment lacks, or one it holds with another
+    secret."""
+    here = audit_key_fingerprints()
+    problems = []
+    for key_id, fingerprint in sorted(fingerprints.items()):
+        if key_id not in here:
+            problems.append(
+                f"audit key id {key_id!r} signed events of the backup, and neither ATHENA_AUDIT_KEY (with "
+                "ATHENA_AUDIT_KEY_ID) nor ATHENA_AUDIT_OLD_KEYS holds it here"
+            )
+        elif here[key_id] != fingerprint:
+            problems.append(
+                f"the audit key with id {key_id!r} here is not the one the backup was made with: set "
+                "ATHENA_AUDIT_KEY (or ATHENA_AUDIT_OLD_KEYS) to that installation's secret"
+            )
+    return problems
+
+
 def _current_key() -> tuple[str, bytes]:
     if not settings.ATHENA_AUDIT_KEY:
         raise ImproperlyConfigured("ATHENA_AUDIT_KEY is not set: the audit log cannot be signed")

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 from django.contrib.auth.models import Group
 from django.db import OperationalError, connection, transaction
-from django.db.models import Case, F, Q, QuerySet, Value, When
+from django.db.models import Case, CharField, F, Q, QuerySet, Value, When
+from django.db.models.functions import Concat, Substr
 from django.utils import timezone
 
 from athena.errors import NotFound, Unavailable, ValidationFailed, dependency_unavailable
@@ -1018,6 +1019,40 @@ def folder_remove(*, root: Path, actor: Any = None) -> list[str]:
             verdict="removed" if sources else "nothing_matched",
         )
     return sources
+
+
+def document_paths_relocate(*, moves: Sequence[tuple[str, str]]) -> int:
+    """After a restore onto another machine or into another folder (`manage.py restore`): the absolute paths
+    that documents store (`source_path`, `source_root`) and that lie in a moved folder are pointed into its new
+    place, so that an expired upload's file is deleted, a re-ingest reads the file, and `remove` finds a
+    folder's documents. `moves` are (old folder, new folder), the most specific first: a path moves with the
+    first folder it lies in. Returns how many documents changed."""
+    moves = [(old.rstrip("/"), new.rstrip("/")) for old, new in moves if old.rstrip("/") != new.rstrip("/")]
+
+    def inside(field: str, folder: str) -> Q:
+        return Q(**{field: folder}) | Q(**{f"{field}__startswith": folder + "/"})
+
+    def moved(field: str) -> Case:
+        return Case(
+            *(
+                When(
+                    inside(field, old),
+                    then=Concat(Value(new), Substr(field, len(old) + 1), output_field=CharField()),
+                )
+                for old, new in moves
+            ),
+            default=F(field),
+        )
+
+    if not moves:
+        return 0
+    affected = Q()
+    for old, _new in moves:
+        affected |= inside("source_path", old) | inside("source_root", old)
+    with transaction.atomic():
+        return Document.objects.filter(affected).update(
+            source_path=moved("source_path"), source_root=moved("source_root")
+        )
 
 
 def source_folder_failure_record(*, folder: str, error: str) -> None:
