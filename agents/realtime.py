@@ -41,7 +41,7 @@ from typing import Any
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from athena.throttling import redis_client
+from athena.throttling import redis_client, redis_now
 
 logger = logging.getLogger(__name__)
 
@@ -86,15 +86,6 @@ def service_key() -> str:
 
 def abandoned_key(question_id: str) -> str:
     return f"{_prefix()}:abandoned:{question_id}"
-
-
-def redis_now(client: Any) -> float:
-    """The time on the Redis server, in seconds since the epoch: the one clock every heartbeat and every
-    question's arrival is scored with and compared against. Web and workers run on different hosts (DESIGN 9);
-    a clock behind the others by more than WORKER_TTL_SECONDS (a VM resumed, NTP not yet stepped) made every
-    live worker look dead, or a dead one alive for as long as its clock was ahead."""
-    seconds, microseconds = client.time()
-    return seconds + microseconds / 1_000_000
 
 
 def abandoned(question_id: str) -> bool:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from functools import lru_cache
 from typing import Any
 
@@ -55,6 +54,15 @@ def _client(url: str) -> Any:
 
 def redis_client() -> Any:
     return _client(settings.REDIS_URL)
+
+
+def redis_now(client: Any) -> float:
+    """The time on the Redis server, in seconds since the epoch: the one clock that the windows kept in Redis
+    (rates, enumeration, audit aggregation, realtime heartbeats) are measured on. The web processes and workers
+    sharing them run on hosts whose clocks may disagree: a host two minutes ahead dropped from a 60 s window
+    every entry the others had just added."""
+    seconds, microseconds = client.time()
+    return seconds + microseconds / 1_000_000
 
 
 def key_prefix() -> str:
@@ -200,10 +208,11 @@ def ask_throttle_hit(user: Any) -> int:
     """Count one question for `user`; return how many remain this hour or raise RateLimited."""
     ensure_not_blocked(user, endpoint="ask")
     limit = settings.ATHENA_QUESTIONS_PER_HOUR
-    window = int(time.time()) // WINDOW_SECONDS
-    key = f"{_user_key('ask', user)}:{window}"
     try:
         client = redis_client()
+        now = int(redis_now(client))
+        window = now // WINDOW_SECONDS
+        key = f"{_user_key('ask', user)}:{window}"
         with client.pipeline() as pipe:
             pipe.incr(key)
             pipe.expire(key, WINDOW_SECONDS + 60)
@@ -212,7 +221,7 @@ def ask_throttle_hit(user: Any) -> int:
         logger.warning("throttle: redis unavailable, question not counted", exc_info=True)
         return limit
     if count > limit:
-        retry_after = (window + 1) * WINDOW_SECONDS - int(time.time())
+        retry_after = (window + 1) * WINDOW_SECONDS - now
         _audit(
             "throttled",
             user,
@@ -250,9 +259,10 @@ def _enumeration_alert(user: Any, *, pattern: str, evidence: dict[str, Any]) -> 
 def _distinct_in_window(user: Any, kind: str, member: str, window: int, *, what: str) -> int | None:
     """Add `member` to the user's `kind` window; how many distinct members it holds (None: Redis is down)."""
     key = _user_key(kind, user)
-    now = time.time()
     try:
-        with redis_client().pipeline() as pipe:
+        client = redis_client()
+        now = redis_now(client)
+        with client.pipeline() as pipe:
             pipe.zadd(key, {member: now})
             pipe.zremrangebyscore(key, 0, now - window)
             pipe.zcard(key)

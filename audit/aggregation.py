@@ -11,7 +11,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from athena.throttling import key_prefix, redis_client
+from athena.throttling import key_prefix, redis_client, redis_now
 
 logger = logging.getLogger(__name__)
 
@@ -37,15 +37,16 @@ def audit_aggregated(*, kind: str, actor: Any, subject: str, payload: dict[str, 
     (fail open)."""
     from audit.services import audit_record
 
-    window = int(time.time()) // AGGREGATE_WINDOW_SECONDS
     digest = hashlib.sha256(subject.encode("utf-8")).hexdigest()[:32]  # bounded key, any subject
-    key = f"{key_prefix()}:agg:{kind}:{digest}:{window}"
     actor_name = getattr(actor, "username", None) or (actor if isinstance(actor, str) else "")
     meta = json.dumps(
         {"kind": kind, "actor": actor_name, "verdict": verdict, "payload": payload}, default=str
     )
     try:
         client = redis_client()
+        # the hour on Redis's clock: every host counting into a window agrees on which one it is
+        window = int(redis_now(client)) // AGGREGATE_WINDOW_SECONDS
+        key = f"{key_prefix()}:agg:{kind}:{digest}:{window}"
         with client.pipeline() as pipe:
             pipe.incr(key)
             pipe.expire(key, AGGREGATE_KEEP_SECONDS)
@@ -55,7 +56,7 @@ def audit_aggregated(*, kind: str, actor: Any, subject: str, payload: dict[str, 
             count = int(pipe.execute()[0])
     except Exception:
         logger.warning("audit aggregation: redis unavailable, event written", exc_info=True)
-        count = 1
+        count, window = 1, int(time.time()) // AGGREGATE_WINDOW_SECONDS
     if not _is_milestone(count):
         return False
     audit_record(
@@ -78,8 +79,8 @@ def audit_aggregates_flush(*, now: float | None = None) -> int:
     the event is committed: a write that fails leaves the window to the next run, and a runner killed after
     its write is not followed by a second event for the same window. One window's failure does not stop the
     others. Returns how many events were written."""
-    now = time.time() if now is None else now
     client = redis_client()
+    now = redis_now(client) if now is None else now
     written = 0
     for raw in client.zrangebyscore(aggregate_open_key(), 0, now):
         key = raw.decode() if isinstance(raw, bytes) else str(raw)

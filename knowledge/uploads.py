@@ -4,7 +4,6 @@ per-user hourly rate. Kept free of heavy imports: the upload handler is loaded f
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -119,13 +118,15 @@ def upload_quota_check(*, user: Any, name: str, size: int) -> None:
 
 def upload_rate_hit(*, user: Any) -> None:
     """Count one upload attempt for `user`; raise RateLimited past ATHENA_UPLOADS_PER_HOUR."""
-    from athena.throttling import WINDOW_SECONDS, RateLimited, key_prefix, redis_client
+    from athena.throttling import WINDOW_SECONDS, RateLimited, key_prefix, redis_client, redis_now
 
     limit = int(settings.ATHENA_UPLOADS_PER_HOUR)
-    window = int(time.time()) // WINDOW_SECONDS
-    key = f"{key_prefix()}:upload:{user.pk}:{window}"
     try:
-        with redis_client().pipeline() as pipe:
+        client = redis_client()
+        now = int(redis_now(client))  # one clock for every web host counting into the window
+        window = now // WINDOW_SECONDS
+        key = f"{key_prefix()}:upload:{user.pk}:{window}"
+        with client.pipeline() as pipe:
             pipe.incr(key)
             pipe.expire(key, WINDOW_SECONDS + 60)
             count = int(pipe.execute()[0])
@@ -133,7 +134,7 @@ def upload_rate_hit(*, user: Any) -> None:
         logger.warning("upload rate: redis unavailable, upload not counted", exc_info=True)
         return
     if count > limit:
-        retry_after = (window + 1) * WINDOW_SECONDS - int(time.time())
+        retry_after = (window + 1) * WINDOW_SECONDS - now
         raise RateLimited(
             f"upload limit reached ({limit} per hour); try again in {retry_after // 60 + 1} min",
             details={"retry_after": retry_after, "limit": limit},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -193,6 +194,28 @@ def test_document_probing_triggers_enumeration_alert(corpus, mailoutbox) -> None
     assert blocked.json()["error"]["code"] == "throttled"
     throttling.user_counters_clear(corpus["alice"])
     assert client.get(f"/api/v1/documents/{corpus['open'].pk}").status_code == 200
+
+
+def test_document_probing_through_web_hosts_whose_clocks_disagree_triggers_the_alert_too(  # type: ignore[no-untyped-def]
+    corpus, mailoutbox, monkeypatch
+) -> None:
+    # Behind a load balancer, the probes of one user reach several web hosts. The window of the last 60 s was
+    # kept on each host's clock: a host two minutes ahead dropped every probe the others had counted as older
+    # than its window, and a sweep spread over both hosts was never more than half counted. Redis's clock counts.
+    throttling.user_counters_clear(corpus["alice"])
+    client = client_for(corpus["alice"])
+    base = 60_000_000
+    half = throttling.PROBE_DISTINCT_LIMIT // 2 + 1
+    for i in range(half):
+        assert client.get(f"/api/v1/documents/{base + i}").status_code == 404
+    with monkeypatch.context() as ahead:
+        real_time = time.time
+        ahead.setattr(time, "time", lambda: real_time() + 120)
+        for i in range(half, throttling.PROBE_DISTINCT_LIMIT + 1):
+            client.get(f"/api/v1/documents/{base + i}")
+    assert AuditEvent.objects.filter(kind="enumeration_alert", actor="alice").count() == 1
+    assert len(mailoutbox) == 1
+    throttling.user_counters_clear(corpus["alice"])
 
 
 # --- uploads ------------------------------------------------------------------------------------------------
