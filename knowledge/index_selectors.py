@@ -129,12 +129,23 @@ def corpus_chunk_count() -> int:
 
 
 def chunks_nearest(
-    query_vec: np.ndarray, principal: Principal, filters: ChunkFilters, *, k: int, ef_search: int
+    query_vec: np.ndarray,
+    principal: Principal,
+    filters: ChunkFilters,
+    *,
+    k: int,
+    ef_search: int,
+    model: str | None = None,
 ) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) of the HNSW top-k the principal may read, as the index returns them
     (relaxed order: the caller sorts). Iterative index scans keep going past filtered-out rows, so a selective
-    filter (one department, one vendor, one group's documents) still returns a full top-k."""
+    filter (one department, one vendor, one group's documents) still returns a full top-k. `model`: only the
+    chunks whose vectors that model made (Chunk.embedding_model); None: every chunk."""
     where, params = visibility_sql(principal, filters)
+    if model is not None:
+        # another model's vectors are not comparable with the query's (after an embedder change, until reembed
+        # reaches them): ranked by them, a chunk's place would be noise
+        where, params = f"{where} AND c.embedding_model = %s", [*params, model]
     vector = "[" + ",".join(f"{x:.6f}" for x in query_vec.tolist()) + "]"
     with connection.cursor() as cursor:
         cursor.execute("SET hnsw.iterative_scan = relaxed_order")

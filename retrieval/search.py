@@ -208,11 +208,15 @@ def run_sources(
     """Run the configured sources concurrently; returns source name -> run."""
 
     def dense() -> list[Scored]:
+        from knowledge.embedders import get_embedder
+
         t0 = time.perf_counter()
         vec = embed_query(question)
         timings["embed_query"] = (time.perf_counter() - t0) * 1000
         t1 = time.perf_counter()
-        run = dense_search(vec, principal, filters, k=config.dense_k, ef_search=config.ef_search)
+        # the embedder is loaded by now, and its name carries its variant (+int8)
+        model = get_embedder().name
+        run = dense_search(vec, principal, filters, k=config.dense_k, ef_search=config.ef_search, model=model)
         timings["dense"] = (time.perf_counter() - t1) * 1000
         return run
 

@@ -10,7 +10,6 @@ import numpy as np
 
 from athena.principals import Principal
 from knowledge.index_selectors import (
-    chunk_embedding_models,
     chunks_bm25_summed,
     chunks_mentioning,
     chunks_nearest,
@@ -42,10 +41,15 @@ def dense_search(
     *,
     k: int = 40,
     ef_search: int = SearchConfig.ef_search,
+    model: str | None = None,
 ) -> list[Scored]:
     """HNSW cosine top-k. Iterative index scans keep going past filtered-out rows, so a selective filter
-    (one department, one vendor, one group's documents) still returns a full top-k."""
-    rows = chunks_nearest(query_vec, principal, filters, k=k, ef_search=ef_search)
+    (one department, one vendor, one group's documents) still returns a full top-k.
+
+    `model`: the name of the model that made `query_vec` (Embedder.name); only chunks whose stored vectors it
+    made are compared (after an embedder change the others wait for `manage.py reembed`, found meanwhile by
+    the other sources). None compares every chunk."""
+    rows = chunks_nearest(query_vec, principal, filters, k=k, ef_search=ef_search, model=model)
     # relaxed_order may return slightly out of order: sort exactly
     return sorted((Scored(int(i), float(s)) for i, s in rows), key=lambda x: (-x.score, x.id))
 
@@ -213,17 +217,3 @@ def graph_search(
         if i not in seen
     ]
     return run[: k + 5]
-
-
-class MixedEmbeddingsError(RuntimeError):
-    pass
-
-
-def embedding_model_check(model_name: str) -> None:
-    """Refuse dense search when stored vectors come from another model (they are not comparable)."""
-    foreign = [m for m in chunk_embedding_models() if m != model_name]
-    if foreign:
-        raise MixedEmbeddingsError(
-            f"stored vectors were made by {', '.join(foreign)} but the configured embedder is {model_name}; "
-            "run `manage.py reembed`"
-        )

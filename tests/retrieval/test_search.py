@@ -232,3 +232,24 @@ def test_a_misspelt_word_is_also_searched_as_the_readable_word_closest_to_it(tmp
     assert result.hits[0].source == "arp.md"
     # a known word, a short one, or a correction found in only one chunk is left alone
     assert correct_terms(["router", "mesage", "pakcet"], who) == {}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_dense_search_reads_only_vectors_the_configured_embedder_made(corpus):
+    """After an upgrade or a change of ATHENA_EMBEDDER_*, the chunks keep the vectors of the model that made them
+    until `manage.py reembed` has reached them (bootstrap runs it; a deploy runs it as a job, while questions
+    are answered). A question's vector is compared only with vectors of its own model: another model's are not
+    comparable (ranked as noise), and those chunks are found by BM25 and the graph meanwhile."""
+    from knowledge.models import Chunk
+
+    stale = ["runbook-0.md", "runbook-1.md", "runbook-2.md"]
+    Chunk.objects.filter(document__source__in=stale).update(embedding_model="an-older-embedder")
+    question = "What should I check when interface 1 flaps on router 1?"
+    result = search(question, corpus["outsider"], Filters())
+    by_source = {hit.source: hit for hit in result.hits}
+    assert "runbook-1.md" in by_source  # still found (BM25), not lost while it waits for its new vectors
+    # a hit carries each source's score, 0 where that source did not return it
+    assert [by_source[source].scores["dense"] for source in stale if source in by_source] == [0.0] * len(
+        [source for source in stale if source in by_source]
+    )
+    assert any(hit.scores["dense"] > 0 for hit in result.hits if hit.source not in stale)

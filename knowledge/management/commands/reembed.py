@@ -2,8 +2,9 @@
 from the same pass, with the configured embedder.
 
 The vector column's dimension follows ATHENA_EMBEDDING_DIM; when it differs from the column, the column and
-its HNSW index are recreated first. Vectors from two models are never mixed: retrieval refuses to run while
-chunks carry another model's name (see `embedding_model_check`)."""
+its HNSW index are recreated first. Vectors from two models are never compared: until this reaches a chunk, dense
+search leaves it out (its vectors carry another model's name; retrieval.stages.dense_search), and BM25 and the
+graph still find it."""
 
 from __future__ import annotations
 
