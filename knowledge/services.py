@@ -12,7 +12,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -21,7 +21,6 @@ from django.contrib.auth.models import Group
 from django.db import OperationalError, connection, transaction
 from django.db.models import Case, CharField, F, Q, QuerySet, Value, When
 from django.db.models.functions import Concat, Substr
-from django.utils import timezone
 
 from athena.errors import NotFound, Unavailable, ValidationFailed, dependency_unavailable
 from athena.validators import text_problem
@@ -1109,7 +1108,7 @@ def ingest_run_add(*, run_id: int, summary: IngestSummary) -> None:
                 counts[key] = counts.get(key, 0) + value
         if ingest_run_done(counts) >= run.total and run.status == "running":
             run.status = "finished"
-            run.finished_at = timezone.now()
+            run.finished_at = database_now()  # the clock of started_at
             finished = any(counts.get(key, 0) for key in ("new", "changed", "deleted"))
         run.counts = counts
         run.save(update_fields=["counts", "status", "finished_at"])
@@ -1129,7 +1128,7 @@ def ingest_run_lost(*, run_id: int) -> None:
     """Mark a running run whose remaining tasks the broker no longer holds as `lost`: it would otherwise read
     `running` for ever. Its indexed documents stay; running the same ingest again does the rest (files already
     indexed are skipped as unchanged)."""
-    IngestRun.objects.filter(pk=run_id, status="running").update(status="lost", finished_at=timezone.now())
+    IngestRun.objects.filter(pk=run_id, status="running").update(status="lost", finished_at=database_now())
 
 
 def ingest_run_done(counts: dict[str, Any]) -> int:
@@ -1139,7 +1138,7 @@ def ingest_run_done(counts: dict[str, Any]) -> int:
 
 def ingest_run_finish_if_done(run: IngestRun) -> None:
     if run.total == 0:
-        IngestRun.objects.filter(pk=run.pk).update(status="finished", finished_at=datetime.now(UTC))
+        IngestRun.objects.filter(pk=run.pk).update(status="finished", finished_at=database_now())
 
 
 def batches(items: Sequence[Any], size: int) -> list[list[Any]]:

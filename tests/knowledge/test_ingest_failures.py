@@ -29,11 +29,14 @@ from knowledge.indexing import staged_from_json, staged_to_json
 from knowledge.models import Chunk, Document, DocumentStatus, IngestRun
 from knowledge.services import (
     IngestOptions,
+    IngestSummary,
     document_reingest,
     document_tombstone,
     files_ingest,
     files_stage,
     folder_remove,
+    ingest_run_add,
+    ingest_run_lost,
     ingest_run_start,
     staged_index,
     uploads_expire,
@@ -439,6 +442,26 @@ def test_a_removal_on_a_host_whose_clock_is_behind_still_wins_over_the_batch_que
     document = Document.objects.get(source="a.md")
     assert document.status == DocumentStatus.TOMBSTONED and document.version == 1
     assert not Chunk.objects.filter(document=document).exists()
+
+
+@pytest.mark.django_db
+def test_a_run_finished_or_lost_on_a_host_whose_clock_is_behind_does_not_end_before_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a run starts on the database's clock (its batches' request time); its end, written by the worker of its
+    # last batch or by the `ingest --wait` that found it lost, must be on the same clock
+    root = write_docs(tmp_path / "kb", {"a.md": DOC.format(name="a"), "b.md": DOC.format(name="b")})
+    finished, _ = ingest_run_start(root=root, options=IngestOptions())
+    lost, _ = ingest_run_start(root=root, options=IngestOptions())
+    with monkeypatch.context() as lagging:
+        real_now = timezone.now
+        lagging.setattr(timezone, "now", lambda: real_now() - timedelta(minutes=5))
+        ingest_run_add(run_id=finished.pk, summary=IngestSummary(unchanged=2))
+        ingest_run_lost(run_id=lost.pk)
+    for run in (finished, lost):
+        run.refresh_from_db()
+        assert run.status in ("finished", "lost") and run.finished_at is not None
+        assert run.finished_at >= run.started_at, (run.status, run.started_at, run.finished_at)
 
 
 @pytest.mark.slow
