@@ -617,7 +617,9 @@ class Stack:
                     *celery,
                     "worker",
                     "-Q",
-                    "ingest,embed,realtime",
+                    # questions first, then the embedding of staged documents, then parsing (the broker's
+                    # queue_order_strategy, athena/settings/base.py)
+                    "realtime,embed,ingest",
                     "-n",
                     "athena@%h",
                     "--concurrency",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,13 @@ _RETRYING: dict[str, Any] = {
 # worker down stay counted.
 CRASH_LIMIT = 2
 _CRASH_TTL_SECONDS = 7 * 86_400
+
+# The most chunks one embed task takes (one model batch), so that a process that also answers questions is free
+# again within seconds: a worker takes a waiting question before the next batch (the broker's
+# queue_order_strategy), but not before the batch it is running ends. An ingest batch of 16 files (about 150
+# chunks) held a process for 10-20 s on a busy 2-core machine, and questions asked during an ingest waited that
+# long. A document with more chunks is still embedded in one task.
+EMBED_TASK_CHUNKS = 32
 
 
 def crash_key(task_id: str) -> str:
@@ -139,6 +146,21 @@ def _crashed_batch(
     return summary.as_dict()
 
 
+def chunk_groups(chunk_counts: Sequence[int], limit: int) -> list[list[int]]:
+    """The indexes of documents whose chunk counts are `chunk_counts`, in order, cut into consecutive groups of
+    at most `limit` chunks each; a document with more than `limit` chunks makes a group of its own."""
+    groups: list[list[int]] = []
+    total = 0
+    for index, count in enumerate(chunk_counts):
+        if groups and total + count <= limit:
+            groups[-1].append(index)
+            total += count
+        else:
+            groups.append([index])
+            total = count
+    return groups
+
+
 def _ingest_files(
     run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any], force: bool
 ) -> dict:
@@ -158,7 +180,16 @@ def _ingest_files(
     if run_id is not None:
         services.ingest_run_add(run_id=run_id, summary=summary)
     if staged:
-        embed_index_task.delay(run_id, staged, counts)
+        if sum(len(document.chunks) for document in documents) <= EMBED_TASK_CHUNKS:
+            embed_index_task.delay(run_id, staged, counts)
+        else:
+            shares = services.staged_counts_each(documents)
+            for group in chunk_groups([len(document.chunks) for document in documents], EMBED_TASK_CHUNKS):
+                group_counts: dict[str, int] = {}
+                for i in group:
+                    for key, value in shares[i].items():
+                        group_counts[key] = group_counts.get(key, 0) + value
+                embed_index_task.delay(run_id, [staged[i] for i in group], group_counts)
     return summary.as_dict()
 
 

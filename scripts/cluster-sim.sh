@@ -3,7 +3,7 @@
 #
 #   db   10.77.0.2  PostgreSQL + pgvector (TCP, password) and Redis (password, AOF everysec)
 #   w1   10.77.0.3  Celery worker, queue ingest
-#   w2   10.77.0.4  Celery worker, queues embed,realtime
+#   w2   10.77.0.4  Celery worker, queues realtime,embed
 #   web  10.77.0.5  gunicorn (athena/gunicorn_conf.py)
 #
 # The hosts share one bridge, inside a namespace of its own (the machine's own network is not touched), and
@@ -140,7 +140,7 @@ up() {
     (cd "$ROOT" && on_host web "$PY" manage.py adduser sim-user --group employees >/dev/null)
     (cd "$ROOT" && on_host web "$PY" manage.py drf_create_token sim-user) | awk '{print $3}' >"$SIM/token"
     start_bg w1 worker "$PY" -m celery -A athena worker -Q ingest -c 1 -n ingest@w1 --loglevel INFO
-    start_bg w2 worker "$PY" -m celery -A athena worker -Q embed,realtime -c 1 -n models@w2 --loglevel INFO
+    start_bg w2 worker "$PY" -m celery -A athena worker -Q realtime,embed -c 1 -n models@w2 --loglevel INFO
     start_bg web gunicorn "$PY" -m gunicorn -c python:athena.gunicorn_conf --workers 1 athena.wsgi:application
     wait_for 60 "web on $NET.${ADDR[web]}" inns web curl -sf "http://$NET.${ADDR[web]}:8000/api/v1/health?workers=false"
     echo "cluster-sim: up (db $NET.${ADDR[db]}, w1 ingest, w2 embed+realtime, web http://$NET.${ADDR[web]}:8000)"

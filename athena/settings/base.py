@@ -138,6 +138,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_interval": 10,
     "unacked_restore_throttle": 1,
     "unacked_mutex_expire": 30,
+    # A worker that consumes several queues takes the next task from the first non-empty one in the order of
+    # its -Q list (realtime first), not from each in turn: in turn, questions asked during an ingest of a few
+    # hundred documents got one task in three and waited behind the batches (ten askers: p95 95 s, 19 s in this
+    # order; tests/athena/test_worker_queues.py). A question still waits for the batch a process is running
+    # (knowledge.tasks.EMBED_TASK_CHUNKS keeps it short).
+    "queue_order_strategy": "priority",
 }
 CELERY_RESULT_EXPIRES = 3600  # answers are read within the answer timeout; nothing needs them later
 # beat saves its schedule file (when each entry last ran) after every task it sends, not every 3 minutes:

@@ -1,0 +1,86 @@
+"""The order in which a worker that consumes several queues takes their tasks, with a real Celery worker and the
+real Redis.
+
+At night an ingest of a few hundred documents and the sync fill the `ingest` and `embed` queues while
+engineers ask questions; a worker of `make run` (or the systemd unit, or the model worker of the compose file)
+consumes those queues and `realtime` with the same processes. Questions must be taken before the backlog, not
+in turn with it: taken in turn, ten questions waited behind fifteen ingest batches, 85 s at p95 instead of 4."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+from celery.result import AsyncResult
+
+from athena.stack import Stack
+from tests.conftest import ROOT, celery_worker_argv
+
+pytestmark = [pytest.mark.django_db, pytest.mark.integration]
+
+
+def _stack_worker_queues() -> list[str]:
+    argv = Stack(components=("worker",)).service("worker").argv
+    return argv[argv.index("-Q") + 1].split(",")
+
+
+def test_the_stack_worker_consumes_every_queue_and_the_realtime_queue_first():
+    queues = _stack_worker_queues()
+    assert sorted(queues) == ["embed", "ingest", "realtime"]
+    assert queues[0] == "realtime", queues
+
+
+def test_a_worker_takes_the_questions_waiting_before_a_backlog_of_ingest_and_embed_tasks(settings):
+    """Four ingest and four embed tasks and two questions wait when a one-process worker, consuming the queues
+    as the stack's worker does (same order, names of this test's own so that no other worker takes them), starts:
+    both questions run first."""
+    from athena.celery import app
+
+    suffix = f"order-{os.getpid()}"
+    queues = {name: f"{name}-{suffix}" for name in _stack_worker_queues()}
+    sent: dict[str, list[str]] = {name: [] for name in queues}
+    # celery.accumulate returns its arguments: a task that every worker of this project knows and that touches
+    # nothing; its results record when each ran
+    for name, count in (("ingest", 4), ("embed", 4), ("realtime", 2)):
+        for i in range(count):
+            result = app.send_task("celery.accumulate", args=[f"{name}-{i}"], queue=queues[name])
+            sent[name].append(result.id)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "athena.settings.test",
+        "ATHENA_DB_NAME": settings.DATABASES["default"]["NAME"],
+        "ATHENA_WORKER_WARM_UP": "false",
+    }
+    worker = subprocess.Popen(
+        celery_worker_argv(",".join(queues.values()), f"order-{os.getpid()}"),
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        done: dict[str, float] = {}
+        deadline = time.monotonic() + 120
+        every = [task_id for ids in sent.values() for task_id in ids]
+        while len(done) < len(every) and time.monotonic() < deadline:
+            for task_id in every:
+                if task_id not in done:
+                    result = AsyncResult(task_id, app=app)
+                    if result.ready():
+                        assert result.date_done is not None
+                        done[task_id] = result.date_done.timestamp()
+            time.sleep(0.2)
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+    assert len(done) == len(every), "the worker did not run every task within 120 s"
+    order = sorted(every, key=done.__getitem__)
+    names = {task_id: name for name, ids in sent.items() for task_id in ids}
+    assert [names[task_id] for task_id in order[:2]] == ["realtime", "realtime"], [names[t] for t in order]
