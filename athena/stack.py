@@ -12,6 +12,7 @@ External servers replace the embedded ones when DATABASE_URL / REDIS_URL are set
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -20,7 +21,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,56 @@ def runner_refusal(pid: int) -> str:
         f"the stack already runs in the foreground (`make run` / `stack run`, pid {pid}); use that one, or "
         "stop it first (Ctrl-C in its terminal, or `make stop`)"
     )
+
+
+@contextlib.contextmanager
+def launcher_held(
+    role: str, *, wait_for_bootstrap: float = 0.0, echo: Callable[[str], None] = print
+) -> Iterator[None]:
+    """Hold this var/ folder's launcher lock while `role` works: "bootstrap" for the whole of `manage.py
+    bootstrap`, "run" for as long as a foreground `stack run` runs. `make run` is the one and then the other, so
+    two `make run` started together used to pass the pid-file checks together: two bootstraps started the same
+    servers and migrated at once, and two runners recorded themselves over each other. The lock is the kernel's
+    (flock), so a holder that dies, however it dies, lets it go. A second holder is refused with a StackError;
+    a "run" waits up to `wait_for_bootstrap` seconds for a bootstrap to end (its own `make run`'s first step
+    finished, another's had begun), saying so once, and is then refused only if a runner holds the lock."""
+    path = _run_dir() / "launcher.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by the servers it starts (PEP 446)
+    try:
+        deadline = time.monotonic() + wait_for_bootstrap
+        said = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder, pid = _launcher_holder(path)
+                if holder == "run" and pid:
+                    raise StackError(runner_refusal(pid)) from None
+                if holder == "bootstrap" and time.monotonic() < deadline:
+                    if not said:
+                        echo(f"waiting for another `make run`'s bootstrap (pid {pid}) to end ...")
+                        said = True
+                    time.sleep(0.5)
+                    continue
+                raise StackError(
+                    f"another `make run` is starting this stack (`bootstrap`, pid {pid or 'unknown'}); wait for it "
+                    "and use that one, or stop it first"
+                ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{role} {os.getpid()}".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock
+
+
+def _launcher_holder(path: Path) -> tuple[str, int | None]:
+    """What holds the launcher lock and its pid, as the holder wrote them (("", None) before it has)."""
+    try:
+        role, _, pid = path.read_text().partition(" ")
+        return role, int(pid)
+    except (OSError, ValueError):
+        return "", None
 
 
 def _alive(pid: int | None) -> bool:

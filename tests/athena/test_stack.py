@@ -11,6 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from athena.stack import launcher_held
 from tests.launcher import ROOT, private_stack_env, start_runner
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -169,6 +170,63 @@ def test_a_second_run_while_one_runs_is_refused_before_it_starts_anything(stack_
         assert not psutil.pid_exists(started["redis"]) or psutil.Process(started["redis"]).status() == (
             psutil.STATUS_ZOMBIE
         )
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+
+
+def _bootstrap(env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "bootstrap", "--no-sample"],
+        cwd=ROOT,
+        env={**env, "ATHENA_LOAD_SAMPLE_KB": "false"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_two_make_runs_started_together_bootstrap_the_stack_once(stack_env):
+    """Two `make run` in the same instant (two terminals, a unit file and a shell) both passed the check for a
+    running runner: both bootstraps started PostgreSQL on the same new folder, and the second died in a traceback
+    ("could not find the database system") while the first was still initialising it. One bootstraps now; the
+    other stops at once, naming it."""
+    first, second = _bootstrap(stack_env), _bootstrap(stack_env)
+    results = [(proc, *proc.communicate(timeout=300)) for proc in (first, second)]
+    done = [r for r in results if r[0].returncode == 0]
+    refused = [r for r in results if r[0].returncode != 0]
+    assert len(done) == 1 and len(refused) == 1, [r[2][-2000:] for r in results]
+    (_, out, err), (winner, _, _) = refused[0], done[0]
+    assert f"another `make run` is starting this stack (`bootstrap`, pid {winner.pid})" in err, err
+    assert "Traceback" not in err and "database migrated" not in out
+    status = _stack(stack_env, "status", "--only=postgres,redis,worker", "--check")
+    assert status.returncode == 0, status.stdout + status.stderr
+
+
+def test_a_run_waits_for_a_bootstrap_under_way_before_it_starts_anything(stack_env, monkeypatch):
+    """The second of two `make run` started together may finish its bootstrap step while the first's is still
+    under way: its foreground run waits for that bootstrap (saying so) instead of starting servers beside it."""
+    var = Path(stack_env["ATHENA_VAR_DIR"])
+    monkeypatch.setenv("ATHENA_VAR_DIR", str(var))
+    with launcher_held("bootstrap"):  # this test process stands for the other `make run`'s bootstrap
+        runner = start_runner(stack_env, "redis")
+        try:
+            time.sleep(8)
+            assert runner.poll() is None and not (var / "run" / "redis.pid").exists()
+        except BaseException:
+            runner.kill()
+            raise
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (var / "run" / "redis.pid").exists():
+            time.sleep(0.5)
+        assert _pids(var)["runner"] == runner.pid
+        down = _stack(stack_env, "down", "--only=redis")
+        assert down.returncode == 0, down.stderr
+        output, _ = runner.communicate(timeout=60)
+        assert f"waiting for another `make run`'s bootstrap (pid {os.getpid()}) to end" in output, output
+        assert runner.returncode == 0, output
     finally:
         if runner.poll() is None:
             runner.kill()

@@ -13,12 +13,17 @@ from athena.stack import (
     LOG_MAX_BYTES,
     Stack,
     StackError,
+    launcher_held,
     logs_trim,
     runner_active,
     runner_forget,
     runner_record,
     runner_refusal,
 )
+
+# how long a foreground run waits for another `make run`'s bootstrap (first start: models, migrations, the
+# sample knowledge base) before it gives up
+BOOTSTRAP_WAIT_SECONDS = 30 * 60
 
 
 class Command(BaseCommand):
@@ -67,6 +72,11 @@ class Command(BaseCommand):
         other = runner_active()
         if other:
             raise StackError(runner_refusal(other))
+        # this `make run`'s bootstrap has ended; another one's may still be under way
+        with launcher_held("run", wait_for_bootstrap=BOOTSTRAP_WAIT_SECONDS, echo=self.stdout.write):
+            self._run_held(stack)
+
+    def _run_held(self, stack: Stack) -> None:
         stopping = False
 
         def _stop(signum: int, _frame: object) -> None:

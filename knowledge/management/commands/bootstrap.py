@@ -5,6 +5,7 @@ documents: the core layer imports no app above it."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -14,7 +15,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from athena.paths import BASE_DIR
 from athena.services import ROLE_ADMIN, ROLE_COMPLIANCE, ROLE_EMPLOYEE, user_create_or_update
-from athena.stack import LOG_MAX_BYTES, Stack, log_dir, runner_active, runner_refusal
+from athena.stack import (
+    LOG_MAX_BYTES,
+    Stack,
+    StackError,
+    launcher_held,
+    log_dir,
+    runner_active,
+    runner_refusal,
+)
 from knowledge.models import Document
 from knowledge.services import embedding_models_stale
 
@@ -79,6 +88,14 @@ class Command(BaseCommand):
         if other:
             # `make run` while one runs: stop before migrating or queueing the sample documents again
             raise CommandError(runner_refusal(other))
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(launcher_held("bootstrap"))
+            except StackError as exc:  # another `make run` is starting, or running, this stack
+                raise CommandError(str(exc)) from exc
+            self._bootstrap(options)
+
+    def _bootstrap(self, options: dict[str, Any]) -> None:
         started = time.monotonic()
         Stack(components=("postgres", "redis", "worker")).up(echo=self.stdout.write)
         call_command("migrate", interactive=False, verbosity=0)
