@@ -14,6 +14,13 @@ on the server) to measure the service rather than the cap.
 
     python tests/benchmarks/load.py --users 4 --levels 1,4,8,16,32 --per-level 32 --save load.json
     python tests/benchmarks/load.py --users 4 --baseline load.json          # compare with an earlier run
+
+With --ingest-docs N each level first queues an ingest of N new documents (written from the sample knowledge
+base's public files, each line tagged so that every chunk is new and embedded), as an admin's batch or the
+nightly sync would, and its questions are asked while it runs: the level's row then also says how long the
+realtime queue grew and whether the ingest was still running when the level ended. With --users, each level
+also counts the audit events of the load users' questions (every question is audited, answered or refused)
+against the replies the server gave.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -32,7 +40,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from common import DEVSET, ask_request, percentile, setup_django
+from common import DEVSET, ROOT, ask_request, percentile, setup_django
+
+SAMPLE_PUBLIC = ROOT / "knowledge" / "sample_kb" / "public"
 
 
 def tokens_for(users: int) -> list[str]:
@@ -49,6 +59,82 @@ def tokens_for(users: int) -> list[str]:
     return tokens
 
 
+def documents_write(folder: Path, count: int, tag: str) -> None:
+    """`count` documents in `folder`, each a sample knowledge base file whose prose lines carry a tag of their own
+    (`tag` and the document's number): new content hashes and new chunk texts, so all of them are embedded."""
+    bases = sorted(path for path in SAMPLE_PUBLIC.iterdir() if path.suffix in {".md", ".txt"})
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        base = bases[i % len(bases)]
+        mark = f"{tag}x{i}"
+        lines = []
+        for line in base.read_text().splitlines():
+            # prose only: front matter, headings, indented code and "Field: value" lines stay as they are
+            if line.strip() and not line.startswith(("    ", "---", "#")) and ":" not in line[:20]:
+                line = f"{line} ({mark})"
+            lines.append(line)
+        (folder / f"{base.stem}-{mark}{base.suffix}").write_text("\n".join(lines) + "\n")
+
+
+def ingest_start(count: int, tag: str) -> None:
+    """Write `count` new documents under var/load-ingest/`tag` and queue their ingest (`manage.py ingest`, which
+    returns once the batches are queued), as an admin's upload of a folder or the nightly sync does."""
+    folder = ROOT / "var" / "load-ingest" / tag
+    documents_write(folder, count, tag)
+    subprocess.run(
+        [sys.executable, "manage.py", "ingest", str(folder)], cwd=ROOT, check=True, capture_output=True
+    )
+
+
+class QueueWatch:
+    """Samples the length of each Celery queue (`realtime`, `embed`, `ingest`) every half second."""
+
+    QUEUES = ("realtime", "embed", "ingest")
+
+    def __init__(self) -> None:
+        import redis
+        from django.conf import settings
+
+        self.client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+        self.samples: list[dict[str, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append({name: int(self.client.llen(name)) for name in self.QUEUES})
+            self._stop.wait(0.5)
+
+    def __enter__(self) -> QueueWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict[str, Any]:
+        last = self.samples[-1] if self.samples else {}
+        return {
+            f"{name}_max": max((sample[name] for sample in self.samples), default=0) for name in self.QUEUES
+        } | {"ingest_left_at_end": last.get("ingest", 0) + last.get("embed", 0)}
+
+
+def audited_questions(users: int, since: float) -> int:
+    """Audit events of the load users' questions (kind `question`: answered, abstained, refused, unavailable,
+    throttled by the in-flight cap) and of their hourly-limit refusals (`throttled`) recorded since `since`."""
+    from datetime import UTC, datetime
+
+    from audit.models import AuditEvent
+
+    names = [f"load-{i}" for i in range(1, users + 1)]
+    return AuditEvent.objects.filter(
+        kind__in=("question", "throttled"),
+        actor__in=names,
+        created_at__gte=datetime.fromtimestamp(since, tz=UTC),
+    ).count()
+
+
 def questions(path: Path, limit: int) -> list[str]:
     items = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [item["question"] for item in items if not item.get("acl")][:limit]
@@ -58,28 +144,48 @@ def ask(url: str, token: str, question: str, timeout: float) -> dict[str, Any]:
     request = ask_request(url, token, question)
     started = time.perf_counter()
     retry_after = None
+    code = ""
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             response.read()
             status = response.status
     except urllib.error.HTTPError as error:
-        error.read()
+        body = error.read()
         status = error.code
         retry_after = error.headers.get("Retry-After")
+        try:
+            code = json.loads(body)["error"]["code"]
+        except (ValueError, KeyError, TypeError):
+            code = "not-json"
     except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
         status = f"error:{type(error).__name__}"
     return {
         "status": status,
+        "code": code,
         "seconds": time.perf_counter() - started,
         "retry_after": float(retry_after) if retry_after else None,
     }
 
 
 def level_run(
-    url: str, tokens: list[str], qs: list[str], concurrency: int, total: int, timeout: float, honour: bool
+    url: str,
+    tokens: list[str],
+    qs: list[str],
+    concurrency: int,
+    total: int,
+    timeout: float,
+    honour: bool,
+    ingest_docs: int = 0,
+    audit_users: int = 0,
 ) -> dict:
     """`total` questions, at most `concurrency` in flight, spread over the tokens. With `honour`, a client
-    told 503 + Retry-After waits that long (at most 10 s) before its next question, as a real one would."""
+    told 503 + Retry-After waits that long (at most 10 s) before its next question, as a real one would.
+    `ingest_docs`: queue an ingest of that many new documents first (the questions are asked while it runs);
+    `audit_users`: count the audit events of users load-1..N's questions against the replies."""
+    since = time.time()
+    if ingest_docs:
+        ingest_start(ingest_docs, f"c{concurrency}t{int(since)}")
+        time.sleep(2)  # the workers have taken their first batches
     work = [(tokens[i % len(tokens)], qs[i % len(qs)]) for i in range(total)]
     lock = threading.Lock()
     replies: list[dict[str, Any]] = []
@@ -92,13 +198,13 @@ def level_run(
             time.sleep(min(reply["retry_after"], 10.0))
 
     started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+    with QueueWatch() as watch, ThreadPoolExecutor(max_workers=concurrency) as pool:
         list(pool.map(one, work))
     wall = time.perf_counter() - started
     answered = [r["seconds"] for r in replies if r["status"] == 200]
     every = [r["seconds"] for r in replies]
     retry = [r["retry_after"] for r in replies if r["retry_after"] is not None]
-    return {
+    row: dict[str, Any] = {
         "concurrency": concurrency,
         "requests": len(replies),
         "wall_s": round(wall, 2),
@@ -111,8 +217,17 @@ def level_run(
         },
         "all": {"p50": round(percentile(every, 0.50), 2), "p95": round(percentile(every, 0.95), 2)},
         "status": {str(k): v for k, v in sorted(Counter(r["status"] for r in replies).items(), key=str)},
+        "codes": dict(sorted(Counter(r["code"] for r in replies if r["code"]).items())),
         "retry_after_mean_s": round(statistics.mean(retry), 1) if retry else None,
+        "queues": watch.summary(),
     }
+    if audit_users:
+        # every reply from the server is one audited question, except the hourly limit's refusals, which are
+        # audited aggregated (athena.throttling); give the web process a moment to commit the last ones
+        expected = sum(1 for r in replies if isinstance(r["status"], int) and r["code"] != "throttled")
+        time.sleep(1)
+        row["audit"] = {"expected": expected, "recorded": audited_questions(audit_users, since)}
+    return row
 
 
 def print_table(levels: list[dict[str, Any]], baseline: dict[int, dict[str, Any]] | None = None) -> None:
@@ -126,6 +241,16 @@ def print_table(levels: list[dict[str, Any]], baseline: dict[int, dict[str, Any]
             f"{row['concurrency']:>4} {row['requests']:>4} {row['answers_per_s']:>6.2f} {a['p50']:>6.2f} "
             f"{a['p95']:>6.2f} {a['p99']:>6.2f} {row['all']['p95']:>7.2f}  {status}{retry}"
         )
+        queues, audit = row.get("queues") or {}, row.get("audit")
+        extra = [f"codes {row['codes']}"] if row.get("codes") else []
+        if queues:
+            extra.append(
+                f"realtime queue max {queues['realtime_max']}, ingest+embed left at end {queues['ingest_left_at_end']}"
+            )
+        if audit:
+            extra.append(f"audited {audit['recorded']} of {audit['expected']} replies")
+        if extra:
+            print(f"{'':>10}" + "; ".join(extra))
         old = (baseline or {}).get(row["concurrency"])
         if old:
             print(
@@ -154,9 +279,16 @@ def main() -> None:
     parser.add_argument(
         "--ignore-retry-after", action="store_true", help="send the next question at once after a 503"
     )
+    parser.add_argument(
+        "--ingest-docs",
+        type=int,
+        default=0,
+        help="queue an ingest of N new documents at the start of each level (asked while it runs)",
+    )
     parser.add_argument("--save", type=Path)
     parser.add_argument("--baseline", type=Path, help="a JSON saved by --save, printed under each level")
     args = parser.parse_args()
+    setup_django()  # the broker's queues are watched, the audit log counted
     tokens = list(args.token) + (tokens_for(args.users) if args.users else [])
     if not tokens:
         parser.error("give --token or --users")
@@ -171,6 +303,8 @@ def main() -> None:
             max(args.per_level, concurrency),
             args.timeout,
             not args.ignore_retry_after,
+            ingest_docs=args.ingest_docs,
+            audit_users=args.users,
         )
         levels.append(row)
         print(
@@ -180,6 +314,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "cpus": os.cpu_count(),
         "url": args.url,
+        "ingest_docs": args.ingest_docs,
         "levels": levels,
     }
     baseline = None
