@@ -144,12 +144,19 @@ def _partial(target: Path) -> Iterator[Path]:
     """A folder beside `target` to write into, renamed to `target` when the block ends well, removed when not."""
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
+    # the backup holds every restricted document, the password hashes and the API tokens: readable by the
+    # user who made it only (the default umask left the dump readable by every local account)
+    mask = os.umask(0o077)
     try:
-        yield partial
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
+        partial.mkdir(parents=True, mode=0o700)
+        partial.chmod(0o700)
+        try:
+            yield partial
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+    finally:
+        os.umask(mask)
     os.replace(partial, target)
 
 

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -231,6 +232,9 @@ def _backup_restore_and_check(old: Stack, new: Stack, backup: Path) -> None:
     # --- the backup, taken the way README says, while the web server runs
     made = old.manage("backup", str(backup))
     assert (backup / "manifest.json").is_file(), made.stdout
+    # it holds every restricted document, password hashes and tokens: no other local account may read it
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o700
+    assert stat.S_IMODE((backup / "database.dump").stat().st_mode) == 0o600
     # a second backup into the same folder would mix two snapshots: refused, the first left as it was
     again = old.manage("backup", str(backup), check=False)
     assert again.returncode != 0 and "exists" in again.stderr, again
