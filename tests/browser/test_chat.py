@@ -323,9 +323,13 @@ def test_errors_read_like_a_product(browser, web_server, sample_site, celery_wor
 
 
 def test_alice_uploads_a_docx_asks_about_it_and_bob_cannot_see_it(
-    browser, web_server, sample_site, celery_worker_process, shot, tmp_path
+    browser, web_server, sample_site, celery_worker_process, shot, tmp_path, request
 ) -> None:  # type: ignore[no-untyped-def]
+    from zoneinfo import ZoneInfo
+
     import docx
+
+    from knowledge.models import Document
 
     driver, base = browser, web_server
     title = "Zebrafrost badge printer"
@@ -343,12 +347,22 @@ def test_alice_uploads_a_docx_asks_about_it_and_bob_cannot_see_it(
 
     for user in ("alice", "noc-bob"):
         _clear_throttle(user)
+    # alice works in Kolkata (UTC+05:30): the expiry she is told is her own date and time, named as such
+    driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": "Asia/Kolkata"})
+    request.addfinalizer(lambda: driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ""}))
     login(driver, base, "alice")
     wait(driver, present("#upload-file"))
     one(driver, "#upload-file").send_keys(str(path))
     one(driver, "#upload-submit").click()
     wait(driver, lambda d: "is ready" in one(d, "#upload-status").text, timeout=240)
-    assert "private to you" in one(driver, "#upload-status").text
+    status = one(driver, "#upload-status").text
+    assert "private to you" in status
+    expires = Document.objects.get(title=title).expires_at.astimezone(ZoneInfo("Asia/Kolkata"))
+    # (Chromium's ICU names the zone by its older alias)
+    assert re.search(rf"expires {expires:%Y-%m-%d %H:%M} \(Asia/(Kolkata|Calcutta)\)", status), (
+        status,
+        expires,
+    )
     shot("01-uploaded")
     turn = ask(driver, question)
     titles = [t.text for t in turn.find_elements("css selector", ".sources .source-title")]

@@ -66,6 +66,18 @@
     var date = new Date(value);
     return isNaN(date.getTime()) ? String(value) : date.toISOString().slice(0, 10);
   }
+  // a moment the reader acts on (an upload's expiry): their own date and time, named with their zone; the UTC
+  // date alone was a day off for a reader west of UTC in the evening or east of it in the morning
+  function fmtMoment(value) {
+    if (!value) { return "unknown"; }
+    var date = new Date(value);
+    if (isNaN(date.getTime())) { return String(value); }
+    var pad = function (n) { return ("0" + n).slice(-2); };
+    var zone = "";
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { zone = ""; }
+    return date.getFullYear() + "-" + pad(date.getMonth() + 1) + "-" + pad(date.getDate()) + " " +
+      pad(date.getHours()) + ":" + pad(date.getMinutes()) + (zone ? " (" + zone + ")" : "");
+  }
 
   /* ---- ask box ---------------------------------------------------------------------------------------- */
   var question = $("question");
@@ -930,7 +942,7 @@
     var name = doc.title || fileName;
     if (doc.status === "indexed") {
       $("upload-status").textContent = name + " is ready (" + doc.chunk_count + " passages, private to you, expires " +
-        fmtDate(doc.expires_at) + "). Ask about it.";
+        fmtMoment(doc.expires_at) + "). Ask about it.";
       $("upload-submit").disabled = false;
       return;
     }
