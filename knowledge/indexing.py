@@ -109,6 +109,10 @@ class StagedDocument:
     # counted `changed` when staged (an indexed version was there), else `new`: a document that fails later is
     # taken off that count
     changed: bool = False
+    # the analyser that made the chunks' terms (knowledge.text.ANALYZER_VERSION where it was staged), recorded on
+    # the document when it is indexed: a batch staged by an older release (left in the embed queue across an
+    # upgrade, or staged by an ingest worker not yet upgraded) is indexed again by the next ingest
+    analyzer_version: int = ANALYZER_VERSION
 
 
 class DocumentRemoved(Exception):
@@ -484,7 +488,7 @@ def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Do
     document.title = staged.title[:500] or document.title
     document.author = staged.author[:300] or document.author
     document.content_hash = staged.content_hash
-    document.analyzer_version = ANALYZER_VERSION
+    document.analyzer_version = staged.analyzer_version
     document.version += 1
     document.status = DocumentStatus.INDEXED
     document.error = ""
@@ -564,6 +568,7 @@ def staged_to_json(staged: StagedDocument) -> dict:
         "options": staged.options,
         "requested_at": staged.requested_at.isoformat() if staged.requested_at else None,
         "changed": staged.changed,
+        "analyzer_version": staged.analyzer_version,
         "chunks": [
             {
                 "ordinal": c.ordinal,
@@ -598,6 +603,8 @@ def staged_from_json(data: dict) -> StagedDocument:
         # absent from a batch staged by an older worker: not known (see StagedDocument.requested_at)
         requested_at=datetime.fromisoformat(data["requested_at"]) if data.get("requested_at") else None,
         changed=bool(data.get("changed", False)),
+        # absent from a batch staged by a release that did not say: unknown, so the next ingest indexes it again
+        analyzer_version=int(data.get("analyzer_version", 0)),
         chunks=[
             StagedChunk(
                 ordinal=c["ordinal"],

@@ -526,3 +526,37 @@ def test_chunks_record_the_lines_their_format_marks_as_code(tmp_path):
     travelled = staged_from_json(staged_to_json(staged))
     assert [c.code_lines for c in travelled.chunks] == [c.code_lines for c in staged.chunks]
     assert ("router bgp 64510", "timers bgp 30 90") in [c.code_lines for c in travelled.chunks]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_staged_by_an_older_release_is_indexed_again_by_the_next_ingest(tmp_path):
+    """A batch staged by the release before an upgrade (left in the embed queue when it stopped, or staged by an
+    ingest worker not yet upgraded while the embed workers are) carries postings made by that release's analyser.
+    The document is recorded with the version its postings were made with, not the indexing worker's: recorded as
+    the new one, the next ingest skipped it as unchanged and its postings never met the questions' terms again."""
+    from knowledge.indexing import staged_from_json, staged_to_json
+    from knowledge.services import IngestSummary, document_stage, file_hash, staged_index
+    from knowledge.text import ANALYZER_VERSION
+
+    root = write_docs(tmp_path / "kb", {"relay.md": "# Relay\n\nThe alpha relay restarts at dawn.\n"})
+    staged = document_stage(
+        source="relay.md",
+        path=root / "relay.md",
+        root=str(root),
+        content_hash=file_hash(root / "relay.md"),
+        options=IngestOptions(),
+        gazetteer={},
+        timings=defaultdict(float),
+    )
+    # this release's batches say which analyser made them
+    assert staged_from_json(staged_to_json(staged)).analyzer_version == ANALYZER_VERSION
+    older = staged_to_json(staged)
+    older.pop("analyzer_version", None)  # an older release's batch has no such field
+    summary = IngestSummary()
+    staged_index([staged_from_json(older)], summary)
+    assert summary.failed == 0, summary.errors
+    document = Document.objects.get(source="relay.md")
+    assert document.status == "indexed" and document.analyzer_version < ANALYZER_VERSION
+    again = ingest(root)
+    assert (again.changed, again.unchanged) == (1, 0)
+    assert Document.objects.get(source="relay.md").analyzer_version == ANALYZER_VERSION
