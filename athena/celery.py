@@ -39,6 +39,12 @@ def _schedule_nightly_sync(sender: Celery, **_: object) -> None:
         sender.signature("knowledge.tasks.uploads_expire_task"),
         name="hourly private upload expiry",
     )
+    # documents an older analyser indexed (after an upgrade) and no folder ingest meets, a batch at a time
+    sender.add_periodic_task(
+        600.0,
+        sender.signature("knowledge.tasks.documents_reindex_stale_task"),
+        name="re-index of documents an older analyser indexed",
+    )
     # the audit chain's head, signed, outside the database: a deleted tail is caught by audit_verify
     sender.add_periodic_task(
         settings.ATHENA_AUDIT_CHECKPOINT_MINUTES * 60.0,

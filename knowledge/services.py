@@ -792,6 +792,24 @@ def document_reingest(*, document: Document, on_queued: QueuedCallback | None = 
     transaction.on_commit(queue)
 
 
+def documents_reindex_stale(*, limit: int) -> int:
+    """Queue a re-ingest (document_reingest) of up to `limit` indexed documents whose postings an older analyser
+    made (Document.analyzer_version below knowledge.text.ANALYZER_VERSION: after an upgrade), oldest first. The
+    folder sync and `manage.py ingest` index such a document again when they meet it; a private upload, or a
+    document ingested from a folder that is not synced, is met by neither. A document already queued (its hash
+    emptied by document_reingest) is not queued again; one whose file is gone stays served as it was
+    (document_record_failure). Returns how many were queued."""
+    stale = list(
+        Document.objects.filter(status=DocumentStatus.INDEXED, analyzer_version__lt=ANALYZER_VERSION)
+        .exclude(content_hash="")
+        .order_by("pk")[:limit]
+    )
+    with transaction.atomic():
+        for document in stale:
+            document_reingest(document=document)
+    return len(stale)
+
+
 # --- batches and runs ------------------------------------------------------------------------------------------
 
 

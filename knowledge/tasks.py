@@ -298,6 +298,30 @@ def repack_postings_task(min_stale: float = 0.1) -> int | None:
     return postings_repack_if_stale(min_stale)[1]
 
 
+@shared_task
+def documents_reindex_stale_task(limit: int = 500) -> int:
+    """Every ten minutes: after an upgrade that changed the analyser, the next `limit` documents still indexed by
+    the older one are queued again (services.documents_reindex_stale), only while the ingest and embed queues are
+    empty, so that a large knowledge base is worked through at the workers' pace instead of queued at once, and
+    a folder ingest goes first. Returns how many were queued."""
+    if _ingest_queues_busy():
+        return 0
+    return services.documents_reindex_stale(limit=limit)
+
+
+def _ingest_queues_busy() -> bool:
+    """Whether ingest or embed tasks wait in the broker (ingest_tasks_in_flight also counts the ones workers
+    hold, among them the task asking)."""
+    import redis
+    from django.conf import settings
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=5)
+    try:
+        return any(client.llen(queue) for queue in ("ingest", "embed"))
+    finally:
+        client.close()
+
+
 def ingest_tasks_in_flight() -> bool:
     """Whether any ingest or embed task waits in the broker or is held by a worker (taken, not yet
     acknowledged: tasks are acknowledged when they finish). False while a run is unfinished means its remaining

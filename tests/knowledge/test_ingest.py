@@ -560,3 +560,35 @@ def test_a_batch_staged_by_an_older_release_is_indexed_again_by_the_next_ingest(
     again = ingest(root)
     assert (again.changed, again.unchanged) == (1, 0)
     assert Document.objects.get(source="relay.md").analyzer_version == ANALYZER_VERSION
+
+
+@pytest.mark.django_db(transaction=True)
+def test_documents_an_older_analyser_indexed_are_indexed_again_without_a_folder_ingest(tmp_path, eager):
+    """After an upgrade that changes the analyser, the folder sync and `manage.py ingest` index a document again
+    when they meet it; a private upload, or a document ingested from a folder that is not synced, met neither and
+    kept the older release's postings (which the questions' terms no longer match) for good. Beat's task queues
+    them, a bounded number at a time, while the ingest queues are idle."""
+    from knowledge.tasks import documents_reindex_stale_task
+    from knowledge.text import ANALYZER_VERSION
+
+    root = write_docs(
+        tmp_path / "kb",
+        {
+            "relay.md": "# Relay\n\nThe alpha relay restarts at dawn.\n",
+            "pump.md": "# Pump\n\nThe coolant pump is checked weekly.\n",
+        },
+    )
+    ingest(root)
+    # the state an upgrade leaves: postings of the older release's analyser (here one version back)
+    Document.objects.filter(source="relay.md").update(analyzer_version=ANALYZER_VERSION - 1)
+    before = {d.source: d.version for d in Document.objects.all()}
+    assert documents_reindex_stale_task() == 1  # as beat's worker runs it (queued re-ingests run here)
+    relay = Document.objects.get(source="relay.md")
+    assert (relay.status, relay.analyzer_version, relay.version) == (
+        "indexed",
+        ANALYZER_VERSION,
+        before["relay.md"] + 1,
+    )
+    assert Document.objects.get(source="pump.md").version == before["pump.md"]  # current: left alone
+    assert documents_reindex_stale_task() == 0
+    assert Chunk.objects.filter(document=relay).exists()
