@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
+from django.db.models.functions import Now
 
 from agents.models import Answer, Conversation, CurationItem
 from athena.errors import ApplicationError, NotFound, Unavailable, ValidationFailed
@@ -485,8 +485,9 @@ def ask(
 
     blocked = result["verdict"] == "blocked"
     guard = result.get("guard") or {}
-    # a new turn moves the conversation to the top of its asker's list (update() skips auto_now)
-    changes: dict[str, Any] = {"updated_at": timezone.now()}
+    # a new turn moves the conversation to the top of its asker's list (update() skips auto_now); the time is the
+    # database's: the asker's turns reach web hosts whose clocks may disagree, and one behind left it lower
+    changes: dict[str, Any] = {"updated_at": Now()}
     if not conversation_id and not blocked:
         changes["title"] = question[:200]
     # a refused question is logged without its text when it carried PII

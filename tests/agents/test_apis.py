@@ -288,6 +288,33 @@ def test_ask_end_to_end_with_follow_up_and_history(small_kb) -> None:  # type: i
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)  # retrieval threads use their own connections
+def test_a_turn_answered_by_a_web_host_whose_clock_is_behind_still_moves_its_conversation_to_the_top(  # type: ignore[no-untyped-def]
+    small_kb, monkeypatch
+) -> None:
+    # the asker's requests reach several web hosts; each stamped the conversation's last turn with its own
+    # clock, and a turn answered on a host five minutes behind left its conversation under an older one
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    client = client_for(make_user("alice", "employees"))
+    first = client.post("/api/v1/ask", {"question": "How do I check NTP clock drift?"}, format="json").json()
+    other = client.post("/api/v1/ask", {"question": "How do I fix NTP drift?"}, format="json").json()
+    with monkeypatch.context() as lagging:
+        real_now = timezone.now
+        lagging.setattr(timezone, "now", lambda: real_now() - timedelta(minutes=5))
+        follow = client.post(
+            "/api/v1/ask",
+            {"question": "and which command shows the offset?", "conversation_id": first["conversation_id"]},
+            format="json",
+        )
+    assert follow.status_code == 200, follow.content
+    listed = [c["id"] for c in client.get("/api/v1/conversations").json()]
+    assert listed == [first["conversation_id"], other["conversation_id"]]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)  # retrieval threads use their own connections
 def test_an_admins_own_questions_are_acl_filtered(small_kb) -> None:  # type: ignore[no-untyped-def]
     admin = make_user("root", "employees", "kb-admins")
     admin.is_superuser = admin.is_staff = True
