@@ -131,7 +131,8 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     log_dir.mkdir(parents=True, exist_ok=True)
     log = open(log_dir / "test-worker.log", "ab")  # noqa: SIM115
     proc = subprocess.Popen(
-        [*celery_worker_argv("ingest,embed,realtime", f"test-{os.getpid()}"), "--loglevel", "INFO"],
+        # in the order the stack's worker takes them (questions first)
+        [*celery_worker_argv("realtime,embed,ingest", f"test-{os.getpid()}"), "--loglevel", "INFO"],
         cwd=ROOT,
         env=env,
         stdout=log,
