@@ -101,6 +101,25 @@ def test_bootstrap_sets_no_known_password_outside_development() -> None:
     assert User.objects.get(username="alice").check_password("alice-demo-pass")
 
 
+def test_a_demo_users_session_outlives_the_next_make_run() -> None:
+    """Each `make run` (after an upgrade, or any restart) set the demo passwords again; a new salt makes a new
+    hash, and Django's session check (a hash of the password hash) then signed every demo user out, their open
+    chat pages answered with the sign-in page. Only a password that differs from the printed one is set back."""
+    from knowledge.management.commands.bootstrap import demo_users_ensure
+
+    demo_users_ensure(debug=True)
+    client = Client()
+    assert client.login(username="alice", password="alice-demo-pass")
+    assert client.get("/api/v1/conversations").status_code == 200
+    demo_users_ensure(debug=True)  # the next `make run`
+    assert client.get("/api/v1/conversations").status_code == 200
+    alice = User.objects.get(username="alice")
+    alice.set_password("changed-by-someone")
+    alice.save()
+    demo_users_ensure(debug=True)
+    assert User.objects.get(username="alice").check_password("alice-demo-pass")
+
+
 @pytest.mark.slow
 def test_expired_private_uploads_are_tombstoned_and_deleted(settings) -> None:  # type: ignore[no-untyped-def]
     owner = make_user("eng", "employees")

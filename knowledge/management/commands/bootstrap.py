@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -45,7 +46,13 @@ def demo_users_ensure(*, debug: bool) -> bool:
     if not debug:
         return False
     for name, password, groups, staff, superuser in DEMO_USERS:
-        user, _ = user_create_or_update(username=name, groups=groups, password=password, staff=staff)
+        existing = get_user_model().objects.filter(username=name).first()
+        # set again only where it no longer holds: set anew (a new salt, a new hash) it signed the user out of
+        # every session at each `make run` (Django checks a session against the password hash)
+        holds = existing is not None and existing.check_password(password)
+        user, _ = user_create_or_update(
+            username=name, groups=groups, password=None if holds else password, staff=staff
+        )
         if superuser and not user.is_superuser:
             user.is_superuser = True
             user.save(update_fields=["is_superuser"])
