@@ -142,7 +142,13 @@ def _names(choices: list[str] | None = None) -> dict[str, Any]:
 
 
 def _day() -> dict[str, Any]:
-    return {"type": "string", "format": "date", "nullable": True, "description": "YYYY-MM-DD"}
+    # days are UTC days: a document's date is compared in UTC (knowledge.index_selectors.visibility_sql)
+    return {
+        "type": "string",
+        "format": "date",
+        "nullable": True,
+        "description": "YYYY-MM-DD, a UTC day, included",
+    }
 
 
 @extend_schema_field(
@@ -203,7 +209,7 @@ class AskApi(APIView):
             help_text=(
                 "Restrict the search: doc_types (sop, manual, runbook, incident, config_guide, other), tiers "
                 "(public, internal, restricted, confidential), departments, vendors (lists of strings), "
-                "updated_after / updated_before (YYYY-MM-DD). An unknown key, doc type or tier is refused (400); "
+                "updated_after / updated_before (YYYY-MM-DD, UTC days, both included). An unknown key, doc type or tier is refused (400); "
                 "departments and vendors match the stored names whatever their case."
             ),
         )

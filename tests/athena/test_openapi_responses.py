@@ -442,6 +442,16 @@ def test_the_ask_filters_the_schema_lists_are_the_ones_it_takes() -> None:
     assert response.status_code == 400 and "unknown filter" in response.json()["error"]["message"]
 
 
+def test_the_ask_date_filters_say_whose_days_they_are() -> None:
+    """updated_after / updated_before are UTC days, both included (the chunks' dates are compared in UTC); the
+    schema said YYYY-MM-DD only, and a client in another zone read them as its own days."""
+    filters = openapi_schema()["components"]["schemas"]["AskInputRequest"]["properties"]["filters"]
+    for key in ("updated_after", "updated_before"):
+        description = filters["properties"][key]["description"]
+        assert "UTC" in description and "included" in description, (key, description)
+    assert "UTC" in filters["description"]
+
+
 def sample_value(parameter: dict[str, Any]) -> str:
     """A value of the type the schema gives `parameter`."""
     schema = parameter.get("schema", {})
