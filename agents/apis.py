@@ -209,8 +209,8 @@ class AskApi(APIView):
             help_text=(
                 "Restrict the search: doc_types (sop, manual, runbook, incident, config_guide, other), tiers "
                 "(public, internal, restricted, confidential), departments, vendors (lists of strings), "
-                "updated_after / updated_before (YYYY-MM-DD, UTC days, both included). An unknown key, doc type or tier is refused (400); "
-                "departments and vendors match the stored names whatever their case."
+                "updated_after / updated_before (YYYY-MM-DD, UTC days, both included). An unknown key, doc type "
+                "or tier is refused (400); departments and vendors match the stored names whatever their case."
             ),
         )
 
