@@ -117,7 +117,9 @@
     if (progressTimer) { clearInterval(progressTimer); progressTimer = null; }
     if (queueTimer) { clearTimeout(queueTimer); queueTimer = null; }
     if (busy) {
-      var started = Date.now();
+      // durations on the monotonic clock: a wall clock stepped while waiting (NTP, a laptop resumed) counted
+      // negative seconds, or gave up on an upload at once
+      var started = performance.now();
       var steps = ["Checking the question…", "Searching the documents…", "Weighing the evidence…",
                    "Composing a cited answer…"];
       setText($("progress-text"), steps[0]);
@@ -125,7 +127,7 @@
       // #progress is a live region: a screen reader reads each change of its text, so the text changes with
       // the step or the place in the queue, and the seconds counting beside it are shown but not read out
       var render = function () {
-        var seconds = (Date.now() - started) / 1000;
+        var seconds = (performance.now() - started) / 1000;
         var step = steps[Math.min(steps.length - 1, Math.floor(seconds / 1.5))];
         setText($("progress-text"), state.queue || step);
         setText($("progress-seconds"), state.queue ? "" : " " + seconds.toFixed(0) + " s");
@@ -930,7 +932,7 @@
     $("upload-status").textContent = "Uploading and indexing " + file.name + "…";
     $("upload-submit").disabled = true;
     api("POST", "/api/v1/documents/upload", form, true).then(function (doc) {
-      showUpload(doc, file.name, Date.now());
+      showUpload(doc, file.name, performance.now());
     }).catch(function (error) {
       $("upload-status").textContent = error.message;
       $("upload-submit").disabled = false;
@@ -951,7 +953,7 @@
       $("upload-submit").disabled = false;
       return;
     }
-    if (Date.now() - started > 300000) {
+    if (performance.now() - started > 300000) {
       $("upload-status").textContent = name + " is still being indexed; it will be searchable once it is done.";
       $("upload-submit").disabled = false;
       return;
