@@ -142,8 +142,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # its -Q list (realtime first), not from each in turn: in turn, questions asked during an ingest of a few
     # hundred documents got one task in three and waited behind the batches (ten askers: p95 95 s, 19 s in this
     # order; tests/athena/test_worker_queues.py). A question still waits for the batch a process is running
-    # (knowledge.tasks.EMBED_TASK_CHUNKS keeps it short).
-    "queue_order_strategy": "priority",
+    # (knowledge.tasks.EMBED_TASK_CHUNKS keeps it short). Not kombu's plain "priority": after a run of questions
+    # the other queues get a turn, or beat's housekeeping on `ingest` (audit checkpoints) waited out every busy
+    # hour (athena/queue_order.py)
+    "queue_order_strategy": "athena.queue_order:QuestionsFirstCycle",
 }
 CELERY_RESULT_EXPIRES = 3600  # answers are read within the answer timeout; nothing needs them later
 # beat saves its schedule file (when each entry last ran) after every task it sends, not every 3 minutes:

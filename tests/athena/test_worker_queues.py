@@ -84,3 +84,57 @@ def test_a_worker_takes_the_questions_waiting_before_a_backlog_of_ingest_and_emb
     order = sorted(every, key=done.__getitem__)
     names = {task_id: name for name, ids in sent.items() for task_id in ids}
     assert [names[task_id] for task_id in order[:2]] == ["realtime", "realtime"], [names[t] for t in order]
+
+
+def test_a_task_of_the_last_queue_is_not_starved_while_questions_keep_coming(settings):
+    """Beat's housekeeping goes to the default queue, `ingest` (audit checkpoints, the aggregated audit totals,
+    the upload expiry), which the stack's worker names last. While questions keep the realtime queue full (a
+    busy hour: admission keeps a few waiting at all times) the worker still takes it a turn: one task of the
+    last queue queued before forty questions is taken among the first QUEUE_TURN_AFTER + 1, not after all."""
+    from athena.celery import app
+    from athena.queue_order import QUEUE_TURN_AFTER
+
+    assert app.amqp.router.route({}, "audit.tasks.audit_checkpoint_task")["queue"].name == "ingest"
+    suffix = f"turns-{os.getpid()}"
+    queues = {name: f"{name}-{suffix}" for name in _stack_worker_queues()}
+    first = app.send_task("celery.accumulate", args=["ingest"], queue=queues["ingest"]).id
+    questions = [
+        app.send_task("celery.accumulate", args=[f"realtime-{i}"], queue=queues["realtime"]).id
+        for i in range(40)
+    ]
+    every = [first, *questions]
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "athena.settings.test",
+        "ATHENA_DB_NAME": settings.DATABASES["default"]["NAME"],
+        "ATHENA_WORKER_WARM_UP": "false",
+    }
+    worker = subprocess.Popen(
+        celery_worker_argv(",".join(queues.values()), suffix),
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        done: dict[str, float] = {}
+        deadline = time.monotonic() + 120
+        while len(done) < len(every) and time.monotonic() < deadline:
+            for task_id in every:
+                if task_id not in done:
+                    result = AsyncResult(task_id, app=app)
+                    if result.ready():
+                        assert result.date_done is not None
+                        done[task_id] = result.date_done.timestamp()
+            time.sleep(0.2)
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+    assert len(done) == len(every), "the worker did not run every task within 120 s"
+    place = sorted(every, key=done.__getitem__).index(first)
+    assert place <= QUEUE_TURN_AFTER, f"the ingest task was taken after {place} questions"
