@@ -108,6 +108,25 @@ def _files_listed(root: Path) -> dict[str, dict[str, Any]]:
     return listed
 
 
+def _tree_copy_private(source: Path, target: Path) -> None:
+    """Copy the regular files of the folder `source` into `target` (made), every folder 0700 and every file 0600
+    whatever their modes were: the uploads are written readable by all (0644), and copied with their modes they
+    were again wherever the backup's contents were copied without its top folder. Links are not followed (no
+    upload is one: one pointing out of the media folder would copy what is not the knowledge base's, a dangling
+    one failed the backup), nor are uploads still being written (`.*.part`)."""
+    target.mkdir(mode=0o700)
+    target.chmod(0o700)
+    for entry in sorted(os.scandir(source), key=lambda item: item.name):
+        if entry.is_symlink() or (entry.name.startswith(".") and entry.name.endswith(".part")):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            _tree_copy_private(Path(entry.path), target / entry.name)
+        elif entry.is_file(follow_symlinks=False):
+            descriptor = os.open(target / entry.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with open(entry.path, "rb") as reader, open(descriptor, "wb") as writer:
+                shutil.copyfileobj(reader, writer, 1 << 20)
+
+
 def _table_counts(cursor: Any) -> dict[str, int]:
     cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename")
     counts = {}
@@ -216,7 +235,8 @@ def _backup_write(
                 )
             media = Path(settings.MEDIA_ROOT)
             if media.is_dir():  # last: every upload the dump knows is on disk by now
-                shutil.copytree(media, partial / MEDIA, ignore=shutil.ignore_patterns(".*.part"))
+                (partial / MEDIA).parent.mkdir(exist_ok=True)
+                _tree_copy_private(media, partial / MEDIA)
             manifest = {
                 "format": FORMAT,
                 "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
