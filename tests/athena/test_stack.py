@@ -212,7 +212,14 @@ def test_a_run_waits_for_a_bootstrap_under_way_before_it_starts_anything(stack_e
     with launcher_held("bootstrap"):  # this test process stands for the other `make run`'s bootstrap
         runner = start_runner(stack_env, "redis")
         try:
-            time.sleep(8)
+            # at the lock (it opens the lock file, then tries it every half second), however slowly it started
+            lock = str(var / "run" / "launcher.lock")
+            deadline = time.monotonic() + 120
+            while runner.poll() is None and time.monotonic() < deadline:
+                if any(f.path == lock for f in psutil.Process(runner.pid).open_files()):
+                    break
+                time.sleep(0.2)
+            time.sleep(3)  # it would have started redis by now, were it not waiting
             assert runner.poll() is None and not (var / "run" / "redis.pid").exists()
         except BaseException:
             runner.kill()
