@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -159,9 +160,20 @@ def launcher_held(
     (flock), so a holder that dies, however it dies, lets it go. A second holder is refused with a StackError;
     a "run" waits up to `wait_for_bootstrap` seconds for a bootstrap to end (its own `make run`'s first step
     finished, another's had begun), saying so once, and is then refused only if a runner holds the lock."""
-    path = _run_dir() / "launcher.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by the servers it starts (PEP 446)
+    # in var/ itself, not var/run: every local account may write there (the embedded PostgreSQL's socket, mode
+    # 0777), and a link planted in its place made the launcher empty and write the file it named (root's, when
+    # the stack runs as root). A link or anything not this user's plain file is refused here all the same.
+    path = var_dir() / "launcher.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        # not inherited by the servers it starts (PEP 446)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise StackError(f"{path} is not a plain file of this user's ({exc.strerror}): remove it") from None
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode) or found.st_uid != os.geteuid() or found.st_nlink != 1:
+            raise StackError(f"{path} is not a plain file of this user's: remove it")
         deadline = time.monotonic() + wait_for_bootstrap
         said = False
         while True:

@@ -213,7 +213,7 @@ def test_a_run_waits_for_a_bootstrap_under_way_before_it_starts_anything(stack_e
         runner = start_runner(stack_env, "redis")
         try:
             # at the lock (it opens the lock file, then tries it every half second), however slowly it started
-            lock = str(var / "run" / "launcher.lock")
+            lock = str(var / "launcher.lock")
             deadline = time.monotonic() + 120
             while runner.poll() is None and time.monotonic() < deadline:
                 if any(f.path == lock for f in psutil.Process(runner.pid).open_files()):
