@@ -842,8 +842,11 @@ class Stack:
                 )
             # a foreground `stack run` owns the stack: ask it to stop so it does not restart what we stop
             os.kill(runner, signal.SIGTERM)
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.TimeoutExpired):
-                psutil.Process(runner).wait(timeout=60)
+            # until it has ended (a zombie has: psutil's wait for a process that is not our child waited out the
+            # minute for one whose parent had not reaped it yet)
+            deadline = time.monotonic() + 60
+            while _alive(runner) and time.monotonic() < deadline:
+                time.sleep(0.2)
             echo("foreground runner stopped")
         for name in reversed(self.components):
             if name == "postgres":

@@ -163,8 +163,12 @@ def test_a_second_run_while_one_runs_is_refused_before_it_starts_anything(stack_
         assert "database migrated" not in bootstrap.stdout
         assert _pids(var) == started and runner.poll() is None  # the first runs on, still recorded
 
+        asked = time.monotonic()
         down = _stack(stack_env, "down", "--only=redis")
         assert down.returncode == 0, down.stderr
+        # `down` returns once the runner has ended, not when its parent (this test) has reaped it: it waited for
+        # the zombie for a minute
+        assert time.monotonic() - asked < 30, f"stack down took {time.monotonic() - asked:.0f} s"
         runner.communicate(timeout=60)
         assert runner.returncode == 0
         assert not psutil.pid_exists(started["redis"]) or psutil.Process(started["redis"]).status() == (
