@@ -362,7 +362,7 @@ def test_alice_uploads_a_docx_asks_about_it_and_bob_cannot_see_it(
     )
     wait(driver, lambda d: "is ready" in one(d, "#upload-status").text, timeout=240)
     status = one(driver, "#upload-status").text
-    assert "private to you" in status
+    assert "is ready: 1 passage, private to you, expires" in status, status  # one passage, not "1 passages"
     expires = Document.objects.get(title=title).expires_at.astimezone(ZoneInfo("Asia/Kolkata"))
     # (Chromium's ICU names the zone by its older alias)
     assert re.search(rf"expires {expires:%Y-%m-%d %H:%M} \(Asia/(Kolkata|Calcutta)\)", status), (

@@ -943,8 +943,10 @@
   function showUpload(doc, fileName, started) {
     var name = doc.title || fileName;
     if (doc.status === "indexed") {
-      $("upload-status").textContent = name + " is ready (" + doc.chunk_count + " passages, private to you, expires " +
-        fmtMoment(doc.expires_at) + "). Ask about it.";
+      // "expires 2026-12-08 01:52 (Europe/Berlin)": the moment names its zone in brackets of its own
+      $("upload-status").textContent = name + " is ready: " + doc.chunk_count +
+        (doc.chunk_count === 1 ? " passage" : " passages") + ", private to you, expires " +
+        fmtMoment(doc.expires_at) + ". Ask about it.";
       $("upload-submit").disabled = false;
       return;
     }
