@@ -372,7 +372,10 @@ def pg_start(port: int) -> str:
     data = _pg_data()
     data.mkdir(parents=True, exist_ok=True)
     pg_socket_dir().mkdir(parents=True, exist_ok=True)
-    pg_socket_dir().chmod(0o777)
+    # readable, not writable, by other accounts: clients need only reach the socket, and var/run also holds the
+    # pid files the launcher signals and beat's schedule, which beat unpickles (0777 let any local account put
+    # its own there; as root, the server's own user owns the folder: athena.stack._ensure_pg_user_and_permissions)
+    pg_socket_dir().chmod(0o755)
     _ensure_pg_user_and_permissions()
     if not (data / "PG_VERSION").exists():
         data.chmod(0o700)

@@ -3,6 +3,7 @@
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -54,6 +55,9 @@ def test_up_is_idempotent_detects_a_dead_worker_and_down_leaves_nothing(stack_en
     assert status.returncode == 0, status.stdout + status.stderr
 
     var = Path(stack_env["ATHENA_VAR_DIR"])
+    # var/run holds the pid files the launcher signals and beat's schedule, which beat unpickles: no other local
+    # account may write there (it was 0777 for PostgreSQL's socket)
+    assert stat.S_IMODE((var / "run").stat().st_mode) & 0o022 == 0, oct((var / "run").stat().st_mode)
     pids = _pids(var)
     worker = psutil.Process(pids["worker"])
     children = worker.children(recursive=True)
