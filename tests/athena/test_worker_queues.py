@@ -138,3 +138,23 @@ def test_a_task_of_the_last_queue_is_not_starved_while_questions_keep_coming(set
     assert len(done) == len(every), "the worker did not run every task within 120 s"
     place = sorted(every, key=done.__getitem__).index(first)
     assert place <= QUEUE_TURN_AFTER, f"the ingest task was taken after {place} questions"
+
+
+def test_the_turn_goes_to_each_other_queue_in_its_own_turn():
+    """The cycle alone, as kombu's Redis transport drives it: `consume` before each read, `rotate` with the queue
+    that gave the message."""
+    from athena.queue_order import QUEUE_TURN_AFTER, QuestionsFirstCycle
+
+    cycle = QuestionsFirstCycle()
+    cycle.update(["realtime", "embed", "ingest"])
+    for _ in range(QUEUE_TURN_AFTER):
+        assert cycle.consume(3) == ["realtime", "embed", "ingest"]
+        cycle.rotate("realtime")
+    assert cycle.consume(3) == ["embed", "ingest", "realtime"]
+    cycle.rotate("embed")  # the turn was taken: questions first again, the next turn starts with ingest
+    assert cycle.consume(3) == ["realtime", "embed", "ingest"]
+    for _ in range(QUEUE_TURN_AFTER):
+        cycle.rotate("realtime")
+    assert cycle.consume(3) == ["ingest", "embed", "realtime"]
+    cycle.update(["realtime"])  # a worker of one queue: nothing to give a turn to
+    assert cycle.consume(1) == ["realtime"]
