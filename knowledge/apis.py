@@ -321,12 +321,17 @@ def upload_store(*, user: Any, upload: Any) -> tuple[str, Path]:
     with upload_lock(user=user):  # the quota checked and the file stored as one step (two uploads at once)
         upload_partials_remove(user=user)  # left by a process killed while writing: no longer anyone's
         upload_quota_check(user=user, name=name, size=upload.size)
-        folder.mkdir(parents=True, exist_ok=True)
+        # the services' account's alone: a private upload in a file the umask left 0644, in folders 0755, was
+        # readable by every local account of the host
+        media.mkdir(parents=True, exist_ok=True)
+        for directory in (media / "uploads", folder):
+            directory.mkdir(mode=0o700, exist_ok=True)
+            directory.chmod(0o700)  # also one an earlier release made
         # written aside, then renamed over the name: an ingest reading an earlier upload of the name (still
         # parsing it) reads that file whole, never one being rewritten under it
         partial = folder / f".{uuid.uuid4().hex}.part"  # uploads.PARTIAL_GLOB
         try:
-            with open(partial, "xb") as handle:
+            with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
                 for piece in upload.chunks():
                     handle.write(piece)
             os.replace(partial, target)

@@ -222,3 +222,28 @@ def test_a_decomposed_name_is_the_composed_one(uploader, settings) -> None:  # t
     assert [p.name for p in (settings.MEDIA_ROOT / "uploads" / str(uploader.pk)).iterdir()] == [
         "R\u00e9sum\u00e9.md"
     ]
+
+
+def test_a_private_upload_is_readable_by_the_services_account_only(uploader, settings) -> None:  # type: ignore[no-untyped-def]
+    """A private upload is stored for its owner alone, but its file was written 0644 in folders 0755 (the process
+    umask): every local account of the host could read every user's uploads in the media folder."""
+    import os
+    import stat
+
+    old = os.umask(0o022)  # the usual umask, whatever the test run's
+    try:
+        upload = SimpleUploadedFile(
+            "mine.md", b"# Mine\n\nthe vault code is 4417\n", content_type="text/markdown"
+        )
+        response = client_for(uploader).post(URL, {"file": upload}, format="multipart")
+    finally:
+        os.umask(old)
+    assert response.status_code == 201, response.content
+    uploads = settings.MEDIA_ROOT / "uploads"
+    modes = {
+        path.relative_to(uploads).as_posix(): stat.S_IMODE(path.stat().st_mode)
+        for path in [uploads, *uploads.rglob("*")]
+    }
+    assert modes == {".": 0o700, str(uploader.pk): 0o700, f"{uploader.pk}/mine.md": 0o600}, {
+        name: oct(mode) for name, mode in modes.items()
+    }
