@@ -70,3 +70,60 @@ def test_the_embedder_loads_on_the_device_the_setting_names_here_the_cpu():
     assert vectors.shape == (2, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     explicit = MiniLMEmbedder(precision="fp32", device="cpu")
     assert np.allclose(explicit.embed_passages(["BGP hold time is 90 seconds."])[0], vectors[0], atol=1e-5)
+
+
+def test_an_embed_task_of_32_chunks_is_not_one_pass_padded_to_its_longest_chunk():
+    """An ingest's embed tasks hold at most 32 chunks (knowledge.tasks.EMBED_TASK_CHUNKS). Embedded in one
+    forward pass, such a task's short chunks were padded to its longest: 30% more model time than the same
+    chunks embedded in one call. The passes of a small call are shorter, over texts sorted by length, and
+    their vectors are those of one pass (padding is masked)."""
+    import random
+
+    from knowledge.embedders import MiniLMEmbedder
+
+    rng = random.Random(7)
+    words = [
+        "the",
+        "router",
+        "keeps",
+        "its",
+        "neighbours",
+        "while",
+        "the",
+        "session",
+        "resets",
+        "and",
+        "the",
+        "hold",
+        "timer",
+        "runs",
+    ]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(5, 180))) for _ in range(32)]
+    embedder = MiniLMEmbedder()  # as ingestion embeds: bf16 batches where the CPU has bf16
+    model = embedder._load()
+    passes: list[tuple[int, int, int]] = []  # (texts, padded length, real tokens) of each forward pass
+    forward = model.forward
+
+    def counted(features, *args, **kwargs):  # type: ignore[no-untyped-def]
+        mask = features["attention_mask"]
+        passes.append((int(mask.shape[0]), int(mask.shape[1]), int(mask.sum())))
+        return forward(features, *args, **kwargs)
+
+    model.forward = counted
+    try:
+        vectors, _ = embedder.embed_passages_pooled(texts, [[] for _ in texts])
+        passes_small = list(passes)
+        passes.clear()
+        one_pass, _ = embedder.embed_passages_pooled(texts, [[] for _ in texts], batch_size=32)
+    finally:
+        del model.forward
+
+    def padding(runs: list[tuple[int, int, int]]) -> float:
+        return 1 - sum(real for _, _, real in runs) / sum(n * width for n, width, _ in runs)
+
+    if embedder._passage_encoder is not None:  # fp32 here: ONNX Runtime, one text per run, nothing padded
+        assert not passes_small and not passes
+        return
+    assert len(passes_small) == 4 and {n for n, _, _ in passes_small} == {8}, passes_small
+    assert padding(passes_small) < padding(passes) / 2, (padding(passes_small), padding(passes))
+    assert float(np.min(np.sum(vectors * one_pass, axis=1))) > 1 - 1e-4
