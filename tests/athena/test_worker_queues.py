@@ -26,6 +26,47 @@ def _stack_worker_queues() -> list[str]:
     return argv[argv.index("-Q") + 1].split(",")
 
 
+def _run_until_done(settings, queues: dict[str, str], every: list[str], name: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """Start a one-process worker consuming `queues` in their order, as the stack's worker does, wait until it
+    has run every task of `every` (at most 120 s), stop it, and return the task ids in the order they ran."""
+    from athena.celery import app
+
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "athena.settings.test",
+        "ATHENA_DB_NAME": settings.DATABASES["default"]["NAME"],
+        "ATHENA_WORKER_WARM_UP": "false",
+    }
+    worker = subprocess.Popen(
+        celery_worker_argv(",".join(queues.values()), name),
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        done: dict[str, float] = {}
+        deadline = time.monotonic() + 120
+        while len(done) < len(every) and time.monotonic() < deadline:
+            for task_id in every:
+                if task_id not in done:
+                    result = AsyncResult(task_id, app=app)
+                    if result.ready():
+                        assert result.date_done is not None
+                        done[task_id] = result.date_done.timestamp()
+            time.sleep(0.2)
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+    assert len(done) == len(every), "the worker did not run every task within 120 s"
+    return sorted(every, key=done.__getitem__)
+
+
 def test_the_stack_worker_consumes_every_queue_and_the_realtime_queue_first():
     queues = _stack_worker_queues()
     assert sorted(queues) == ["embed", "ingest", "realtime"]
@@ -47,41 +88,8 @@ def test_a_worker_takes_the_questions_waiting_before_a_backlog_of_ingest_and_emb
         for i in range(count):
             result = app.send_task("celery.accumulate", args=[f"{name}-{i}"], queue=queues[name])
             sent[name].append(result.id)
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "athena.settings.test",
-        "ATHENA_DB_NAME": settings.DATABASES["default"]["NAME"],
-        "ATHENA_WORKER_WARM_UP": "false",
-    }
-    worker = subprocess.Popen(
-        celery_worker_argv(",".join(queues.values()), f"order-{os.getpid()}"),
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        done: dict[str, float] = {}
-        deadline = time.monotonic() + 120
-        every = [task_id for ids in sent.values() for task_id in ids]
-        while len(done) < len(every) and time.monotonic() < deadline:
-            for task_id in every:
-                if task_id not in done:
-                    result = AsyncResult(task_id, app=app)
-                    if result.ready():
-                        assert result.date_done is not None
-                        done[task_id] = result.date_done.timestamp()
-            time.sleep(0.2)
-    finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-    assert len(done) == len(every), "the worker did not run every task within 120 s"
-    order = sorted(every, key=done.__getitem__)
+    every = [task_id for ids in sent.values() for task_id in ids]
+    order = _run_until_done(settings, queues, every, suffix)
     names = {task_id: name for name, ids in sent.items() for task_id in ids}
     assert [names[task_id] for task_id in order[:2]] == ["realtime", "realtime"], [names[t] for t in order]
 
@@ -103,40 +111,8 @@ def test_a_task_of_the_last_queue_is_not_starved_while_questions_keep_coming(set
         for i in range(40)
     ]
     every = [first, *questions]
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "athena.settings.test",
-        "ATHENA_DB_NAME": settings.DATABASES["default"]["NAME"],
-        "ATHENA_WORKER_WARM_UP": "false",
-    }
-    worker = subprocess.Popen(
-        celery_worker_argv(",".join(queues.values()), suffix),
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        done: dict[str, float] = {}
-        deadline = time.monotonic() + 120
-        while len(done) < len(every) and time.monotonic() < deadline:
-            for task_id in every:
-                if task_id not in done:
-                    result = AsyncResult(task_id, app=app)
-                    if result.ready():
-                        assert result.date_done is not None
-                        done[task_id] = result.date_done.timestamp()
-            time.sleep(0.2)
-    finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-    assert len(done) == len(every), "the worker did not run every task within 120 s"
-    place = sorted(every, key=done.__getitem__).index(first)
+    order = _run_until_done(settings, queues, every, suffix)
+    place = order.index(first)
     assert place <= QUEUE_TURN_AFTER, f"the ingest task was taken after {place} questions"
 
 
