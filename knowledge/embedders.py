@@ -333,9 +333,9 @@ def length_batches(lengths: Sequence[int], batch_size: int | None = None) -> lis
     """The indexes of texts whose token counts are `lengths`, sorted by length and cut into forward passes of
     `batch_size`. None: 32 for a call of 256 texts or more, fewer for a smaller call, down to 8 (a call of 64 or
     fewer). Sorted over few texts, a batch of 32 still spans most lengths and is padded to its longest: an ingest's
-    embed tasks hold at most 32 chunks (knowledge.tasks.EMBED_TASK_CHUNKS) and, one pass each, cost 30% more
-    model time than the same chunks embedded in one call (1,406 dev chunks, one thread); passes of 8 over the same
-    tasks took back about half of it. On a CPU a pass of 8 costs little more per token than one of 32."""
+    embed tasks hold at most 32 chunks (knowledge.tasks.EMBED_TASK_CHUNKS) and, one pass each, cost 26% more
+    model time than the same chunks embedded in one call (1,406 dev chunks, one thread, bf16); in passes of 8,
+    17%. On a CPU a pass of 8 costs little more per token than one of 32."""
     if batch_size is None:
         batch_size = max(8, min(32, len(lengths) // 8))
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
