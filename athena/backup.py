@@ -66,9 +66,11 @@ class Relocation:
     new: str
 
 
-def _pg_program(name: str) -> str:
-    """pg_dump or pg_restore of the embedded server's own release (the one psql_command runs)."""
-    return str(Path(psql_command(settings.PG_PORT)[0]).with_name(name))
+def _pg_program(name: str) -> list[str]:
+    """The command line of pg_dump or pg_restore of the embedded server's own release (the one psql_command
+    runs), connected to it as its superuser."""
+    program = str(Path(psql_command(settings.PG_PORT)[0]).with_name(name))
+    return [program, "-h", str(pg_socket_dir()), "-p", str(settings.PG_PORT), "-U", "postgres"]
 
 
 def _connect(database: str) -> Any:
@@ -218,13 +220,7 @@ def _backup_write(
                 counts = _table_counts(cursor)
                 _run(
                     [
-                        _pg_program("pg_dump"),
-                        "-h",
-                        str(pg_socket_dir()),
-                        "-p",
-                        str(settings.PG_PORT),
-                        "-U",
-                        "postgres",
+                        *_pg_program("pg_dump"),
                         "--format=custom",
                         f"--snapshot={snapshot}",
                         "--file",
@@ -390,13 +386,7 @@ def restore_into_fresh(
             shutil.copyfile(source / CHECKPOINTS, checkpoints)
         _run(
             [
-                _pg_program("pg_restore"),
-                "-h",
-                str(pg_socket_dir()),
-                "-p",
-                str(settings.PG_PORT),
-                "-U",
-                "postgres",
+                *_pg_program("pg_restore"),
                 "--dbname",
                 _database_name(),
                 "--single-transaction",  # all or nothing: a failed restore leaves the database empty

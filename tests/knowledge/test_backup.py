@@ -12,11 +12,9 @@ restore under another audit key."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -30,6 +28,9 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.disks import small_disk
+from tests.launcher import free_port
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,12 +43,6 @@ UPLOAD_TEXT = (
 UPLOAD_QUESTION = "Which VLAN does the lab switch quartz-61 use for quarantined hosts?"
 RESTRICTED_QUESTION = "Where in NWVault are the network break-glass passwords kept?"
 RESTRICTED_SOURCE = "restricted/sop-break-glass-credentials.md"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Stack:
@@ -147,25 +142,6 @@ class Stack:
         raise AssertionError(f"the web server did not answer; see {self.var / 'log'}")
 
 
-@contextlib.contextmanager
-def _small_disk(mount: Path) -> Iterator[Path]:
-    """A 256 KiB filesystem (a real full disk: tmpfs, mounted as root, as tests/knowledge/test_upload_disk_full.py
-    does; without root this fails, naming why, rather than skipping the check)."""
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.fail("mounting a small filesystem needs root (run the tests as root, as CI does)")
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.fail(f"tmpfs cannot be mounted here: {done.stderr.decode(errors='replace').strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "--lazy", str(mount)], check=False)
-        mount.rmdir()
-
-
 def cited(answer: dict[str, Any]) -> set[str]:
     return {citation["document"] for citation in answer["citations"]}
 
@@ -242,7 +218,7 @@ def _backup_restore_and_check(old: Stack, new: Stack, backup: Path) -> None:
         json.loads((backup / "manifest.json").read_text())["database"]["tables"]["knowledge_chunk"] == chunks
     )
     # a disk too small for the dump: refused saying so, and nothing that looks like a backup is left there
-    with _small_disk(old.var.with_name(old.var.name + "-small")) as small:
+    with small_disk(old.var.with_name(old.var.name + "-small"), "256k") as small:
         full = old.manage("backup", str(small / "backup"), check=False)
         assert full.returncode != 0 and "no space left" in full.stderr, full
         assert list(small.iterdir()) == []

@@ -4,9 +4,6 @@ a small tmpfs mounted for the test (which needs root, as mounting does)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from audit.models import AuditEvent
 from knowledge.models import Document
+from tests import disks
 from tests.api import client_for
 
 pytestmark = pytest.mark.integration
@@ -27,20 +25,8 @@ CONTENT = b"# Generator runs\n\n" + b"The standby generator runs under load ever
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 64 KiB filesystem: the 240 KB file below does not fit in it. Mounting needs root, which `make test` and
     CI have on these machines: a run without it fails here, naming why, rather than skipping the check."""
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.fail("mounting a small filesystem needs root (run the tests as root, as CI does)")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.fail(f"tmpfs cannot be mounted here: {done.stderr.decode(errors='replace').strip()}")
-    try:
+    with disks.small_disk(tmp_path / "small-disk", "64k") as mount:
         yield mount
-    finally:
-        # lazily: a file still open on it (a failing run's) must not leave the mount behind
-        subprocess.run(["umount", "--lazy", str(mount)], check=False)
 
 
 def _refused_on_a_full_disk(uploader, small_disk: Path) -> None:  # type: ignore[no-untyped-def]
