@@ -15,6 +15,11 @@ workers keep in Redis (all under `athena:<database>:rt:`):
   questions waiting (fairness: the realtime queue itself is first-in first-out, so a heavy user's share of it
   is what bounds the wait of everyone else) and an asker can be told their own place in the queue
   (`queue_position`).
+- `others` — a sorted set, one member per pool process of any worker running a task of another queue (an
+  embed batch, a parse), `hostname|pid|queue|expected end`, scored with its last refresh (OtherTaskLease);
+  `others_ms` holds each queue's mean task time. A question cannot start on such a process before its task
+  ends, and after QUEUE_TURN_AFTER questions in a row a worker gives those queues a turn (athena.queue_order),
+  so admission counts both (Capacity).
 
 Recovery: a pool process killed mid-answer is noticed by its Celery parent, which gives the message back to
 the queue (acks_late + reject_on_worker_lost) and a new pool process runs it. When the whole worker dies, the
@@ -84,6 +89,14 @@ def service_key() -> str:
     return f"{_prefix()}:service_ms"
 
 
+def others_key() -> str:
+    return f"{_prefix()}:others"
+
+
+def other_means_key() -> str:
+    return f"{_prefix()}:others_ms"
+
+
 def abandoned_key(question_id: str) -> str:
     return f"{_prefix()}:abandoned:{question_id}"
 
@@ -138,6 +151,29 @@ class WorkerHeartbeat:
             pass
 
 
+class _Refresher:
+    """A daemon thread that calls `refresh` every LEASE_REFRESH_SECONDS until stopped (Redis errors skipped: a
+    lease that misses a refresh or two is still within its LEASE_SECONDS)."""
+
+    def __init__(self, refresh: Callable[[], None], *, name: str) -> None:
+        self._refresh = refresh
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(LEASE_REFRESH_SECONDS):
+            try:
+                self._refresh()
+            except RedisError:
+                pass
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 class AnswerLease:
     """Held by the pool process computing a question: `lease:<id>` exists while it works (and for up to
     LEASE_SECONDS after it stops, by which time Celery has stored the result)."""
@@ -145,8 +181,7 @@ class AnswerLease:
     def __init__(self, question_id: str) -> None:
         self.key = lease_key(question_id)
         self.value = json.dumps({"pid": os.getpid(), "host": os.uname().nodename})
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="answer-lease", daemon=True)
+        self._refresher = _Refresher(self._refresh, name="answer-lease")
         self.question_id = question_id
 
     def __enter__(self) -> AnswerLease:
@@ -158,18 +193,85 @@ class AnswerLease:
             pipe.execute()
         except RedisError as exc:
             logger.warning("answer lease not recorded: %s", exc)
-        self._thread.start()
+        self._refresher.start()
         return self
 
-    def _run(self) -> None:
-        while not self._stop.wait(LEASE_REFRESH_SECONDS):
-            try:
-                redis_client().set(self.key, self.value, ex=LEASE_SECONDS)
-            except RedisError:
-                pass
+    def _refresh(self) -> None:
+        redis_client().set(self.key, self.value, ex=LEASE_SECONDS)
 
     def __exit__(self, *_: object) -> None:
-        self._stop.set()
+        self._refresher.stop()
+
+
+def _mean_folded(previous: bytes | str | None, seconds: float) -> str:
+    """A running mean in milliseconds (as stored) with one more time of `seconds` folded in."""
+    mean_ms = seconds * 1000
+    if previous is not None:
+        mean_ms = (1 - SERVICE_EWMA_WEIGHT) * float(previous) + SERVICE_EWMA_WEIGHT * mean_ms
+    return f"{mean_ms:.1f}"
+
+
+# until a queue's first task has been timed: about one embed batch (knowledge.tasks.EMBED_TASK_CHUNKS) on a
+# busy 2-core machine
+OTHER_TASK_DEFAULT_SECONDS = 2.0
+# a task past its expected end is taken to end within this (a long document's one embed task overruns the mean)
+OVERRUN_SECONDS = 0.5
+
+
+def _mean_seconds(raw: bytes | str | None, default: float) -> float:
+    return float(raw) / 1000 if raw else default
+
+
+class OtherTaskLease:
+    """Held by a pool process while it runs a task of queue `queue` (not the realtime one): its member of
+    `others` says which worker (`hostname`, the name its realtime heartbeat carries), which process and when
+    the task should end (now plus the queue's mean task time), refreshed every second and removed when the task
+    ends. A process killed mid-task stops refreshing and is no longer counted WORKER_TTL_SECONDS later. `end`
+    folds the task's time into the queue's mean."""
+
+    def __init__(self, *, hostname: str, queue: str) -> None:
+        self.hostname = hostname
+        self.queue = queue
+        self.member = ""
+        self._started = 0.0
+        self._refresher = _Refresher(self._refresh, name="other-task-lease")
+
+    def start(self) -> None:
+        self._started = time.monotonic()
+        try:
+            client = redis_client()
+            now = redis_now(client)
+            mean = _mean_seconds(client.hget(other_means_key(), self.queue), OTHER_TASK_DEFAULT_SECONDS)
+            self.member = f"{self.hostname}|{os.getpid()}|{self.queue}|{now + mean:.3f}"
+            pipe = client.pipeline()
+            pipe.zadd(others_key(), {self.member: now})
+            # members of processes that died mid-task are dropped here, not only ignored
+            pipe.zremrangebyscore(others_key(), 0, now - 10 * WORKER_TTL_SECONDS)
+            pipe.execute()
+        except RedisError as exc:
+            logger.warning("other task not recorded for admission: %s", exc)
+            return
+        self._refresher.start()
+
+    def _refresh(self) -> None:
+        client = redis_client()
+        client.zadd(others_key(), {self.member: redis_now(client)})
+
+    def end(self) -> None:
+        self._refresher.stop()
+        if not self.member:
+            return
+        seconds = time.monotonic() - self._started
+        try:
+            client = redis_client()
+            mean_ms = _mean_folded(client.hget(other_means_key(), self.queue), seconds)
+            pipe = client.pipeline()
+            pipe.zrem(others_key(), self.member)
+            pipe.hset(other_means_key(), self.queue, mean_ms)
+            pipe.expire(other_means_key(), 86_400)
+            pipe.execute()
+        except RedisError:
+            pass
 
 
 # --- web side ------------------------------------------------------------------------------------------------
@@ -181,18 +283,44 @@ class Capacity:
     processes: int
     pending: int  # questions waiting or being answered, the one asking included
     service_seconds: float
+    # seconds left of the other queues' tasks (embed batches, parses) that processes of these workers run now
+    others_left: tuple[float, ...] = ()
+    # the mean time of a task of the other queues, when tasks wait there: a worker gives them a turn after
+    # QUEUE_TURN_AFTER questions in a row (athena.queue_order); 0 when none wait
+    turn_seconds: float = 0.0
 
     @property
     def expected_wait_seconds(self) -> float:
-        """Time before the asking question starts: none while a process is free; otherwise half an answer
-        until the first busy process frees up (on average), then one answer per `processes` questions still
-        queued ahead of it, at the recent mean answer time."""
+        """Time before the asking question starts: none while a process is free of questions and of other
+        tasks. Otherwise each process frees up in turn -- one running another queue's task when that task
+        ends, one answering after half an answer on average -- and from then on starts a question per mean
+        answer time (plus, while other tasks wait, a share of the turn they get); the question starts when
+        the questions queued ahead of it have started (a fluid model: with no other tasks, half an answer
+        plus one answer per `processes` questions queued)."""
         if self.processes <= 0:
             return math.inf
+        others = sorted(self.others_left)[: self.processes]
+        answering = self.processes - len(others)
         ahead = max(0, self.pending - 1)
-        if ahead < self.processes:
+        if ahead < answering:
             return 0.0
-        return (0.5 + (ahead - self.processes) / self.processes) * self.service_seconds
+        from athena.queue_order import QUEUE_TURN_AFTER
+
+        per_question = self.service_seconds + self.turn_seconds / QUEUE_TURN_AFTER
+        free_at = sorted([*others, *[self.service_seconds / 2] * answering])
+        return _all_started(free_at, (ahead - answering) * per_question)
+
+
+def _all_started(free_at: list[float], work: float) -> float:
+    """The earliest time t >= free_at[0] at which processes free from the ascending times `free_at` have
+    together put `work` seconds into the questions queued: sum over free_at[p] < t of (t - free_at[p]) = work."""
+    total = 0.0
+    for count, free in enumerate(free_at, start=1):
+        total += free
+        t = (work + total) / count
+        if count == len(free_at) or t <= free_at[count]:
+            return t
+    return math.inf  # no process at all (callers check first)
 
 
 def _processes(members: list[bytes]) -> int:
@@ -212,7 +340,8 @@ def _service_seconds(raw: bytes | str | None) -> float:
 # Admission in one script, so that the per-user cap and the count cannot be raced by two questions of the same
 # user arriving together (a MULTI/EXEC transaction cannot add conditionally). Entries older than the answer
 # timeout belong to a web process killed while waiting and are dropped first.
-# KEYS: workers, pending, pending:user:<id>, service_ms; ARGV: now, worker ttl, answer timeout, question id, cap
+# KEYS: workers, pending, pending:user:<id>, service_ms, others, others_ms, then the other queues (the broker's
+# lists); ARGV: now, worker ttl, answer timeout, question id, cap
 _ADMIT_SCRIPT = """
 local now = tonumber(ARGV[1])
 local timeout = tonumber(ARGV[3])
@@ -229,8 +358,44 @@ if cap <= 0 or mine < cap then
   mine = mine + 1
   admitted = 1
 end
-return {admitted, members, redis.call('ZCARD', KEYS[2]), mine, redis.call('GET', KEYS[4]) or ''}
+local waiting = {}
+for i = 7, #KEYS do
+  waiting[#waiting + 1] = redis.call('LLEN', KEYS[i])
+end
+return {admitted, members, redis.call('ZCARD', KEYS[2]), mine, redis.call('GET', KEYS[4]) or '',
+        redis.call('ZRANGEBYSCORE', KEYS[5], now - tonumber(ARGV[2]), '+inf'), redis.call('HGETALL', KEYS[6]),
+        waiting}
 """
+
+
+def other_queues() -> list[str]:
+    """The queues of every task but the questions (the broker keeps each as a Redis list of that name)."""
+    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()}
+    return sorted((routed | {settings.CELERY_TASK_DEFAULT_QUEUE}) - {settings.ATHENA_REALTIME_QUEUE})
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _others(
+    *, now: float, workers: list[bytes], others: list[bytes], means: dict[Any, Any], waiting: dict[str, int]
+) -> tuple[tuple[float, ...], float]:
+    """What the other queues hold back: the seconds left of each task a process of a live realtime worker
+    runs (`others` members; a task past its expected end is counted as ending within OVERRUN_SECONDS), and the
+    mean task time of the longest queue that has tasks waiting (0.0 when none waits)."""
+    live = {_text(member).rsplit("|", 1)[0] for member in workers}
+    left: list[float] = []
+    for member in others:
+        try:
+            hostname, _pid, _queue, end = _text(member).rsplit("|", 3)
+            if hostname in live:
+                left.append(max(OVERRUN_SECONDS, float(end) - now))
+        except ValueError:
+            continue
+    mean_of = {_text(queue): _mean_seconds(mean, 0.0) for queue, mean in means.items()}
+    turns = [mean_of.get(queue) or OTHER_TASK_DEFAULT_SECONDS for queue, length in waiting.items() if length]
+    return tuple(left), max(turns, default=0.0)
 
 
 @dataclass(frozen=True)
@@ -249,10 +414,28 @@ def admission_try(*, question_id: str, user_id: int | None, user_cap: int = 0) -
 
     Returns the Admission. Raises RedisError when Redis is not reachable."""
     client = redis_client()
-    keys = [workers_key(), pending_key(), user_pending_key(user_id or 0), service_key()]
+    queues = other_queues()
+    keys = [
+        workers_key(),
+        pending_key(),
+        user_pending_key(user_id or 0),
+        service_key(),
+        others_key(),
+        other_means_key(),
+        *queues,
+    ]
     now = redis_now(client)
     args = [now, WORKER_TTL_SECONDS, settings.ATHENA_ANSWER_TIMEOUT_SECONDS, question_id, user_cap]
-    admitted, members, pending, mine, service_ms = client.register_script(_ADMIT_SCRIPT)(keys=keys, args=args)
+    admitted, members, pending, mine, service_ms, others, means, waiting = client.register_script(
+        _ADMIT_SCRIPT
+    )(keys=keys, args=args)
+    others_left, turn_seconds = _others(
+        now=now,
+        workers=members,
+        others=others,
+        means=dict(zip(means[::2], means[1::2], strict=True)),  # the script's HGETALL is a flat list
+        waiting=dict(zip(queues, waiting, strict=True)),
+    )
     return Admission(
         admitted=bool(admitted),
         in_flight=int(mine),
@@ -261,6 +444,8 @@ def admission_try(*, question_id: str, user_id: int | None, user_cap: int = 0) -
             processes=_processes(members),
             pending=int(pending),
             service_seconds=_service_seconds(service_ms),
+            others_left=others_left,
+            turn_seconds=turn_seconds,
         ),
     )
 
@@ -292,16 +477,26 @@ def queue_position(*, user_id: int) -> QueuePosition:
     pipe.zrangebyscore(user_pending_key(user_id), now - settings.ATHENA_ANSWER_TIMEOUT_SECONDS, "+inf")
     pipe.zrangebyscore(workers_key(), now - WORKER_TTL_SECONDS, "+inf")
     pipe.get(service_key())
-    mine, members, service_ms = pipe.execute()
+    pipe.zrangebyscore(others_key(), now - WORKER_TTL_SECONDS, "+inf")
+    pipe.hgetall(other_means_key())
+    queues = other_queues()
+    for queue in queues:
+        pipe.llen(queue)
+    mine, members, service_ms, others, means, *waiting = pipe.execute()
     ranks = [rank for rank in (client.zrank(pending_key(), member) for member in mine) if rank is not None]
     if not ranks:
         return QueuePosition(in_flight=0, ahead=None, expected_wait_seconds=None)
     ahead = min(ranks)
+    others_left, turn_seconds = _others(
+        now=now, workers=members, others=others, means=means, waiting=dict(zip(queues, waiting, strict=True))
+    )
     capacity = Capacity(
         workers=len(members),
         processes=_processes(members),
         pending=ahead + 1,
         service_seconds=_service_seconds(service_ms),
+        others_left=others_left,
+        turn_seconds=turn_seconds,
     )
     wait = capacity.expected_wait_seconds
     return QueuePosition(
@@ -334,11 +529,7 @@ def service_time_record(seconds: float) -> None:
     """Fold one answer's time in its worker process into the running mean used for the expected wait."""
     try:
         client = redis_client()
-        previous = client.get(service_key())
-        mean_ms = seconds * 1000
-        if previous is not None:
-            mean_ms = (1 - SERVICE_EWMA_WEIGHT) * float(previous) + SERVICE_EWMA_WEIGHT * mean_ms
-        client.set(service_key(), f"{mean_ms:.1f}", ex=3600)
+        client.set(service_key(), _mean_folded(client.get(service_key()), seconds), ex=3600)
     except RedisError:
         pass
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Task, shared_task
-from celery.signals import worker_init, worker_process_init, worker_shutdown
+from celery.signals import task_postrun, task_prerun, worker_init, worker_process_init, worker_shutdown
 
 _heartbeat: Any = None
+_other_leases: dict[str, Any] = {}  # task id -> OtherTaskLease, in a pool process
 
 
 # acks_late + reject_on_worker_lost: a pool process killed mid-answer gives the message back to the queue and
@@ -70,6 +71,34 @@ def _announce_realtime_worker(sender: Any, **_: Any) -> None:
 def _retire_realtime_worker(**_: Any) -> None:
     if _heartbeat is not None:
         _heartbeat.stop()
+
+
+@task_prerun.connect
+def _other_task_started(task_id: str, task: Task, **_: Any) -> None:
+    """A pool process starting a task of another queue (an embed batch, a parse) tells admission that it
+    cannot take a question before that task ends (agents/realtime.py, `others`)."""
+    from django.conf import settings
+
+    from agents.realtime import OtherTaskLease
+
+    queue = (task.request.delivery_info or {}).get("routing_key")
+    if (
+        task.request.is_eager
+        or not task.request.hostname
+        or not queue
+        or queue == settings.ATHENA_REALTIME_QUEUE
+    ):
+        return  # run in the calling process (eager), or a question
+    lease = OtherTaskLease(hostname=task.request.hostname, queue=queue)
+    lease.start()
+    _other_leases[task_id] = lease
+
+
+@task_postrun.connect
+def _other_task_ended(task_id: str, **_: Any) -> None:
+    lease = _other_leases.pop(task_id, None)
+    if lease is not None:
+        lease.end()
 
 
 @shared_task

@@ -21,7 +21,16 @@ pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
 @pytest.fixture()
 def clean_realtime_keys(redis_client):  # type: ignore[no-untyped-def]
-    keys = [realtime.workers_key(), realtime.pending_key(), realtime.service_key()]
+    # the broker's other queues too (the test database's Redis): a task left there by an earlier test would
+    # count as a turn that questions give those queues
+    keys = [
+        realtime.workers_key(),
+        realtime.pending_key(),
+        realtime.service_key(),
+        realtime.others_key(),
+        realtime.other_means_key(),
+        *realtime.other_queues(),
+    ]
     redis_client.delete(*keys)
     yield redis_client
     redis_client.delete(*keys)
@@ -48,6 +57,33 @@ def test_expected_wait_counts_the_questions_ahead_served_in_parallel():
     assert no_worker.expected_wait_seconds == float("inf")
 
 
+def test_expected_wait_counts_the_other_queues_tasks_running_and_the_turn_they_get():
+    def wait(pending: int, others: tuple[float, ...] = (), turn: float = 0.0) -> float:
+        return realtime.Capacity(
+            workers=1,
+            processes=2,
+            pending=pending,
+            service_seconds=1.0,
+            others_left=others,
+            turn_seconds=turn,
+        ).expected_wait_seconds
+
+    # both processes embedding: the first question starts when the sooner batch ends, the next one an answer
+    # later (before that process's batch ends, 5 s)
+    assert wait(1, (3.0, 5.0)) == 3.0
+    assert wait(2, (3.0, 5.0)) == 4.0
+    # one process embedding: the other takes a question at once, the second after half an answer
+    assert wait(1, (3.0,)) == 0.0
+    assert wait(2, (3.0,)) == 0.5
+    assert wait(4, (3.0,)) == 2.5
+    # a stale list longer than the processes counts the soonest ends only
+    assert wait(1, (9.0, 3.0, 5.0)) == 3.0
+    # tasks waiting in the other queues: one turn in every QUEUE_TURN_AFTER + 1 (8 s here: 1 s per question)
+    assert wait(5) == 1.5
+    assert wait(5, turn=8.0) == 2.5
+    assert wait(2, turn=8.0) == 0.0
+
+
 def test_a_question_that_would_wait_too_long_is_refused_at_once_with_retry_after(clean_realtime_keys):
     _busy(
         clean_realtime_keys, processes=2, waiting=12, service_ms=1500
@@ -68,6 +104,98 @@ def test_a_question_that_would_wait_too_long_is_refused_at_once_with_retry_after
     assert clean_realtime_keys.zcard(realtime.pending_key()) == 12  # the refused question is not waiting
     assert clean_realtime_keys.zcard(realtime.user_pending_key(user.pk)) == 0
     assert not Conversation.objects.filter(user=user).exists()  # nor did it leave an empty conversation
+
+
+def test_a_question_meeting_every_process_in_a_long_batch_is_refused_at_once(clean_realtime_keys):
+    """No question waits, but both processes of the one realtime worker run embed batches that end in 9 and 12 s:
+    a question would wait 9 s, past the 5 s bound. Before, admission saw free processes and admitted it, and
+    the asker waited for the batch. A batch on a worker that takes no questions (another host's ingest-only
+    worker) or of a process that stopped refreshing (killed) does not count."""
+    client = clean_realtime_keys
+    now = time.time()
+    _busy(client, processes=2, waiting=0, service_ms=1000)
+    client.zadd(
+        realtime.others_key(),
+        {
+            f"celery@busy|101|embed|{now + 9}": now,
+            f"celery@busy|102|embed|{now + 12}": now,
+            f"ingest@elsewhere|103|ingest|{now + 2}": now,
+            f"celery@busy|104|embed|{now + 1}": now - 60,
+        },
+    )
+    user = make_user("behind-batches", "employees")
+    started = time.monotonic()
+    with override_settings(ATHENA_REALTIME_VIA_CELERY=True, ATHENA_MAX_QUEUE_WAIT_SECONDS=5):
+        response = client_for(user).post("/api/v1/ask", {"question": "How do I restart BGP?"}, format="json")
+    assert time.monotonic() - started < 2
+    assert response.status_code == 503, response.content
+    body = response.json()["error"]
+    assert body["code"] == "overloaded"
+    assert body["details"]["ahead"] == 0
+    assert 8.0 <= body["details"]["expected_wait_seconds"] <= 9.0
+    assert 8 <= int(response["Retry-After"]) <= 9
+
+
+def test_tasks_waiting_in_the_other_queues_lengthen_the_wait_by_their_turn(clean_realtime_keys):
+    """Eleven questions ahead of the asker, two of them being answered, on two processes at 1 s each: 5 s. With
+    embed tasks of 8 s waiting, a worker gives them one turn in nine: 1 s more per answer, 9.5 s in all."""
+    client = clean_realtime_keys
+    _busy(client, processes=2, waiting=11, service_ms=1000)
+    assert realtime.capacity_read(adding="probe").expected_wait_seconds == 5.0
+    client.zrem(realtime.pending_key(), "probe")
+    client.hset(realtime.other_means_key(), "embed", "8000")
+    client.rpush("embed", "a task waiting")
+    capacity = realtime.capacity_read(adding="probe")
+    assert capacity.turn_seconds == 8.0
+    assert capacity.expected_wait_seconds == 9.5
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_real_workers_ingest_tasks_are_counted_while_they_run_and_timed(  # type: ignore[no-untyped-def]
+    tmp_path, celery_worker_process, clean_realtime_keys
+):
+    """The worker's own processes record each parse and embed task they run under the name of the worker that
+    beats for the realtime queue, take it back when it ends, and keep each queue's mean task time."""
+    import threading
+
+    from django.core.management import call_command
+
+    from tests.knowledge.conftest import write_docs
+
+    corpus = write_docs(
+        tmp_path / "kb",
+        {
+            f"relay-{i}.md": f"# Relay {i}\n\nRestart relay {i} with `relayctl restart {i}` after a drain.\n"
+            for i in range(3)
+        },
+    )
+    client = clean_realtime_keys
+    seen: set[str] = set()
+    heartbeats: set[str] = set()
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            seen.update(member.decode() for member in client.zrange(realtime.others_key(), 0, -1))
+            heartbeats.update(member.decode() for member in client.zrange(realtime.workers_key(), 0, -1))
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        call_command("ingest", str(corpus), "--wait")
+    finally:
+        done.set()
+        watcher.join(5)
+    hostnames = {member.rsplit("|", 1)[0] for member in heartbeats}
+    assert hostnames, "the worker never beat"
+    running = [member.rsplit("|", 3) for member in seen]
+    assert {queue for _, _, queue, _ in running} >= {"ingest", "embed"}, seen
+    assert {hostname for hostname, _, _, _ in running} <= hostnames, (seen, heartbeats)
+    assert client.zcard(realtime.others_key()) == 0  # each taken back when its task ended
+    means = {queue.decode(): float(ms) for queue, ms in client.hgetall(realtime.other_means_key()).items()}
+    assert set(means) >= {"ingest", "embed"} and all(ms > 0 for ms in means.values()), means
 
 
 def test_no_live_worker_gives_503_with_retry_after_after_the_grace_not_the_answer_timeout(
