@@ -154,7 +154,8 @@ def launcher_held(
     role: str, *, wait_for_bootstrap: float = 0.0, echo: Callable[[str], None] = print
 ) -> Iterator[None]:
     """Hold this var/ folder's launcher lock while `role` works: "bootstrap" for the whole of `manage.py
-    bootstrap`, "run" for as long as a foreground `stack run` runs. `make run` is the one and then the other, so
+    bootstrap`, "run" for as long as a foreground `stack run` runs, "restore" for the whole of `manage.py
+    restore`. `make run` is the one and then the other, so
     two `make run` started together used to pass the pid-file checks together: two bootstraps started the same
     servers and migrated at once, and two runners recorded themselves over each other. The lock is the kernel's
     (flock), so a holder that dies, however it dies, lets it go. A second holder is refused with a StackError;
@@ -184,6 +185,11 @@ def launcher_held(
                 holder, pid = _launcher_holder(path)
                 if holder == "run" and pid:
                     raise StackError(runner_refusal(pid)) from None
+                if holder == "restore":
+                    raise StackError(
+                        f"`manage.py restore` (pid {pid or 'unknown'}) is restoring a backup into this var/ "
+                        "folder; start the stack when it has finished"
+                    ) from None
                 if holder == "bootstrap" and time.monotonic() < deadline:
                     if not said:
                         echo(f"waiting for another `make run`'s bootstrap (pid {pid}) to end ...")

@@ -40,3 +40,18 @@ def test_a_link_planted_where_the_lock_was_kept_does_not_make_the_launcher_write
     ):
         pass
     assert victim.read_text() == "keep me\n"
+
+
+def test_a_restore_holds_off_a_make_run_and_says_why(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """While `manage.py restore` fills a fresh var/ folder, a `make run` (bootstrap, then the runner) would start
+    the servers, migrate and load the sample documents under it: both are refused, naming the restore."""
+    monkeypatch.setenv("ATHENA_VAR_DIR", str(tmp_path / "var"))
+    with launcher_held("restore", echo=lambda line: None):
+        for role in ("bootstrap", "run"):
+            with (
+                pytest.raises(StackError, match="is restoring a backup"),
+                launcher_held(role, echo=lambda line: None),
+            ):
+                pass
+    with launcher_held("bootstrap", echo=lambda line: None):  # and let go when it has finished
+        pass

@@ -12,6 +12,7 @@ restore under another audit key."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -245,8 +246,22 @@ def _backup_restore_and_check(old: Stack, new: Stack, backup: Path) -> None:
     assert other_key.returncode != 0 and "ATHENA_AUDIT_KEY" in other_key.stderr, other_key
     assert not (new.var / "media").exists()
 
+    # --- not while a `make run` is starting the new folder's stack (this test holds its launcher lock)
+    new.var.mkdir(parents=True, exist_ok=True)
+    lock = os.open(new.var / "launcher.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(lock, f"bootstrap {os.getpid()}".encode())
+        starting = new.manage("restore", str(backup), check=False)
+    finally:
+        os.close(lock)
+    assert starting.returncode != 0 and "is starting this stack" in starting.stderr, starting
+    assert not (new.var / "media").exists()
+
     # --- the restore into a fresh var/ folder, then the stack as `make run` starts it
     restored = new.manage("restore", str(backup))
+    checkpoint_file = new.var / "audit" / "checkpoints.jsonl"
+    assert stat.S_IMODE(checkpoint_file.stat().st_mode) == 0o600  # as the audit writes it
     assert "chain intact" in restored.stdout, restored.stdout
     over = new.manage("restore", str(backup), check=False)
     assert over.returncode != 0 and "not empty" in over.stderr, over  # never over a knowledge base

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.migrations.loader import MigrationLoader
 
 from athena.backup import BackupError, backup_read, restore_into_fresh, restore_refusals
+from athena.stack import StackError, launcher_held
 from audit.services import audit_key_mismatches, audit_record, audit_verify
 from knowledge.services import document_paths_relocate
 
@@ -29,7 +30,16 @@ class Command(BaseCommand):
         parser.add_argument("dir", help="a backup folder written by `manage.py backup`")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        source = Path(options["dir"])
+        # the launcher lock for the whole restore: a `make run` started meanwhile would start the servers,
+        # migrate the empty database and load the sample documents under the restore (the fresh-folder check
+        # passed before it began), and one already starting makes the folder not fresh
+        try:
+            with launcher_held("restore"):
+                self._restore(Path(options["dir"]))
+        except StackError as exc:
+            raise CommandError(str(exc)) from exc
+
+    def _restore(self, source: Path) -> None:
         try:
             manifest = backup_read(source)
             known = set(MigrationLoader(None, ignore_no_migrations=True).disk_migrations)
