@@ -384,7 +384,8 @@ def restore_into_fresh(
         if (source / CHECKPOINTS).is_file():
             checkpoints.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source / CHECKPOINTS, checkpoints)
-            checkpoints.chmod(0o600)  # as the audit writes it (audit.services): copyfile gave it the umask's mode
+            # as the audit writes it (audit.services): copyfile gave it the umask's mode
+            checkpoints.chmod(0o600)
         _run(
             [
                 *_pg_program("pg_restore"),
