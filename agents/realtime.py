@@ -37,6 +37,7 @@ import json
 import logging
 import math
 import os
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -297,9 +298,19 @@ class Capacity:
         answer time (plus, while other tasks wait, a share of the turn they get); the question starts when
         the questions queued ahead of it have started (a fluid model: with no other tasks, half an answer
         plus one answer per `processes` questions queued)."""
+        return self._wait(sorted(self.others_left)[: self.processes])
+
+    @property
+    def queue_wait_seconds(self) -> float:
+        """The part of the wait that the questions ahead make: the same model with every process answering.
+        Admission bounds this part only. Refusing a question does not shorten the other queues' task a process
+        is running (one embed batch, knowledge.tasks.EMBED_TASK_CHUNKS): the asker's retry would meet it all
+        the same, and during an ingest nearly every question was refused while the batches went on."""
+        return self._wait([])
+
+    def _wait(self, others: list[float]) -> float:
         if self.processes <= 0:
             return math.inf
-        others = sorted(self.others_left)[: self.processes]
         answering = self.processes - len(others)
         ahead = max(0, self.pending - 1)
         if ahead < answering:
@@ -383,7 +394,7 @@ def _others(
 ) -> tuple[tuple[float, ...], float]:
     """What the other queues hold back: the seconds left of each task a process of a live realtime worker
     runs (`others` members; a task past its expected end is counted as ending within OVERRUN_SECONDS), and the
-    mean task time of the longest queue that has tasks waiting (0.0 when none waits)."""
+    mean task time of the queues that have tasks waiting (0.0 when none waits)."""
     live = {_text(member).rsplit("|", 1)[0] for member in workers}
     left: list[float] = []
     for member in others:
@@ -395,7 +406,8 @@ def _others(
             continue
     mean_of = {_text(queue): _mean_seconds(mean, 0.0) for queue, mean in means.items()}
     turns = [mean_of.get(queue) or OTHER_TASK_DEFAULT_SECONDS for queue, length in waiting.items() if length]
-    return tuple(left), max(turns, default=0.0)
+    # the turns go round the queues that hold tasks (athena.queue_order)
+    return tuple(left), statistics.fmean(turns) if turns else 0.0
 
 
 @dataclass(frozen=True)

@@ -513,6 +513,50 @@ def test_a_waiting_question_shows_its_place_in_the_queue(
         beating.join(5)
 
 
+def test_a_question_behind_documents_being_indexed_says_so(
+    browser, web_server_queued, sample_site, shot
+) -> None:  # type: ignore[no-untyped-def]
+    """No question waits, but the one answering process is embedding a batch of documents that ends in about 20
+    s: alice's question is admitted (refusing it would not end the batch sooner) and the page says why it waits
+    and for how long, not nothing."""
+    import threading
+    import time
+
+    from agents import realtime
+
+    driver, (base, broker) = browser, web_server_queued
+    stop = threading.Event()
+    batch_ends = time.time() + 20
+
+    def heartbeat() -> (
+        None
+    ):  # a live realtime worker with one process running an embed task, as they write it
+        while not stop.is_set():
+            now = time.time()
+            broker.zadd(realtime.workers_key(), {"celery@busy|1": now})
+            broker.zadd(realtime.others_key(), {f"celery@busy|101|embed|{batch_ends}": now})
+            stop.wait(0.5)
+
+    beating = threading.Thread(target=heartbeat, daemon=True)
+    beating.start()
+    broker.set(realtime.service_key(), "1000")
+    try:
+        _clear_throttle("alice")
+        login(driver, base, "alice")
+        wait(driver, present("#question"))
+        one(driver, "#question").send_keys("How do I check NTP drift?")
+        one(driver, "#ask-submit").click()
+        wait(driver, lambda d: "being indexed" in one(d, "#progress-text").text, timeout=8)
+        text = one(driver, "#progress-text").text
+        assert text.startswith("Documents are being indexed; yours starts in about "), text
+        assert 10 <= int(text.rsplit(" ", 2)[1]) <= 20, text
+        shot("01-behind-indexing")
+    finally:
+        stop.set()
+        beating.join(5)
+        broker.delete(realtime.others_key())
+
+
 def test_a_table_in_a_cited_passage_reads_as_a_table(
     browser, web_server, sample_site, celery_worker_process, shot
 ) -> None:  # type: ignore[no-untyped-def]

@@ -98,14 +98,19 @@
   var progressTimer = null;
   var queueTimer = null;
   // "N questions ahead of yours, about S s": the caller's own place in the answering queue
-  // (GET /api/v1/ask/queue), polled while the ask is outstanding; empty when nothing waits ahead of it
+  // (GET /api/v1/ask/queue), polled while the ask is outstanding. With nothing ahead, a wait means every
+  // answering process is busy with documents being indexed (an embed or parse task), which it finishes first;
+  // empty when nothing holds the question back
   function queueText(position) {
-    if (!position || !position.ahead) { return ""; }
-    var text = position.ahead + (position.ahead === 1 ? " question" : " questions") + " ahead of yours";
-    if (position.expected_wait_seconds !== null && position.expected_wait_seconds !== undefined) {
-      text += ", about " + Math.max(1, Math.ceil(Number(position.expected_wait_seconds))) + " s";
+    if (!position) { return ""; }
+    var known = position.expected_wait_seconds !== null && position.expected_wait_seconds !== undefined;
+    var seconds = known ? Math.max(1, Math.ceil(Number(position.expected_wait_seconds))) : 0;
+    if (!position.ahead) {
+      return known && Number(position.expected_wait_seconds) >= 1 ?
+        "Documents are being indexed; yours starts in about " + seconds + " s" : "";
     }
-    return text;
+    var text = position.ahead + (position.ahead === 1 ? " question" : " questions") + " ahead of yours";
+    return known ? text + ", about " + seconds + " s" : text;
   }
   function setBusy(busy) {
     state.busy = busy;
