@@ -118,6 +118,18 @@ def abandon(question_id: str) -> None:
         pass
 
 
+def answer_collected(question_id: str, result: Any) -> None:
+    """The asker has the answer to `question_id`: its stored copy (`result`, the task's AsyncResult: the answer
+    with the passages it quotes and their titles) is deleted from the result backend, where it stayed for an
+    hour after anyone needed it, and the question is marked so that a copy of its message delivered later (one
+    republished while the first was still running) is not answered and stored again."""
+    abandon(question_id)
+    try:
+        result.forget()
+    except RedisError as exc:  # the result then expires with CELERY_RESULT_EXPIRES
+        logger.warning("the stored answer of %s was not deleted: %s", question_id, type(exc).__name__)
+
+
 # --- worker side ---------------------------------------------------------------------------------------------
 
 
@@ -580,10 +592,12 @@ def answer_wait(
     while True:
         try:
             value = pending.get(timeout=POLL_SECONDS, interval=0.05)
-            # None: a copy that found the question abandoned (only after this caller gave up) -- treat as late
-            return WaitOutcome(value, "" if value is not None else "timeout", republished)
         except ResultTimeout:
             pass
+        else:
+            answer_collected(question_id, pending)
+            # None: a copy that found the question abandoned (only after this caller gave up) -- treat as late
+            return WaitOutcome(value, "" if value is not None else "timeout", republished)
         now = time.monotonic()
         if now - started >= timeout:
             return WaitOutcome(None, "timeout", republished)

@@ -3,6 +3,7 @@ updates memory and writes the audit event. Web processes call this without impor
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from dataclasses import asdict
@@ -177,16 +178,21 @@ def passage_text_guard(text: str) -> str:
         return guard_quoted_text(text)[0]
     from celery.exceptions import TimeoutError as ResultTimeout
     from kombu.exceptions import OperationalError
+    from redis.exceptions import RedisError
 
     from agents.tasks import passage_guard_task
 
     try:
         pending = passage_guard_task.apply_async(args=[text], queue=settings.ATHENA_REALTIME_QUEUE)
-        return str(pending.get(timeout=settings.ATHENA_ANSWER_TIMEOUT_SECONDS))
+        guarded = str(pending.get(timeout=settings.ATHENA_ANSWER_TIMEOUT_SECONDS))
     except (ResultTimeout, OperationalError):
         raise Unavailable(
             "the passage could not be screened: the answering service did not respond"
         ) from None
+    # the passage's text is read once: it does not stay in the result backend for CELERY_RESULT_EXPIRES
+    with contextlib.suppress(RedisError):
+        pending.forget()
+    return guarded
 
 
 def _withheld_question_record(

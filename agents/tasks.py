@@ -28,7 +28,7 @@ def answer_task(
 
     received = time.perf_counter()
     question_id = str(self.request.id)
-    if abandoned(question_id):  # the asker already got 503: nobody reads this answer
+    if abandoned(question_id):  # the asker already got the answer, or 503: nobody reads this one
         return None
     stored = self.AsyncResult(question_id)
     if stored.state == "SUCCESS":  # a second copy of a question already answered (see agents/realtime.py)

@@ -355,7 +355,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    # the worker's "Task ... succeeded" lines without the task's return value (an answer, a passage's text)
+    "filters": {"task_values": {"()": "athena.logfilters.TaskValuesFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {"celery.app.trace": {"filters": ["task_values"]}},
     "root": {
         "handlers": ["console"],
         "level": env.choice("ATHENA_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR")),
