@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import os
 import re
 import shutil
@@ -79,7 +80,9 @@ def logs_trim(*, limit: int = LOG_MAX_BYTES) -> list[str]:
         try:
             if log.stat().st_size <= limit:
                 continue
-            shutil.copyfile(log, log.with_name(log.name + ".1"))
+            previous = log.with_name(log.name + ".1")
+            shutil.copyfile(log, previous)
+            previous.chmod(0o600)  # as private as the log it copies
             os.truncate(log, 0)
         except OSError:
             continue  # a full disk, say: the next round tries again
@@ -339,7 +342,8 @@ def _ensure_pg_user_and_permissions() -> None:
     for path in (_pg_data(), pg_socket_dir()):
         os.chown(path, entry.pw_uid, entry.pw_gid)
     log = _log_dir() / "postgres.log"
-    log.touch(exist_ok=True)
+    log.touch(mode=0o600, exist_ok=True)
+    log.chmod(0o600)  # statements that failed are logged with their values
     os.chown(log, entry.pw_uid, entry.pw_gid)
 
 
@@ -597,8 +601,22 @@ class Service:
     port: int | None = None  # the 127.0.0.1 port it listens on, which must be free before it starts
 
 
+# A component's log and the files it makes (Redis's append-only file: conversation memory, queued tasks) hold
+# questions, answers and document names: they are the services' account's alone, as the private uploads are.
+# With the usual umask (022) each was readable by every local account of the host.
+PRIVATE_UMASK = 0o077
+
+
+def _private_log(path: Path) -> io.BufferedWriter:
+    """`path` opened to append, created 0600, and made 0600 if an earlier release left it readable to others."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with contextlib.suppress(OSError):  # a log another account owns (postgres.log) keeps the mode it has
+        os.fchmod(descriptor, 0o600)
+    return open(descriptor, "ab")
+
+
 def _spawn(service: Service, env: dict[str, str]) -> int:
-    log = open(_log_dir() / f"{service.name}.log", "ab")  # noqa: SIM115 - handed to the child
+    log = _private_log(_log_dir() / f"{service.name}.log")
     proc = subprocess.Popen(
         service.argv,
         cwd=BASE_DIR,
@@ -607,6 +625,7 @@ def _spawn(service: Service, env: dict[str, str]) -> int:
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         start_new_session=True,  # own process group: Ctrl-C in the terminal reaches only the launcher
+        umask=PRIVATE_UMASK,  # what the component creates is its account's alone
     )
     log.close()
     _pidfile(service.name).write_text(str(proc.pid))
@@ -657,6 +676,8 @@ class Stack:
         redis_port = self.settings.EMBEDDED_REDIS_PORT
         redis_dir = var_dir() / "redis"
         redis_dir.mkdir(parents=True, exist_ok=True)
+        # its append-only file holds conversation memory and queued tasks (one left 0644 by an earlier release too)
+        redis_dir.chmod(0o700)
         celery = [_python(), "-m", "celery", "-A", "athena"]
         return {
             "redis": Service(

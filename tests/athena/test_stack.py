@@ -292,3 +292,28 @@ def test_a_port_held_by_another_process_is_named_instead_of_a_start_that_never_h
     assert f"redis: 127.0.0.1:{port} is already in use by another process" in up.stderr, up.stderr
     assert "redis: started" not in up.stdout
     assert "redis" not in _pids(Path(stack_env["ATHENA_VAR_DIR"]))
+
+
+def test_the_logs_and_redis_files_are_the_services_account_s_alone(stack_env):
+    """The components' logs (the worker's named documents and held answers, gunicorn's every request) and
+    Redis's append-only file (conversation memory: questions and answers) were 0644 in 0755 folders: readable
+    by every local account of the host. A log an earlier release left 0644 is narrowed too."""
+    var = Path(stack_env["ATHENA_VAR_DIR"])
+    (var / "log").mkdir(parents=True, exist_ok=True)
+    earlier = var / "log" / "worker.log"
+    earlier.write_bytes(b"a line of an earlier run\n")
+    earlier.chmod(0o644)
+    up = _stack(stack_env, "up", "--only=postgres,redis,worker")
+    try:
+        assert up.returncode == 0, up.stderr
+        deadline = time.monotonic() + 30
+        while not list((var / "redis").rglob("*.aof")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        files = [*(var / "log").iterdir(), *(var / "redis").rglob("*")]
+        assert {"worker.log", "redis.log", "postgres.log"} <= {f.name for f in files}
+        assert [f for f in files if f.suffix == ".aof"], files
+        readable = {str(f): oct(stat.S_IMODE(f.stat().st_mode)) for f in files if f.stat().st_mode & 0o044}
+        assert not readable, readable
+        assert stat.S_IMODE((var / "redis").stat().st_mode) & 0o077 == 0
+    finally:
+        _stack(stack_env, "down", "--only=postgres,redis,worker")
