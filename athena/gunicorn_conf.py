@@ -22,3 +22,7 @@ timeout = _answer_timeout + 30
 graceful_timeout = 30
 keepalive = 5
 accesslog = "-"
+# gunicorn's default line, less the query string and the Referer: a compliance search (`/compliance/?text=...`,
+# the words of the questions searched for; `document=` a restricted document's source), a document lookup
+# (`?source=`) or a sign-in's `?next=` would be written to a log that operators read, not only compliance staff
+access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
