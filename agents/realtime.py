@@ -310,17 +310,19 @@ class Capacity:
         answer time (plus, while other tasks wait, a share of the turn they get); the question starts when
         the questions queued ahead of it have started (a fluid model: with no other tasks, half an answer
         plus one answer per `processes` questions queued)."""
-        return self._wait(sorted(self.others_left)[: self.processes])
+        return self._wait(sorted(self.others_left)[: self.processes], turn_seconds=self.turn_seconds)
 
     @property
     def queue_wait_seconds(self) -> float:
-        """The part of the wait that the questions ahead make: the same model with every process answering.
-        Admission bounds this part only. Refusing a question does not shorten the other queues' task a process
-        is running (one embed batch, knowledge.tasks.EMBED_TASK_CHUNKS): the asker's retry would meet it all
-        the same, and during an ingest nearly every question was refused while the batches went on."""
-        return self._wait([])
+        """The part of the wait that the questions ahead make at the recent mean answer time, every process
+        answering: what admission bounds. The rest is what sharing a worker with the ingest costs -- the task a
+        process runs when the question arrives (one embed batch at most, knowledge.tasks.EMBED_TASK_CHUNKS) and
+        the turns the ingest queues get -- and refusing the question shortens neither: bounding the whole wait
+        refused a third of the questions of ten askers during an ingest and answered fewer per second
+        (tests/benchmarks/README.md, forty-third session)."""
+        return self._wait([], turn_seconds=0.0)
 
-    def _wait(self, others: list[float]) -> float:
+    def _wait(self, others: list[float], *, turn_seconds: float) -> float:
         if self.processes <= 0:
             return math.inf
         answering = self.processes - len(others)
@@ -329,7 +331,7 @@ class Capacity:
             return 0.0
         from athena.queue_order import QUEUE_TURN_AFTER
 
-        per_question = self.service_seconds + self.turn_seconds / QUEUE_TURN_AFTER
+        per_question = self.service_seconds + turn_seconds / QUEUE_TURN_AFTER
         free_at = sorted([*others, *[self.service_seconds / 2] * answering])
         return _all_started(free_at, (ahead - answering) * per_question)
 

@@ -312,7 +312,8 @@ def _admit(user: Any, question_id: str, logged_filters: dict[str, Any]) -> None:
             },
             retry_after=retry_after,
         )
-    # the bound is on the wait that the questions ahead make; the reply says the whole expected wait
+    # the bound is on the wait that the questions ahead make (Capacity.queue_wait_seconds); the reply says the
+    # whole expected wait
     if bound and capacity.processes and capacity.queue_wait_seconds > bound:
         realtime.pending_remove(question_id, user.pk)
         _unavailable_record(user, None, question_id=question_id, filters=logged_filters, reason="overloaded")

@@ -82,6 +82,11 @@ def test_expected_wait_counts_the_other_queues_tasks_running_and_the_turn_they_g
     assert wait(5) == 1.5
     assert wait(5, turn=8.0) == 2.5
     assert wait(2, turn=8.0) == 0.0
+    # admission's part: the questions ahead at the mean answer time, as if every process answered
+    crowded = realtime.Capacity(
+        workers=1, processes=2, pending=5, service_seconds=1.0, others_left=(3.0, 5.0), turn_seconds=8.0
+    )
+    assert crowded.queue_wait_seconds == 1.5 and crowded.expected_wait_seconds == 8.0
 
 
 def test_a_question_that_would_wait_too_long_is_refused_at_once_with_retry_after(clean_realtime_keys):
@@ -153,7 +158,8 @@ def test_a_crowded_queue_behind_batches_is_refused_with_the_whole_wait(clean_rea
 
 def test_tasks_waiting_in_the_other_queues_lengthen_the_wait_by_their_turn(clean_realtime_keys):
     """Eleven questions ahead of the asker, two of them being answered, on two processes at 1 s each: 5 s. With
-    embed tasks of 8 s waiting, a worker gives them one turn in nine: 1 s more per answer, 9.5 s in all."""
+    embed tasks of 8 s waiting, a worker gives them one turn in nine: 1 s more per answer, 9.5 s in all, which
+    the asker is told; admission still bounds the 5 s that the questions ahead make."""
     client = clean_realtime_keys
     _busy(client, processes=2, waiting=11, service_ms=1000)
     assert realtime.capacity_read(adding="probe").expected_wait_seconds == 5.0
@@ -163,6 +169,7 @@ def test_tasks_waiting_in_the_other_queues_lengthen_the_wait_by_their_turn(clean
     capacity = realtime.capacity_read(adding="probe")
     assert capacity.turn_seconds == 8.0
     assert capacity.expected_wait_seconds == 9.5
+    assert capacity.queue_wait_seconds == 5.0
 
 
 @pytest.mark.slow
