@@ -421,7 +421,10 @@ def pg_start(port: int) -> str:
     # PostgreSQL or of the machine, so WAL is flushed at each commit (synchronous_commit) and really reaches
     # the disk (fsync, full_page_writes); stated explicitly so that no inherited configuration turns them off.
     options = (
-        f"-k {pg_socket_dir()} -p {port} -c listen_addresses='' -c max_connections=100 "
+        # the socket trusts whoever connects (initdb --auth=trust), so only the stack's account may: at the
+        # default 0777 any local account was the cluster's superuser, reading every restricted document
+        f"-k {pg_socket_dir()} -c unix_socket_permissions=0700 -p {port} -c listen_addresses='' "
+        "-c max_connections=100 "
         f"-c shared_buffers={pg_shared_buffers()} -c maintenance_work_mem=256MB -c work_mem=16MB "
         # autoprewarm: the pool's page list is saved every 5 minutes and at shutdown, and read back in the
         # background after a start, so a restarted server does not answer its first questions from disk

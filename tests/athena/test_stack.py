@@ -317,3 +317,27 @@ def test_the_logs_and_redis_files_are_the_services_account_s_alone(stack_env):
         assert stat.S_IMODE((var / "redis").stat().st_mode) & 0o077 == 0
     finally:
         _stack(stack_env, "down", "--only=postgres,redis,worker")
+
+
+def test_only_the_stack_s_account_may_connect_to_the_embedded_postgresql(stack_env):
+    """The embedded server trusts its unix socket (no password), and the socket was 0777: any local account
+    connected as the cluster's superuser and read every restricted document, password hash and API token."""
+    from athena.stack import psql_command
+
+    var = Path(stack_env["ATHENA_VAR_DIR"])
+    up = _stack(stack_env, "up", "--only=postgres")
+    try:
+        assert up.returncode == 0, up.stderr
+        port = int(stack_env["ATHENA_PG_PORT"])
+        socket_file = var / "run" / f".s.PGSQL.{port}"
+        assert stat.S_IMODE(socket_file.stat().st_mode) & 0o077 == 0, oct(socket_file.stat().st_mode)
+        where = ["-h", str(var / "run"), "-p", str(port), "-U", "postgres", "-d", "postgres"]
+        query = [psql_command(port)[0], *where, "-Atc", "SELECT 1"]
+        # the stack's account still may
+        mine = subprocess.run(query, capture_output=True, text=True, timeout=30)
+        assert mine.returncode == 0 and mine.stdout.strip() == "1", mine.stderr
+        if os.geteuid() == 0:  # another account of the host, as root can play one
+            other = subprocess.run(query, capture_output=True, text=True, timeout=30, user="nobody")
+            assert other.returncode != 0 and "Permission denied" in other.stderr, other.stdout + other.stderr
+    finally:
+        _stack(stack_env, "down", "--only=postgres")
