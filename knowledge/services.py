@@ -540,7 +540,8 @@ def document_record_failure(
         ),
     )
     if created:
-        document.allowed_groups.set(_groups(options.acl_groups))
+        with transaction.atomic():  # the groups are held (FOR NO KEY UPDATE) until their rows are written
+            document.allowed_groups.set(_groups(options.acl_groups))
 
 
 def database_now() -> datetime:

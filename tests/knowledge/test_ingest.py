@@ -592,3 +592,23 @@ def test_documents_an_older_analyser_indexed_are_indexed_again_without_a_folder_
     assert Document.objects.get(source="pump.md").version == before["pump.md"]  # current: left alone
     assert documents_reindex_stale_task() == 0
     assert Chunk.objects.filter(document=relay).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_document_of_a_folder_with_groups_is_recorded_with_its_groups(tmp_path):
+    """A document that fails in a folder ingested with --acl-group is marked failed with the folder's groups;
+    recording them held the groups FOR NO KEY UPDATE outside a transaction, which Django refuses: the batch's
+    task crashed, and the run was left stranded (`ingest --wait` gave up on it as lost)."""
+    root = tmp_path / "restricted"
+    root.mkdir()
+    (root / "corrupt.pdf").write_bytes(b"%PDF-1.4\nthis is not really a pdf\n%%EOF")
+    (root / "fine.md").write_text("# Fine\n\nThis document is fine and mentions OSPF.\n")
+    summary = files_ingest(
+        root=str(root),
+        files=[(p.name, str(p)) for p in sorted(root.iterdir())],
+        options=IngestOptions(acl_groups=("noc-admins",), access_tier="restricted"),
+    )
+    assert summary.errors.keys() == {"corrupt.pdf"} and summary.new == 1, summary
+    failed = Document.objects.get(source="corrupt.pdf")
+    assert failed.status == "failed" and failed.access_tier == "restricted"
+    assert list(failed.allowed_groups.values_list("name", flat=True)) == ["noc-admins"]
