@@ -453,8 +453,24 @@ class DocumentLinkAdmin(ReadOnlyAdmin):
 
 @admin.register(IngestRun)
 class IngestRunAdmin(admin.ModelAdmin):
+    """Runs are shown, not edited. A run's counts name each file that failed by its source id, with the error;
+    a kb-admin may not read every document (a restricted folder's), and the admin names no document its reader
+    cannot read: the run shows how many failed, and each failure is on its document's page, which only those
+    who may read the document are shown."""
+
     formfield_overrides = JSON_FORM_FIELDS
-    list_display = ("id", "root", "status", "started_at", "finished_at", "total", "counts")
+    list_display = ("id", "root", "status", "started_at", "finished_at", "total", "counts_shown")
+    fields = ("root", "status", "started_at", "finished_at", "total", "counts_shown", "options")
+    readonly_fields = fields
+
+    @admin.display(description="counts")
+    def counts_shown(self, obj: IngestRun) -> dict[str, Any]:
+        counts = dict(obj.counts or {})
+        counts["errors"] = len(counts.get("errors") or {})
+        return counts
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a run is made by an ingest, never by hand
 
 
 class LockingGroupAdmin(GroupAdmin):

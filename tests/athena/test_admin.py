@@ -189,3 +189,27 @@ def test_a_bounded_count_is_not_offered_as_the_number_an_action_would_select(bos
     monkeypatch.setattr(BoundedCountPaginator, "count_limit", 100)  # within the limit: the exact count
     page = _changelist(client, "/admin/agents/feedback/")[2]
     assert "Select all 12 feedbacks" in page and "All 12 selected" in page
+
+
+def test_an_ingest_run_names_no_failed_document_only_how_many(boss) -> None:  # type: ignore[no-untyped-def]
+    """A run's counts name each failed file by its source, with its error: a restricted folder's failures were
+    listed to every kb-admin, whatever the documents' groups. The run now shows how many failed; each error is on
+    its document's page, which lists only documents the admin may read."""
+    from knowledge.models import IngestRun
+
+    canary = "restricted/CANARY-4d2e-merger-plan.pdf"
+    run = IngestRun.objects.create(
+        root="/srv/kb/restricted",
+        status="finished",
+        total=2,
+        counts={"new": 1, "failed": 1, "errors": {canary: f"corrupt: {canary}: damaged PDF"}},
+        options={"acl_groups": ["x"], "access_tier": "restricted"},
+    )
+    client = Client()
+    client.force_login(boss)
+    for url in ("/admin/knowledge/ingestrun/", f"/admin/knowledge/ingestrun/{run.pk}/change/"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        page = response.content.decode()
+        assert "CANARY-4d2e" not in page, url
+        assert "&#x27;failed&#x27;: 1" in page or "'failed': 1" in page, url
