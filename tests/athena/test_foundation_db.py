@@ -50,3 +50,42 @@ def test_acl_groups_on_documents():
     doc = Document.objects.create(source="a.md", access_tier="restricted")
     doc.allowed_groups.add(admins)
     assert list(Document.objects.filter(allowed_groups__name="noc-admins")) == [doc]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_adduser_reads_a_password_from_standard_input_not_the_command_line():
+    """`--password P` puts the password in the command line, which every local account reads in the process
+    list (and the shell keeps in its history); `--password -` takes it from standard input instead."""
+    import os
+    import subprocess
+    import sys
+
+    from django.conf import settings
+    from django.contrib.auth.models import User
+
+    from tests.launcher import ROOT
+
+    env = {**os.environ, "ATHENA_DB_NAME": settings.DATABASES["default"]["NAME"]}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "adduser", "erin", "--group", "employees", "--password", "-"],
+        input="a-long-passphrase-from-stdin\n",
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    user = User.objects.get(username="erin")
+    assert user.check_password("a-long-passphrase-from-stdin") and not user.check_password("-")
+    empty = subprocess.run(
+        [sys.executable, "manage.py", "adduser", "erin", "--password", "-"],
+        input="",
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert empty.returncode != 0 and "no password" in empty.stderr, empty.stderr
+    assert User.objects.get(username="erin").check_password("a-long-passphrase-from-stdin")

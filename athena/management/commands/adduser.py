@@ -1,7 +1,8 @@
-"""`python manage.py adduser NAME [--group G ...] [--password P] [--staff]` — non-interactive user creation."""
+"""`python manage.py adduser NAME [--group G ...] [--password P|-] [--staff]` — non-interactive user creation."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -11,6 +12,7 @@ from athena.services import user_create_or_update
 
 
 class Command(BaseCommand):
+    stealth_options = ("stdin",)  # call_command(..., stdin=stream) for `--password -`
     help = (
         "Create a user non-interactively and put them in the given groups; for an existing user, add the groups "
         "(never removed here) and set what is given (password, email, --staff; staff is never taken away here: "
@@ -26,16 +28,26 @@ class Command(BaseCommand):
             dest="groups",
             help="Django auth group (created if missing); repeatable",
         )
-        parser.add_argument("--password", default=None, help="password (default: unusable; token/API only)")
+        parser.add_argument(
+            "--password",
+            default=None,
+            help="password (default: unusable; token/API only); `-` reads it from the first line of standard "
+            "input, so that it is not on the command line, which every local account sees in the process list",
+        )
         parser.add_argument("--email", default="", help="e-mail address (set when given)")
         parser.add_argument("--staff", action="store_true", help="may log into Django admin")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        password = options["password"]
+        if password == "-":
+            password = (options.get("stdin") or sys.stdin).readline().rstrip("\r\n")
+            if not password:
+                raise CommandError("--password -: no password on the first line of standard input")
         try:
             user, created = user_create_or_update(
                 username=options["name"],
                 groups=options["groups"],
-                password=options["password"],
+                password=password,
                 email=options["email"],
                 staff=options["staff"],
             )
