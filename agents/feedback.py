@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from agents.memory import memory_drop
 from agents.models import Answer, Conversation, CurationItem, Feedback
 from agents.selectors import answer_get_for_user, conversation_get
 from athena.errors import Conflict, NotFound, ValidationFailed
@@ -90,6 +91,8 @@ def conversation_delete(*, user: Any, conversation_id: UUID | str) -> None:
     conversation = conversation_get(user=user, conversation_id=conversation_id)
     conversation.deleted = True
     conversation.save(update_fields=["deleted", "updated_at"])
+    # its questions and answers leave Redis too (they stayed for ATHENA_MEMORY_TTL_SECONDS)
+    transaction.on_commit(lambda: memory_drop(str(conversation.pk)))
 
 
 @transaction.atomic

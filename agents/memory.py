@@ -67,6 +67,15 @@ def memory_forget(conversation_id: str, turn: Turn) -> None:
         logger.warning("conversation memory not taken back (%s): %s", conversation_id, type(exc).__name__)
 
 
+def memory_drop(conversation_id: str) -> None:
+    """Forget a conversation's turns (its questions and answers): a deleted conversation is never continued,
+    and its memory would otherwise stay in Redis until the TTL. Logged, not raised, as memory_append."""
+    try:
+        redis_client().delete(_key(conversation_id))
+    except RedisError as exc:
+        logger.warning("conversation memory not dropped (%s): %s", conversation_id, type(exc).__name__)
+
+
 def rewrite_follow_up(
     question: str, history: list[Turn], *, max_chars: int = 1000
 ) -> tuple[str, dict[str, Any]]:

@@ -81,3 +81,24 @@ def test_an_answer_and_a_guarded_passage_do_not_stay_in_the_result_backend(  # t
     assert not kept, kept
     # a copy of the message delivered later (republished while the first ran) is not answered and stored again
     assert realtime.abandoned(question_id)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deleted_conversation_leaves_no_turns_in_redis(redis_client) -> None:  # type: ignore[no-untyped-def]
+    """Conversation memory (each turn's question and answer) stayed in Redis for its whole TTL after its owner
+    deleted the conversation, which is never continued."""
+    from agents.memory import Turn, memory_append, memory_load
+    from agents.models import Conversation
+    from tests.api import make_user
+
+    owner = make_user("forgetful", "employees")
+    conversation = Conversation.objects.create(user=owner, title="quartzline keepalive")
+    kept = Conversation.objects.create(user=owner, title="another")
+    for talk in (conversation, kept):
+        memory_append(str(talk.pk), Turn(QUESTION, QUESTION, f"A {PHRASE} [1].", "parameter_lookup", [1]))
+    assert memory_load(str(conversation.pk))
+    response = client_for(owner).delete(f"/api/v1/conversations/{conversation.pk}")
+    assert response.status_code == 204, response.content
+    assert memory_load(str(conversation.pk)) == []
+    assert not redis_client.exists(f"athena:memory:{conversation.pk}")
+    assert memory_load(str(kept.pk))  # the owner's other conversations keep theirs
