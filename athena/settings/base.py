@@ -7,7 +7,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from athena.env import EnvError, database_from_url, env
-from athena.paths import BASE_DIR, pg_socket_dir, var_dir
+from athena.paths import BASE_DIR, embedded_redis_password, pg_socket_dir, var_dir
 
 DEBUG = env.bool("ATHENA_DEBUG", False)
 SECRET_KEY = env.str("ATHENA_SECRET_KEY", "athena-local-development-key-change-me-in-production-0123456789")
@@ -113,7 +113,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- redis / celery -------------------------------------------------------------------------------------
 REDIS_URL_EXTERNAL = env.url("REDIS_URL", schemes=("redis", "rediss", "unix"))
 EMBEDDED_REDIS_PORT = env.int("ATHENA_REDIS_PORT", 6390, minimum=1, maximum=65535)
-REDIS_URL = REDIS_URL_EXTERNAL or f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0"
+# the embedded Redis asks for a password (athena.paths.embedded_redis_password) that only the stack's account reads
+REDIS_URL = REDIS_URL_EXTERNAL or f"redis://:{embedded_redis_password()}@127.0.0.1:{EMBEDDED_REDIS_PORT}/0"
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_SERIALIZER = "json"

@@ -341,3 +341,50 @@ def test_only_the_stack_s_account_may_connect_to_the_embedded_postgresql(stack_e
             assert other.returncode != 0 and "Permission denied" in other.stderr, other.stdout + other.stderr
     finally:
         _stack(stack_env, "down", "--only=postgres")
+
+
+def test_the_embedded_redis_takes_only_the_stack_s_password_and_one_left_without_it_is_restarted(stack_env):
+    """The embedded Redis listened on 127.0.0.1 with no password: any local account read conversation memory
+    and queued tasks there, and could queue tasks of its own (an ingest of any folder under any groups). It now
+    asks for a password that only the stack's account reads, given in a file, not on its command line, which
+    `ps` shows to everyone. A Redis an earlier release started without it is restarted with it."""
+    import redis
+
+    from athena.stack import redis_binary
+
+    var = Path(stack_env["ATHENA_VAR_DIR"])
+    port = int(stack_env["ATHENA_REDIS_PORT"])
+    # an earlier release's Redis, without a password, recorded as the stack's
+    (var / "run").mkdir(parents=True, exist_ok=True)
+    earlier = subprocess.Popen(
+        [redis_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                redis.Redis(port=port, socket_timeout=1).ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.2)
+        (var / "run" / "redis.pid").write_text(str(earlier.pid))
+        up = _stack(stack_env, "up", "--only=redis")
+        assert up.returncode == 0, up.stderr
+        assert "without this stack's password; restarting it" in up.stdout, up.stdout
+        assert earlier.wait(timeout=30) is not None  # the earlier one was stopped
+        password = (var / "redis" / "password").read_text().strip()
+        assert len(password) >= 32
+        assert stat.S_IMODE((var / "redis" / "password").stat().st_mode) == 0o600
+        with pytest.raises(redis.AuthenticationError):  # another account, which cannot read the file
+            redis.Redis(port=port, socket_timeout=5).get("anything")
+        assert redis.Redis(port=port, password=password, socket_timeout=5).ping()
+        server = psutil.Process(_pids(var)["redis"])
+        assert password not in " ".join(server.cmdline())
+        again = _stack(stack_env, "up", "--only=redis")  # and with it, it is left running
+        assert "redis: already running" in again.stdout, again.stdout
+    finally:
+        if earlier.poll() is None:
+            earlier.kill()
+        _stack(stack_env, "down", "--only=redis")

@@ -84,7 +84,12 @@ class FaultStack:
     def redis(self) -> Any:
         import redis
 
-        return redis.Redis(host="127.0.0.1", port=int(self.env["ATHENA_REDIS_PORT"]), socket_timeout=5)
+        password = (
+            (self.var / "redis" / "password").read_text().strip()
+        )  # athena.paths.embedded_redis_password
+        return redis.Redis(
+            host="127.0.0.1", port=int(self.env["ATHENA_REDIS_PORT"]), password=password, socket_timeout=5
+        )
 
     def sql(self, query: str, *params: Any) -> list[tuple]:
         import psycopg
