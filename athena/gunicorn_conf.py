@@ -19,7 +19,11 @@ threads = env.int("ATHENA_WEB_THREADS", 16, minimum=1)
 # above the longest answer wait plus the time to audit and respond: gunicorn must never kill a worker whose
 # thread is still waiting for an answer that the service will give
 timeout = _answer_timeout + 30
-graceful_timeout = 30
+# on SIGTERM (a stop) a worker stops taking requests, and the master SIGKILLs it after this long: as long as a
+# request may wait for its answer, or a question asked just before a deploy (30 s before) was cut off with no
+# response and no audit event (the web process audits the answer when it arrives). Every stop budget in deploy/
+# (TimeoutStopSec, terminationGracePeriodSeconds, stop_grace_period) and `stack down`'s is above it
+graceful_timeout = timeout
 keepalive = 5
 accesslog = "-"
 # gunicorn's default line, less the query string and the Referer: a compliance search (`/compliance/?text=...`,

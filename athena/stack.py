@@ -265,19 +265,41 @@ def _is_component(name: str, pid: int | None) -> bool:
     return all(word in command for word in _COMMAND_WORDS[name])
 
 
-def _kill_tree(pid: int, *, timeout: float = 15.0) -> None:
-    """SIGTERM a process and all its descendants, then SIGKILL whatever is left after `timeout`."""
+# How long `down` lets a component finish what it is doing after SIGTERM before it SIGKILLs what is left: a
+# worker finishes its running tasks (Celery's warm shutdown; the systemd unit's TimeoutStopSec), the web server
+# lets a request that waits for its answer end (gunicorn's graceful_timeout, athena/gunicorn_conf.py)
+_STOP_SECONDS_DEFAULT = 15.0
+WORKER_STOP_SECONDS = 300.0
+
+
+def stop_seconds(name: str) -> float:
+    """How long `down` waits for component `name` to end after SIGTERM before it SIGKILLs what is left."""
+    if name == "worker":
+        return WORKER_STOP_SECONDS
+    if name == "web":
+        from athena import gunicorn_conf
+
+        return float(gunicorn_conf.graceful_timeout) + 10.0
+    return _STOP_SECONDS_DEFAULT
+
+
+def _kill_tree(pid: int, *, timeout: float = _STOP_SECONDS_DEFAULT) -> None:
+    """SIGTERM a component's main process, then SIGKILL it and all its descendants left after `timeout`.
+
+    Only the main process is sent SIGTERM (as systemd's KillMode=mixed does): it stops its children itself, in
+    order. Celery's pool processes die at once on SIGTERM, so signalling them too killed the task each was
+    running, where the worker's warm shutdown lets it finish: a question being answered got 503, and an ingest
+    batch was taken for one that crashes its worker (knowledge.tasks.CRASH_LIMIT)."""
     try:
         root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+        root.send_signal(signal.SIGTERM)
     except psutil.NoSuchProcess:
         return
-    procs = [root, *root.children(recursive=True)]
-    for proc in procs:
-        try:
-            proc.send_signal(signal.SIGTERM)
-        except psutil.NoSuchProcess:
-            pass
     _, alive = psutil.wait_procs(procs, timeout=timeout)
+    with contextlib.suppress(psutil.NoSuchProcess):
+        # children started since (a pool process replaced during the shutdown) are stopped too
+        alive = [*alive, *(p for p in root.children(recursive=True) if p not in alive)]
     for proc in alive:
         try:
             proc.kill()
@@ -937,7 +959,7 @@ class Stack:
             pid = _read_pid(name)
             if _is_component(name, pid):
                 assert pid is not None
-                _kill_tree(pid)
+                _kill_tree(pid, timeout=stop_seconds(name))
                 echo(f"{name}: stopped")
             _pidfile(name).unlink(missing_ok=True)
 

@@ -197,3 +197,35 @@ def test_systemd_units_parse_and_name_their_command():
         unit.read_string(path.read_text())
         assert unit["Service"]["ExecStart"].startswith("/opt/athena/.venv/bin/"), path
         assert unit["Service"]["User"] == "athena"
+
+
+def _seconds(value: str | int) -> int:
+    text = str(value)
+    return int(text[:-1]) if text.endswith("s") else int(text)
+
+
+def test_the_web_servers_stop_outlasts_a_question_waiting_for_its_answer():
+    """gunicorn gives a request that waits for its answer time to end on SIGTERM and SIGHUP (graceful_timeout),
+    and every deployment waits for that before it sends SIGKILL: a question cut off by a deploy got no response
+    and left no audit event."""
+    from athena import gunicorn_conf
+    from athena.stack import stop_seconds
+
+    assert gunicorn_conf.graceful_timeout > settings.ATHENA_ANSWER_TIMEOUT_SECONDS
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.read_string((DEPLOY / "systemd" / "athena-web.service").read_text())
+    budgets = {
+        "systemd": _seconds(unit["Service"]["TimeoutStopSec"]),
+        "compose": _seconds(
+            yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]["web"]["stop_grace_period"]
+        ),
+        "k8s": _named("Deployment")["athena-web"]["spec"]["template"]["spec"][
+            "terminationGracePeriodSeconds"
+        ],
+        "stack down": stop_seconds("web"),
+    }
+    for where, seconds in budgets.items():
+        assert seconds > gunicorn_conf.graceful_timeout, (where, seconds)
+    assert (
+        unit["Service"]["KillMode"] == "mixed"
+    )  # SIGTERM to gunicorn's master only, which stops its workers

@@ -1,0 +1,195 @@
+"""A worker stopped on purpose (`manage.py stack down`, as an operator does before an upgrade) while it runs a
+task: the task finishes within the stop (Celery's warm shutdown), the question is answered and audited once,
+and the ingest batch is indexed and counted once.
+
+The pool process running the task is paused (SIGSTOP) once it has begun, so that the stop certainly arrives
+mid-task whatever the machine's speed, and resumed once the worker's main process has begun its shutdown."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.faults.conftest import DB_NAME, ROOT, SAMPLE, FaultStack
+from tests.faults.test_beat import LogSince
+from tests.faults.test_realtime_worker import Asking
+
+pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
+
+WARM_SHUTDOWN = "Warm shutdown"
+
+
+class PausedStop:
+    """`stack down --only worker` sent while the pool process `pid` is paused; the process is resumed when the
+    worker has logged the start of its shutdown (or after `resume_after` seconds if it never does)."""
+
+    def __init__(self, stack: FaultStack, pid: int, resume_after: float = 20) -> None:
+        self.log = LogSince(stack.log("worker"))
+        self.pid = pid
+        os.kill(pid, signal.SIGSTOP)
+        self.started = time.monotonic()
+        self.down = subprocess.Popen(
+            [sys.executable, "manage.py", "stack", "down", "--only", "worker"],
+            cwd=ROOT,
+            env=stack.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        deadline = time.monotonic() + resume_after
+        while time.monotonic() < deadline and not self.log.lines(WARM_SHUTDOWN):
+            time.sleep(0.1)
+        time.sleep(0.5)  # the signal has reached every process it was sent to
+        self.resume()
+
+    def resume(self) -> None:
+        _resume(self.pid)
+
+    def wait(self, timeout: float = 200) -> float:
+        """Wait for `stack down` to end; returns how long the stop took."""
+        output, _ = self.down.communicate(timeout=timeout)
+        assert self.down.returncode == 0, output
+        return time.monotonic() - self.started
+
+
+def _restart(stack: FaultStack) -> None:
+    stack.up("worker")
+    stack.wait_for_worker()
+
+
+def test_stack_down_of_a_worker_mid_answer_lets_it_answer(fault_stack):
+    before = fault_stack.questions_started()
+    asking = Asking(fault_stack)
+    question_id, pid = fault_stack.lease_pid(besides=before)
+    assert pid != fault_stack.pid("worker")
+    try:
+        stop = PausedStop(fault_stack, pid)
+        took = stop.wait()
+        reply = asking.result()
+    finally:
+        _resume(pid)
+        _restart(fault_stack)
+    print(f"\n[fault] stack down mid-answer: status={reply.status}, stop took {took:.1f}s")
+    assert reply.status == 200, reply
+    assert reply.body["citations"] and not reply.body["abstained"], reply.body
+    assert fault_stack.audit_events(question_id) == [("question", "answered")]
+    # computed once: by the process that had begun it, not again by a replacement
+    assert int(fault_stack.redis().get(fault_stack.rt_key(f"starts:{question_id}")) or 0) == 1
+
+
+def _resume(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+
+
+def _running_task(stack: FaultStack, task: str, log: LogSince, *, timeout: float = 120) -> tuple[str, int]:
+    """Wait until a worker process runs a task named `task` (its crash counter exists while it runs: see
+    knowledge.tasks.delivery_start); returns (task id, pid of the pool process), the process paused."""
+    import psutil
+
+    client = stack.redis()
+    prefix = f"athena:{DB_NAME}:rl:deliveries:"
+    worker = psutil.Process(stack.pid("worker"))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for key in client.scan_iter(match=prefix + "*", count=100):
+            task_id = key.decode()[len(prefix) :]
+            (pool,) = worker.children()
+            pool.suspend()
+            if client.exists(key) and log.lines(f"{task}[{task_id}]"):
+                return task_id, pool.pid
+            pool.resume()
+        time.sleep(0.005)
+    raise AssertionError(f"no {task} seen running")
+
+
+@pytest.mark.parametrize("task", ["ingest_files_task", "embed_index_task"])
+def test_stack_down_of_a_worker_mid_ingest_finishes_the_batch_and_counts_it_once(fault_stack, tmp_path, task):
+    folder = tmp_path / task
+    folder.mkdir()
+    # documents of their own for each task: a copy of another's chunks reuses its vectors instead of embedding
+    pick = {"ingest_files_task": slice(-2, None), "embed_index_task": slice(-4, -2)}[task]
+    names = sorted(p.name for p in SAMPLE.iterdir() if p.suffix == ".md")[pick]
+    for name in names:
+        shutil.copy(SAMPLE / name, folder / name)
+    prefix = f"stopped-{task}/"
+    log = LogSince(fault_stack.log("worker"))
+    fault_stack.manage("ingest", str(folder), "--prefix", prefix, "--batch-size", "2")
+    task_id, pid = _running_task(fault_stack, task, log)
+    try:
+        stop = PausedStop(fault_stack, pid)
+        took = stop.wait()
+    finally:
+        _resume(pid)
+        _restart(fault_stack)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        ((status, counts),) = fault_stack.sql(
+            "SELECT status, counts FROM knowledge_ingestrun WHERE options->>'prefix' = %s", prefix
+        )
+        if status != "running":
+            break
+        time.sleep(0.5)
+    print(f"\n[fault] stack down mid-{task}: stop took {took:.1f}s; run {status} {counts}")
+    assert status == "finished", (status, counts)
+    assert counts.get("new") == len(names) and not counts.get("failed"), counts
+    indexed = fault_stack.sql(
+        "SELECT count(*) FROM knowledge_document WHERE source LIKE %s AND status = 'indexed'", prefix + "%"
+    )[0][0]
+    assert indexed == len(names)
+    # run once, within the stop: not cut short and delivered again to the restarted worker
+    assert len(log.lines(f"{task}[{task_id}] received")) == 1
+
+
+# longer than the 30 s that gunicorn gave a request to end after SIGTERM (then its master SIGKILLed the worker)
+# before its graceful_timeout followed the answer timeout (athena/gunicorn_conf.py). A reload (SIGHUP) is held
+# as long: no SIGKILL follows it, and the old worker process exits only when its request threads have ended
+ANSWER_HELD_SECONDS = 36
+
+
+@pytest.mark.parametrize("how", ["stop", "reload"])
+def test_web_stopped_or_reloaded_while_a_question_waits_lets_it_end(fault_stack, how):
+    before = fault_stack.questions_started()
+    asking = Asking(fault_stack)
+    question_id, pid = fault_stack.lease_pid(besides=before)
+    os.kill(pid, signal.SIGSTOP)  # the answer is held up: the question waits in the web process
+    down = None
+    try:
+        signalled = time.monotonic()
+        if how == "stop":
+            down = subprocess.Popen(
+                [sys.executable, "manage.py", "stack", "down", "--only", "web"],
+                cwd=ROOT,
+                env=fault_stack.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        else:
+            os.kill(fault_stack.pid("web"), signal.SIGHUP)
+        time.sleep(ANSWER_HELD_SECONDS)
+    finally:
+        _resume(pid)
+    try:
+        reply = asking.result()
+        took = time.monotonic() - signalled
+        if down is not None:
+            output, _ = down.communicate(timeout=200)
+            assert down.returncode == 0, output
+    finally:
+        if how == "stop":
+            fault_stack.up("web")
+    print(
+        f"\n[fault] web {how} with a question waiting {ANSWER_HELD_SECONDS}s: {reply.status} after {took:.1f}s"
+    )
+    assert reply.status == 200, reply
+    assert reply.body["citations"] and not reply.body["abstained"], reply.body
+    assert fault_stack.audit_events(question_id) == [("question", "answered")]
