@@ -560,12 +560,30 @@ def service_time_record(seconds: float) -> None:
         pass
 
 
+class ReleaseMismatch(Exception):
+    """A realtime task message that the worker's release cannot run as sent: an argument it does not know, from a
+    web process of a later release (the deploy order in deploy/README.md puts workers first)."""
+
+
+def release_mismatch(exc: BaseException) -> bool:
+    """Whether the exception a question's task raised says that the worker could not run the message at all,
+    being of another release than the web process that sent it: ReleaseMismatch; the task's name unknown to it
+    (a renamed task: Celery's NotRegistered); or the call itself refused by Python (an added or removed argument,
+    from a worker of a release without the ReleaseMismatch check). Never an error of the answering pipeline."""
+    from celery.exceptions import NotRegistered
+
+    if isinstance(exc, ReleaseMismatch | NotRegistered):
+        return True
+    # the worker's call of the task function, before any of its code ran
+    return isinstance(exc, TypeError) and str(exc).startswith("answer_task() ")
+
+
 @dataclass(frozen=True)
 class WaitOutcome:
     """How a wait ended: `result` is set when the answer came; otherwise `reason` says why not."""
 
     result: dict[str, Any] | None
-    reason: str = ""  # "" | "no_worker" | "timeout"
+    reason: str = ""  # "" | "no_worker" | "timeout" | "release_mismatch"
     republished: int = 0
 
 
@@ -596,6 +614,11 @@ def answer_wait(
             value = pending.get(timeout=POLL_SECONDS, interval=0.05)
         except ResultTimeout:
             pass
+        except Exception as exc:
+            if not release_mismatch(exc):
+                raise
+            logger.error("question %s: the realtime worker runs another release: %s", question_id, exc)
+            return WaitOutcome(None, "release_mismatch", republished)
         else:
             answer_collected(question_id, pending)
             # None: a copy that found the question abandoned (only after this caller gave up) -- treat as late

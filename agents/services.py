@@ -370,6 +370,8 @@ def _answer_on_worker(
         "no_worker": "no worker is consuming the '{queue}' queue (start one: `manage.py stack up`)",
         "timeout": "no worker on the '{queue}' queue answered within {timeout} s",
         "broker_down": "the message broker is not reachable",
+        # a rolling upgrade under way in the wrong order (deploy/README.md): never a server error
+        "release_mismatch": "the worker on the '{queue}' queue runs another release than this web server",
     }
     raise Unavailable(
         messages[outcome.reason].format(queue=queue, timeout=timeout) + "; retry shortly",

@@ -16,16 +16,31 @@ _other_leases: dict[str, Any] = {}  # task id -> OtherTaskLease, in a pool proce
 # relies on them)
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
 def answer_task(
-    self: Task, user_id: int, sealed_question: str, conversation_id: str, filters: dict[str, Any] | None
+    self: Task,
+    user_id: int,
+    sealed_question: str,
+    conversation_id: str,
+    filters: dict[str, Any] | None,
+    *later: Any,
+    **later_options: Any,
 ) -> dict | None:
     """Answer a question for the realtime queue. `sealed_question` is the question sealed by the web process
-    (athena.sealing): the broker never holds its text, which the input guard has not screened yet."""
+    (athena.sealing): the broker never holds its text, which the input guard has not screened yet.
+
+    `later`, `later_options`: arguments that a web process of a later release sends (a rolling upgrade whose web
+    hosts went first). They are refused, never ignored (this release cannot honour what they ask for): the
+    asker gets 503 with Retry-After (agents.realtime.ReleaseMismatch) instead of a server error."""
     import time
 
-    from agents.realtime import AnswerLease, abandoned, service_time_record
+    from agents.realtime import AnswerLease, ReleaseMismatch, abandoned, service_time_record
     from agents.services import answer_compute
     from athena.sealing import unseal
 
+    if later or later_options:
+        raise ReleaseMismatch(
+            f"answer_task got {len(later)} extra argument(s) and option(s) {sorted(later_options)} "
+            "from a later release"
+        )
     received = time.perf_counter()
     question_id = str(self.request.id)
     if abandoned(question_id):  # the asker already got the answer, or 503: nobody reads this one
