@@ -283,20 +283,28 @@ def stop_seconds(name: str) -> float:
     return _STOP_SECONDS_DEFAULT
 
 
-def _kill_tree(pid: int, *, timeout: float = _STOP_SECONDS_DEFAULT) -> None:
+def _kill_tree(
+    pid: int, *, timeout: float = _STOP_SECONDS_DEFAULT, slow: Callable[[], None] | None = None
+) -> None:
     """SIGTERM a component's main process, then SIGKILL it and all its descendants left after `timeout`.
 
     Only the main process is sent SIGTERM (as systemd's KillMode=mixed does): it stops its children itself, in
     order. Celery's pool processes die at once on SIGTERM, so signalling them too killed the task each was
     running, where the worker's warm shutdown lets it finish: a question being answered got 503, and an ingest
-    batch was taken for one that crashes its worker (knowledge.tasks.CRASH_LIMIT)."""
+    batch was taken for one that crashes its worker (knowledge.tasks.CRASH_LIMIT). `slow()` is called when the
+    process has not ended within a few seconds (it is finishing work in progress)."""
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
         root.send_signal(signal.SIGTERM)
     except psutil.NoSuchProcess:
         return
-    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    first = min(timeout, 3.0)
+    _, alive = psutil.wait_procs(procs, timeout=first)
+    if alive and timeout > first:
+        if slow is not None:
+            slow()
+        _, alive = psutil.wait_procs(alive, timeout=timeout - first)
     with contextlib.suppress(psutil.NoSuchProcess):
         # children started since (a pool process replaced during the shutdown) are stopped too
         alive = [*alive, *(p for p in root.children(recursive=True) if p not in alive)]
@@ -959,7 +967,12 @@ class Stack:
             pid = _read_pid(name)
             if _is_component(name, pid):
                 assert pid is not None
-                _kill_tree(pid, timeout=stop_seconds(name))
+                limit = stop_seconds(name)
+
+                def slow(name: str = name, limit: float = limit) -> None:
+                    echo(f"{name}: still stopping (work in progress may end first; at most {limit:.0f} s)")
+
+                _kill_tree(pid, timeout=limit, slow=slow)
                 echo(f"{name}: stopped")
             _pidfile(name).unlink(missing_ok=True)
 
