@@ -22,6 +22,7 @@ from athena.admin import (
 )
 from athena.errors import Unavailable
 from knowledge.models import (
+    MAX_DOCUMENT_GROUPS,
     AccessTier,
     Chunk,
     Document,
@@ -179,6 +180,15 @@ class DocumentAdminForm(DocumentChoicesForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        chosen = cleaned.get("allowed_groups")
+        if chosen is not None and len(chosen) > MAX_DOCUMENT_GROUPS:
+            # saved, the chunks' copy of the groups would not fit their index (a server error)
+            self.add_error(
+                "allowed_groups",
+                f"A document can be shared with at most {MAX_DOCUMENT_GROUPS} groups, not {len(chosen)}: "
+                "share it with fewer, wider groups.",
+            )
+            return cleaned
         seen = cleaned.get("access_seen") or ""
         if self.instance.pk is None or ":" not in seen:
             self._hold_groups(cleaned)

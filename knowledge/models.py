@@ -70,6 +70,12 @@ class AccessTier(models.TextChoices):
 # documents are readable only through their allowed groups; with no group they are readable by nobody.
 OPEN_TIERS = (AccessTier.PUBLIC, AccessTier.INTERNAL)
 
+# The most groups one document may name. Each of its chunks carries the groups (Chunk.acl_groups) and so does
+# the chunk's row in the covering index chunk_acl_expiry_cover: past 520 to 820 groups (by how far apart their
+# ids are) that row is over PostgreSQL's b-tree limit (2,704 bytes) and every write of the document's chunks
+# failed (a server error on the admin's save, a failed ingest). 500 fits whatever the ids.
+MAX_DOCUMENT_GROUPS = 500
+
 # The chunk embeddings' HNSW graph. ef_construction 256 (pgvector's default is 64): questions far from every
 # chunk (often unanswerable ones) reach their true nearest chunks through a denser-searched graph. Measured
 # with ef_search 400 over the dev and extra questions (tests/benchmarks/README.md): recall@40 against an exact

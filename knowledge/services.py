@@ -35,7 +35,15 @@ from knowledge.indexing import (
     embedding_key,
     index_statistics_refresh,
 )
-from knowledge.models import OPEN_TIERS, AccessTier, DocType, Document, DocumentStatus, IngestRun
+from knowledge.models import (
+    MAX_DOCUMENT_GROUPS,
+    OPEN_TIERS,
+    AccessTier,
+    DocType,
+    Document,
+    DocumentStatus,
+    IngestRun,
+)
 from knowledge.selectors import NOT_FOUND_MESSAGE, chunk_vectors_stored, vendor_gazetteer
 from knowledge.text import ANALYZER_VERSION
 
@@ -76,6 +84,7 @@ class IngestOptions:
             "prefix": (Document._meta.get_field("source").max_length or 0) // 2,  # room for the path
         }
         values = [(name, getattr(self, name), limit) for name, limit in limits.items()]
+        groups_count_check(len(set(self.acl_groups)))
         group_limit = Group._meta.get_field("name").max_length
         values += [("acl group", group, group_limit) for group in self.acl_groups]
         for name, value, limit in values:
@@ -465,9 +474,22 @@ def ingest_expiry(document: Document | None, options: IngestOptions) -> datetime
 
 
 def _groups(names: Iterable[str], *, create: bool = True) -> list[Group]:
+    """The groups a document's ACL is about to name (every service that sets one passes here)."""
     from athena.services import groups_held
 
+    names = list(dict.fromkeys(names))
+    groups_count_check(len(names))
     return groups_held(names=names, create=create)  # held until the caller commits: see there
+
+
+def groups_count_check(count: int) -> None:
+    """Refuse an ACL of more groups than a document's chunks can carry (knowledge.models.MAX_DOCUMENT_GROUPS)."""
+    if count > MAX_DOCUMENT_GROUPS:
+        raise ValidationFailed(
+            f"a document can be shared with at most {MAX_DOCUMENT_GROUPS} groups, not {count}: "
+            "share it with fewer, wider groups",
+            details={"groups": count, "most": MAX_DOCUMENT_GROUPS},
+        )
 
 
 def document_index_staged(*, staged: StagedDocument) -> Document:

@@ -9,13 +9,17 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import Group
 from django.db import connection, transaction
+from django.test import Client
 from django.utils import timezone
 
+from athena.errors import ValidationFailed
 from athena.principals import Principal
+from athena.services import ROLE_ADMIN
 from knowledge.index_selectors import ACL_OVERLAP_MAX_GROUPS, chunks_readable_among
-from knowledge.models import Chunk, Document, DocumentStatus
+from knowledge.models import MAX_DOCUMENT_GROUPS, Chunk, Document, DocumentStatus
+from knowledge.services import IngestOptions, document_set_acl
 from retrieval.types import Filters
-from tests.factories import UserFactory
+from tests.factories import DocumentFactory, UserFactory
 
 pytestmark = [pytest.mark.integration]
 
@@ -116,3 +120,67 @@ def test_a_principal_in_300_groups_checks_chunks_shared_with_500_groups_quickly(
             cursor.execute("SET LOCAL statement_timeout = '3s'")  # before the change, this was exceeded
         assert chunks_readable_among(ids, asker, Filters()) == set()
         assert chunks_readable_among(ids, insider, Filters()) == set(ids)
+
+
+def _named(n: int, prefix: str) -> list[str]:
+    _groups(n, prefix)
+    return [f"{prefix}-{i:04d}" for i in range(n)]
+
+
+@pytest.mark.django_db
+def test_a_document_shared_with_too_many_groups_is_refused_with_a_reason() -> None:
+    # each chunk carries its document's groups into a b-tree index row: 1,000 groups made every write of the
+    # chunks a database error (index row size over 2,704 bytes), so the ACL could not be set at all
+    document = DocumentFactory(source="all-teams.md", access_tier="restricted", groups=["owners"])
+    names = _named(MAX_DOCUMENT_GROUPS * 2, "team")
+    with pytest.raises(ValidationFailed, match=f"at most {MAX_DOCUMENT_GROUPS} groups"):
+        document_set_acl(document=document, access_tier="restricted", groups=names, actor=None)
+    assert list(document.allowed_groups.values_list("name", flat=True)) == ["owners"]
+    with pytest.raises(ValidationFailed, match=f"at most {MAX_DOCUMENT_GROUPS} groups"):
+        IngestOptions(access_tier="restricted", acl_groups=tuple(names)).validate()
+
+    # as many as a chunk carries: set, and the last group's members read it
+    document_set_acl(
+        document=document, access_tier="restricted", groups=names[:MAX_DOCUMENT_GROUPS], actor=None
+    )
+    chunk_ids = list(Chunk.objects.filter(document=document).values_list("pk", flat=True))
+    assert chunk_ids
+    assert {
+        len(groups) for groups in Chunk.objects.filter(document=document).values_list("acl_groups", flat=True)
+    } == {MAX_DOCUMENT_GROUPS}
+    last = Group.objects.get(name=names[MAX_DOCUMENT_GROUPS - 1])
+    assert chunks_readable_among(chunk_ids, Principal(None, "member", (last.pk,)), Filters()) == set(
+        chunk_ids
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_admin_form_refuses_too_many_groups_with_a_form_error() -> None:
+    document = DocumentFactory(source="all-teams.md", access_tier="restricted", groups=["owners"])
+    # 900: past what a chunk's index row holds (a server error on save), below the 1,000 fields Django reads
+    # from a form (DATA_UPLOAD_MAX_NUMBER_FIELDS; past that the admin answers 400 before any form is seen)
+    names = _named(900, "team")
+    admin = UserFactory(username="curator", groups=["owners", ROLE_ADMIN], superuser=True)
+    browser = Client()
+    browser.force_login(admin)
+    change = f"/admin/knowledge/document/{document.pk}/change/"
+    form = browser.get(change).context["adminform"].form
+    data = {
+        "source": document.source,
+        "title": document.title,
+        "access_tier": "restricted",
+        "doc_type": document.doc_type,
+        "analyzer_version": document.analyzer_version,
+        "metadata": "{}",
+        "allowed_groups": [
+            str(pk) for pk in Group.objects.filter(name__in=names).values_list("pk", flat=True)
+        ],
+        "expires_at_0": "",
+        "expires_at_1": "",
+    }
+    for hidden in form.hidden_fields():
+        data[hidden.html_name] = hidden.value()
+    response = browser.post(change, data)
+    assert response.status_code == 200  # the form again, not a redirect (saved) or a server error
+    assert f"at most {MAX_DOCUMENT_GROUPS} groups" in response.content.decode()
+    assert list(document.allowed_groups.values_list("name", flat=True)) == ["owners"]
