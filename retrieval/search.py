@@ -313,8 +313,10 @@ def search(
     weights = {name: w for name, w in config.weight_map().items() if name in runs}
     fused = fuse(FusionMode.from_str(config.fusion), {k: v for k, v in runs.items() if v}, weights)
     pool_size = max(config.rerank_pool, config.rerank_k, config.final_k)
-    candidates = fused[:pool_size]
-    rows = chunk_rows([c.id for c in candidates])
+    # read under the ACL again: a document restricted or removed since its source read it (an admin's change,
+    # a re-ingest swapping in new chunks) is left out here rather than shown or missing from `rows`
+    rows = chunk_rows([c.id for c in fused[:pool_size]], visible_to=principal)
+    candidates = [c for c in fused[:pool_size] if c.id in rows]
     if analysis.vendors:
         wanted = {v.lower() for v in analysis.vendors}
         candidates = sorted(
