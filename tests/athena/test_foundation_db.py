@@ -66,26 +66,22 @@ def test_adduser_reads_a_password_from_standard_input_not_the_command_line():
     from tests.launcher import ROOT
 
     env = {**os.environ, "ATHENA_DB_NAME": settings.DATABASES["default"]["NAME"]}
-    done = subprocess.run(
-        [sys.executable, "manage.py", "adduser", "erin", "--group", "employees", "--password", "-"],
-        input="a-long-passphrase-from-stdin\n",
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+
+    def adduser(*args: str, typed: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "manage.py", "adduser", "erin", *args, "--password", "-"],
+            input=typed,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    done = adduser("--group", "employees", typed="a-long-passphrase-from-stdin\n")
     assert done.returncode == 0, done.stderr
     user = User.objects.get(username="erin")
     assert user.check_password("a-long-passphrase-from-stdin") and not user.check_password("-")
-    empty = subprocess.run(
-        [sys.executable, "manage.py", "adduser", "erin", "--password", "-"],
-        input="",
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    empty = adduser(typed="")
     assert empty.returncode != 0 and "no password" in empty.stderr, empty.stderr
     assert User.objects.get(username="erin").check_password("a-long-passphrase-from-stdin")

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -472,29 +474,49 @@ def test_no_worker_answering_reads_as_busy(browser, web_server_without_worker, s
     shot("01-busy")
 
 
-def test_a_waiting_question_shows_its_place_in_the_queue(
-    browser, web_server_queued, sample_site, shot
-) -> None:  # type: ignore[no-untyped-def]
-    """Three questions of other users wait ahead on the one busy answering process: while alice's question
-    waits, the page shows her place and expected wait from GET /api/v1/ask/queue."""
+@contextmanager
+def _live_worker(broker: Any, *, others: dict[str, float] | None = None) -> Iterator[None]:
+    """A live realtime worker with one process, as WorkerHeartbeat writes it, refreshed every half second; with
+    `others` (member prefix -> expected end), the tasks of other queues its process runs, as OtherTaskLease
+    writes them. Nobody consumes this broker: a question asked waits until the answer timeout."""
     import threading
     import time
 
     from agents import realtime
 
-    driver, (base, broker) = browser, web_server_queued
     stop = threading.Event()
 
-    def heartbeat() -> None:  # a live realtime worker with one process, as WorkerHeartbeat writes it
+    def beat() -> None:
         while not stop.is_set():
-            broker.zadd(realtime.workers_key(), {"celery@busy|1": time.time()})
+            now = time.time()
+            broker.zadd(realtime.workers_key(), {"celery@busy|1": now})
+            for member, ends in (others or {}).items():
+                broker.zadd(realtime.others_key(), {f"{member}|{ends}": now})
             stop.wait(0.5)
 
-    beating = threading.Thread(target=heartbeat, daemon=True)
+    beating = threading.Thread(target=beat, daemon=True)
     beating.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        beating.join(5)
+        broker.delete(realtime.others_key())
+
+
+def test_a_waiting_question_shows_its_place_in_the_queue(
+    browser, web_server_queued, sample_site, shot
+) -> None:  # type: ignore[no-untyped-def]
+    """Three questions of other users wait ahead on the one busy answering process: while alice's question
+    waits, the page shows her place and expected wait from GET /api/v1/ask/queue."""
+    import time
+
+    from agents import realtime
+
+    driver, (base, broker) = browser, web_server_queued
     broker.zadd(realtime.pending_key(), {f"other-{i}": time.time() - 1 for i in range(3)})
     broker.set(realtime.service_key(), "1000")
-    try:
+    with _live_worker(broker):
         _clear_throttle("alice")
         login(driver, base, "alice")
         wait(driver, present("#question"))
@@ -508,9 +530,6 @@ def test_a_waiting_question_shows_its_place_in_the_queue(
         wait(driver, lambda d: one(d, "#ask-error").is_displayed(), timeout=30)
         assert one(driver, "#ask-error").text.startswith("Athena is busy")
         assert not one(driver, "#progress").is_displayed()
-    finally:
-        stop.set()
-        beating.join(5)
 
 
 def test_a_question_behind_documents_being_indexed_says_so(
@@ -519,28 +538,14 @@ def test_a_question_behind_documents_being_indexed_says_so(
     """No question waits, but the one answering process is embedding a batch of documents that ends in about 20
     s: alice's question is admitted (refusing it would not end the batch sooner) and the page says why it waits
     and for how long, not nothing."""
-    import threading
     import time
 
     from agents import realtime
 
     driver, (base, broker) = browser, web_server_queued
-    stop = threading.Event()
-    batch_ends = time.time() + 20
-
-    def heartbeat() -> (
-        None
-    ):  # a live realtime worker with one process running an embed task, as they write it
-        while not stop.is_set():
-            now = time.time()
-            broker.zadd(realtime.workers_key(), {"celery@busy|1": now})
-            broker.zadd(realtime.others_key(), {f"celery@busy|101|embed|{batch_ends}": now})
-            stop.wait(0.5)
-
-    beating = threading.Thread(target=heartbeat, daemon=True)
-    beating.start()
     broker.set(realtime.service_key(), "1000")
-    try:
+    # the process runs an embed task, as OtherTaskLease writes it
+    with _live_worker(broker, others={"celery@busy|101|embed": time.time() + 20}):
         _clear_throttle("alice")
         login(driver, base, "alice")
         wait(driver, present("#question"))
@@ -551,10 +556,6 @@ def test_a_question_behind_documents_being_indexed_says_so(
         assert text.startswith("Documents are being indexed; yours starts in about "), text
         assert 10 <= int(text.rsplit(" ", 2)[1]) <= 20, text
         shot("01-behind-indexing")
-    finally:
-        stop.set()
-        beating.join(5)
-        broker.delete(realtime.others_key())
 
 
 def test_a_table_in_a_cited_passage_reads_as_a_table(

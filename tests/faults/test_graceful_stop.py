@@ -25,6 +25,18 @@ pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
 WARM_SHUTDOWN = "Warm shutdown"
 
 
+def _stack_down(stack: FaultStack, component: str) -> subprocess.Popen[str]:
+    """`manage.py stack down --only <component>` of this stack, started, not waited for."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "stack", "down", "--only", component],
+        cwd=ROOT,
+        env=stack.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
 class PausedStop:
     """`stack down --only worker` sent while the pool process `pid` is paused; the process is resumed when the
     worker has logged the start of its shutdown (or after `resume_after` seconds if it never does)."""
@@ -34,14 +46,7 @@ class PausedStop:
         self.pid = pid
         os.kill(pid, signal.SIGSTOP)
         self.started = time.monotonic()
-        self.down = subprocess.Popen(
-            [sys.executable, "manage.py", "stack", "down", "--only", "worker"],
-            cwd=ROOT,
-            env=stack.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        self.down = _stack_down(stack, "worker")
         deadline = time.monotonic() + resume_after
         while time.monotonic() < deadline and not self.log.lines(WARM_SHUTDOWN):
             time.sleep(0.1)
@@ -165,14 +170,7 @@ def test_web_stopped_or_reloaded_while_a_question_waits_lets_it_end(fault_stack,
     try:
         signalled = time.monotonic()
         if how == "stop":
-            down = subprocess.Popen(
-                [sys.executable, "manage.py", "stack", "down", "--only", "web"],
-                cwd=ROOT,
-                env=fault_stack.env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
+            down = _stack_down(fault_stack, "web")
         else:
             os.kill(fault_stack.pid("web"), signal.SIGHUP)
         time.sleep(ANSWER_HELD_SECONDS)
