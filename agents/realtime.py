@@ -63,7 +63,7 @@ SERVICE_EWMA_WEIGHT = 0.2  # the mean answer time follows load within ~5 answers
 
 def _prefix() -> str:
     # the database name keeps a test run's keys apart from a development server sharing the Redis
-    return f"athena:{settings.DATABASES['default']['NAME']}:rt"
+    return settings.ATHENA_REALTIME_KEYS or f"athena:{settings.DATABASES['default']['NAME']}:rt"
 
 
 def workers_key() -> str:
@@ -184,7 +184,11 @@ class _Refresher:
                 pass
 
     def stop(self) -> None:
+        """Stop refreshing, and wait for a refresh under way (one that ends after the lease is taken back would
+        record it again)."""
         self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2)
 
 
 class AnswerLease:
@@ -394,9 +398,8 @@ return {admitted, members, redis.call('ZCARD', KEYS[2]), mine, redis.call('GET',
 
 
 def other_queues() -> list[str]:
-    """The queues of every task but the questions (the broker keeps each as a Redis list of that name)."""
-    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()}
-    return sorted((routed | {settings.CELERY_TASK_DEFAULT_QUEUE}) - {settings.ATHENA_REALTIME_QUEUE})
+    """The queues of the ingest work (the broker keeps each as a Redis list of that name)."""
+    return list(settings.ATHENA_INGEST_QUEUES)
 
 
 def _text(value: bytes | str) -> str:

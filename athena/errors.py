@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import DataError
 from django.http import Http404
+from django.views.debug import SafeExceptionReporterFilter
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -179,3 +181,13 @@ class ErrorSerializer(serializers.Serializer):
     """`{"error": {"code", "message", "details"?}}`: every error under /api/."""
 
     error = ErrorDetailSerializer()
+
+
+class SettingsReporterFilter(SafeExceptionReporterFilter):
+    """Django's debug page (ATHENA_DEBUG) lists the settings, hiding those whose names look secret; the
+    connection URLs carry passwords (the embedded Redis's is in REDIS_URL, CELERY_BROKER_URL and
+    CELERY_RESULT_BACKEND) under names its pattern does not match."""
+
+    hidden_settings = re.compile(
+        "API|TOKEN|KEY|SECRET|PASS|SIGNATURE|HTTP_COOKIE|URL|BROKER|BACKEND", flags=re.I
+    )

@@ -39,26 +39,29 @@ def embedded_redis_password() -> str:
     """The password of the embedded Redis, made on first use: var/redis/password, the stack's account's alone
     (0600 in a 0700 folder). Without one, any local account could read conversation memory and queued tasks
     from 127.0.0.1 and queue tasks of its own (an ingest of any folder under any groups). "" when this account
-    cannot read the folder: its connections are then refused, as they should be."""
+    cannot read or make it: its connections are then refused, as they should be."""
     folder = redis_folder()
     path = folder / "password"
     try:
         return path.read_text().strip()
     except FileNotFoundError:
         pass
-    except PermissionError:
+    except OSError:
         return ""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     draft = folder / f".password-{os.getpid()}-{secrets.token_hex(4)}"
-    descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.write(descriptor, secrets.token_urlsafe(32).encode())
-    finally:
-        os.close(descriptor)
-    try:
-        os.link(draft, path)  # the first process to get here sets it; every other reads that one
-    except FileExistsError:
-        pass
-    finally:
-        draft.unlink()
-    return path.read_text().strip()
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(descriptor, secrets.token_urlsafe(32).encode())
+        finally:
+            os.close(descriptor)
+        try:
+            os.link(draft, path)  # the first process to get here sets it; every other reads that one
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+        return path.read_text().strip()
+    except OSError:  # a var/ folder this account may not write, or a file system without links
+        return ""

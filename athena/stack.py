@@ -82,8 +82,8 @@ def logs_trim(*, limit: int = LOG_MAX_BYTES) -> list[str]:
             if log.stat().st_size <= limit:
                 continue
             previous = log.with_name(log.name + ".1")
-            shutil.copyfile(log, previous)
-            previous.chmod(0o600)  # as private as the log it copies
+            with _private_log(previous, truncate=True) as copy, log.open("rb") as source:
+                shutil.copyfileobj(source, copy)  # as private as the log it copies, from its first byte
             os.truncate(log, 0)
         except OSError:
             continue  # a full disk, say: the next round tries again
@@ -678,11 +678,16 @@ class Service:
 PRIVATE_UMASK = 0o077
 
 
-def _private_log(path: Path) -> io.BufferedWriter:
-    """`path` opened to append, created 0600, and made 0600 if an earlier release left it readable to others."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+def _private_log(path: Path, *, truncate: bool = False) -> io.BufferedWriter:
+    """`path` opened to append (`truncate`: emptied first), created 0600, and made 0600 if an earlier release left
+    it readable to others; its older part (`<name>.log.1`) is narrowed too."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_TRUNC if truncate else 0)
+    descriptor = os.open(path, flags, 0o600)
     with contextlib.suppress(OSError):  # a log another account owns (postgres.log) keeps the mode it has
         os.fchmod(descriptor, 0o600)
+        older = path.with_name(path.name + ".1")
+        if older.exists():
+            older.chmod(0o600)
     return open(descriptor, "ab")
 
 
@@ -850,11 +855,14 @@ class Stack:
         stopped = [
             row.name for row in Stack(components=wanted).status() if row.state not in {"running", "external"}
         ]
-        if not stopped:
+        unguarded = "redis" in wanted and "redis" not in stopped and not self.external_redis
+        # an earlier release's Redis, without the password: listed, so that `up` refuses it, saying why
+        checked = ["redis"] if unguarded and not _redis_guarded(self.settings.REDIS_URL) else []
+        if not stopped and not checked:
             return self
         for server in stopped:
             echo(f"{server}: not running, needed by {', '.join(wanted[server])}: starting it too")
-        return Stack(components=[*stopped, *self.components], port=self.port)
+        return Stack(components=[*stopped, *checked, *self.components], port=self.port)
 
     def status(self) -> list[ComponentStatus]:
         rows = []
@@ -906,14 +914,16 @@ class Stack:
                 continue
             pid = _read_pid(name)
             if _is_component(name, pid) and name == "redis" and not _redis_guarded(self.settings.REDIS_URL):
-                # started by a release before the password: restarted with it (its append-only file keeps the
-                # queued tasks), or no process of this one could use it
-                echo(f"redis: running (pid {pid}) without this stack's password; restarting it")
-                _kill_tree(pid)  # type: ignore[arg-type]
-            elif _is_component(name, pid):
+                # started by a release before the password: none of this release's processes can use it, and
+                # the earlier release's worker, beat and web server could not use it restarted with one
+                raise StackError(
+                    f"redis (pid {pid}) was started by an earlier release, without this stack's password: stop "
+                    "the whole stack (`make stop`) and start it again"
+                )
+            if _is_component(name, pid):
                 echo(f"{name}: already running (pid {pid})")
                 continue
-            elif pid is not None:
+            if pid is not None:
                 echo(f"{name}: previous process {pid} is gone; starting a new one")
             service = services[name]
             if service.port is not None and _port_open("127.0.0.1", service.port):
@@ -953,7 +963,8 @@ class Stack:
             os.kill(runner, signal.SIGTERM)
             # until it has ended (a zombie has: psutil's wait for a process that is not our child waited out the
             # minute for one whose parent had not reaped it yet)
-            deadline = time.monotonic() + 60
+            # the runner stops each component in turn, each within its budget (the worker's warm shutdown)
+            deadline = time.monotonic() + 60 + sum(stop_seconds(name) for name in owned)
             while _alive(runner) and time.monotonic() < deadline:
                 time.sleep(0.2)
             echo("foreground runner stopped")

@@ -159,6 +159,8 @@ CELERY_TASK_ROUTES = {
     "knowledge.tasks.*": {"queue": "ingest"},
     "agents.tasks.*": {"queue": "realtime"},
 }
+# the queues of ingest work above, which a worker takes after the questions (admission counts what waits there)
+ATHENA_INGEST_QUEUES = ("embed", "ingest")
 CELERY_WORKER_CONCURRENCY = env.int("ATHENA_WORKER_CONCURRENCY", 2, minimum=1)
 ATHENA_SOURCE_FOLDERS = env.list("ATHENA_SOURCE_FOLDERS")
 # `make run` loads the demo documents of knowledge/sample_kb unless this is false
@@ -240,6 +242,9 @@ ATHENA_MEMORY_TTL_SECONDS = env.int("ATHENA_MEMORY_TTL_SECONDS", 86_400, minimum
 ATHENA_UPLOAD_TTL_HOURS = env.int("ATHENA_UPLOAD_TTL_HOURS", 24, minimum=1)
 ATHENA_REALTIME_VIA_CELERY = env.bool("ATHENA_REALTIME_VIA_CELERY", True)
 ATHENA_REALTIME_QUEUE = "realtime"
+# the namespace of the realtime queue's keys in Redis (agents/realtime.py); empty: athena:<database name>:rt. A
+# test that writes the workers' state itself takes one of its own, apart from a real worker beating meanwhile
+ATHENA_REALTIME_KEYS = env.str("ATHENA_REALTIME_KEYS", "")
 # how long a question waits for the realtime worker before the caller gets "unavailable" (503)
 ATHENA_ANSWER_TIMEOUT_SECONDS = env.int("ATHENA_ANSWER_TIMEOUT_SECONDS", 120, minimum=1)
 # with no realtime worker sending heartbeats, a question waits this long (a restarting worker is back in a
@@ -352,6 +357,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# the debug page (ATHENA_DEBUG) hides the connection URLs too: they carry passwords
+DEFAULT_EXCEPTION_REPORTER_FILTER = "athena.errors.SettingsReporterFilter"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

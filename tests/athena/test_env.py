@@ -96,3 +96,14 @@ def test_the_tests_broker_is_a_redis_database_no_stack_worker_reads():
     assert stack.endswith("/0") and tests.endswith("/15")
     # an operator's REDIS_URL moves both, and the tests still keep a database of their own
     assert _broker("athena.settings.test", REDIS_URL="redis://10.0.0.5:6379/2") == "redis://10.0.0.5:6379/15"
+
+
+def test_the_debug_page_hides_the_connection_urls_which_carry_passwords(settings) -> None:  # type: ignore[no-untyped-def]
+    """Django's debug page (ATHENA_DEBUG) lists the settings; REDIS_URL and the broker's and result backend's
+    URLs carry the embedded Redis's password under names Django's own pattern does not hide."""
+    from django.views.debug import get_exception_reporter_filter
+
+    settings.REDIS_URL = settings.CELERY_BROKER_URL = "redis://:s3cret-pass@127.0.0.1:6390/0"
+    shown = get_exception_reporter_filter(None).get_safe_settings()
+    for name in ("REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND"):
+        assert "s3cret" not in str(shown[name]) and "pass@" not in str(shown[name]), name

@@ -303,6 +303,9 @@ def test_the_logs_and_redis_files_are_the_services_account_s_alone(stack_env):
     earlier = var / "log" / "worker.log"
     earlier.write_bytes(b"a line of an earlier run\n")
     earlier.chmod(0o644)
+    older = var / "log" / "worker.log.1"  # its older part, as an earlier release's trim left it
+    older.write_bytes(b"an older line\n")
+    older.chmod(0o644)
     up = _stack(stack_env, "up", "--only=postgres,redis,worker")
     try:
         assert up.returncode == 0, up.stderr
@@ -343,11 +346,12 @@ def test_only_the_stack_s_account_may_connect_to_the_embedded_postgresql(stack_e
         _stack(stack_env, "down", "--only=postgres")
 
 
-def test_the_embedded_redis_takes_only_the_stack_s_password_and_one_left_without_it_is_restarted(stack_env):
+def test_the_embedded_redis_takes_only_the_stack_s_password_and_one_left_without_it_is_named(stack_env):
     """The embedded Redis listened on 127.0.0.1 with no password: any local account read conversation memory
     and queued tasks there, and could queue tasks of its own (an ingest of any folder under any groups). It now
     asks for a password that only the stack's account reads, given in a file, not on its command line, which
-    `ps` shows to everyone. A Redis an earlier release started without it is restarted with it."""
+    `ps` shows to everyone. A Redis an earlier release started without it is not used: `up` (or `up --only web`)
+    stops, saying to stop the stack, since that release's worker and web server could not use it restarted."""
     import redis
 
     from athena.stack import redis_binary
@@ -370,10 +374,16 @@ def test_the_embedded_redis_takes_only_the_stack_s_password_and_one_left_without
             except redis.ConnectionError:
                 time.sleep(0.2)
         (var / "run" / "redis.pid").write_text(str(earlier.pid))
+        for only in ("--only=redis", "--only=web"):
+            refused = _stack(stack_env, "up", only)
+            assert refused.returncode != 0 and "without this stack's password" in refused.stderr, refused
+            assert "make stop" in refused.stderr
+        assert earlier.poll() is None  # left as it was
+        down = _stack(stack_env, "down", "--only=redis")
+        assert down.returncode == 0, down.stderr
+        assert earlier.wait(timeout=30) is not None
         up = _stack(stack_env, "up", "--only=redis")
         assert up.returncode == 0, up.stderr
-        assert "without this stack's password; restarting it" in up.stdout, up.stdout
-        assert earlier.wait(timeout=30) is not None  # the earlier one was stopped
         password = (var / "redis" / "password").read_text().strip()
         assert len(password) >= 32
         assert stat.S_IMODE((var / "redis" / "password").stat().st_mode) == 0o600
