@@ -474,6 +474,15 @@ def test_no_worker_answering_reads_as_busy(browser, web_server_without_worker, s
     shot("01-busy")
 
 
+def _alice_asks_without_waiting(driver: Any, base: str, question: str) -> None:
+    """alice signs in and asks `question` with the Ask button; the answer is not waited for."""
+    _clear_throttle("alice")
+    login(driver, base, "alice")
+    wait(driver, present("#question"))
+    one(driver, "#question").send_keys(question)
+    one(driver, "#ask-submit").click()
+
+
 @contextmanager
 def _live_worker(broker: Any, *, others: dict[str, float] | None = None) -> Iterator[None]:
     """A live realtime worker with one process, as WorkerHeartbeat writes it, refreshed every half second; with
@@ -517,11 +526,7 @@ def test_a_waiting_question_shows_its_place_in_the_queue(
     broker.zadd(realtime.pending_key(), {f"other-{i}": time.time() - 1 for i in range(3)})
     broker.set(realtime.service_key(), "1000")
     with _live_worker(broker):
-        _clear_throttle("alice")
-        login(driver, base, "alice")
-        wait(driver, present("#question"))
-        one(driver, "#question").send_keys("How do I check NTP drift?")
-        one(driver, "#ask-submit").click()
+        _alice_asks_without_waiting(driver, base, "How do I check NTP drift?")
         # three ahead, one process: half an answer, then two more at 1 s each
         wait(driver, lambda d: "3 questions ahead of yours" in one(d, "#progress-text").text, timeout=8)
         assert one(driver, "#progress-text").text == "3 questions ahead of yours, about 3 s"
@@ -546,11 +551,7 @@ def test_a_question_behind_documents_being_indexed_says_so(
     broker.set(realtime.service_key(), "1000")
     # the process runs an embed task, as OtherTaskLease writes it
     with _live_worker(broker, others={"celery@busy|101|embed": time.time() + 20}):
-        _clear_throttle("alice")
-        login(driver, base, "alice")
-        wait(driver, present("#question"))
-        one(driver, "#question").send_keys("How do I check NTP drift?")
-        one(driver, "#ask-submit").click()
+        _alice_asks_without_waiting(driver, base, "How do I check NTP drift?")
         wait(driver, lambda d: "being indexed" in one(d, "#progress-text").text, timeout=8)
         text = one(driver, "#progress-text").text
         assert text.startswith("Documents are being indexed; yours starts in about "), text
