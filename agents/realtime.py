@@ -362,10 +362,6 @@ def _processes(members: list[bytes]) -> int:
     return processes
 
 
-def _service_seconds(raw: bytes | str | None) -> float:
-    return float(raw) / 1000 if raw else 1.0
-
-
 # Admission in one script, so that the per-user cap and the count cannot be raced by two questions of the same
 # user arriving together (a MULTI/EXEC transaction cannot add conditionally). Entries older than the answer
 # timeout belong to a web process killed while waiting and are dropped first.
@@ -472,7 +468,7 @@ def admission_try(*, question_id: str, user_id: int | None, user_cap: int = 0) -
             workers=len(members),
             processes=_processes(members),
             pending=int(pending),
-            service_seconds=_service_seconds(service_ms),
+            service_seconds=_mean_seconds(service_ms, 1.0),
             others_left=others_left,
             turn_seconds=turn_seconds,
         ),
@@ -523,7 +519,7 @@ def queue_position(*, user_id: int) -> QueuePosition:
         workers=len(members),
         processes=_processes(members),
         pending=ahead + 1,
-        service_seconds=_service_seconds(service_ms),
+        service_seconds=_mean_seconds(service_ms, 1.0),
         others_left=others_left,
         turn_seconds=turn_seconds,
     )

@@ -317,7 +317,7 @@ def _ingest_queues_busy() -> bool:
 
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=5)
     try:
-        return any(client.llen(queue) for queue in ("ingest", "embed"))
+        return any(client.llen(queue) for queue in settings.ATHENA_INGEST_QUEUES)
     finally:
         client.close()
 
@@ -335,7 +335,7 @@ def ingest_tasks_in_flight() -> bool:
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=5)
     try:
         pipe = client.pipeline()
-        for queue in ("ingest", "embed"):
+        for queue in settings.ATHENA_INGEST_QUEUES:
             pipe.llen(queue)
         pipe.hlen("unacked")
         return any(pipe.execute())
