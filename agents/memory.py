@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from redis.exceptions import RedisError
 
+from athena.sealing import InvalidToken, Purpose, seal_json, unseal_json
 from athena.throttling import redis_client
 
 logger = logging.getLogger(__name__)
@@ -35,12 +36,28 @@ def _key(conversation_id: str) -> str:
     return f"athena:memory:{conversation_id}"
 
 
+def _stored(turn: Turn) -> str:
+    # sealed (athena.sealing): a turn holds a question and an answer quoting passages, and Redis keeps what it
+    # holds in its append-only file
+    return seal_json(asdict(turn), purpose=Purpose.MEMORY)
+
+
+def _opened(item: bytes) -> dict[str, Any] | None:
+    """A stored turn's fields; None for one that no key opens any more (SECRET_KEY changed twice)."""
+    if item.startswith(b"{"):  # stored in plain JSON by an earlier release, within the memory's TTL
+        return dict(json.loads(item))
+    try:
+        return dict(unseal_json(item.decode("ascii"), purpose=Purpose.MEMORY))
+    except (InvalidToken, UnicodeDecodeError):
+        return None
+
+
 def memory_load(conversation_id: str) -> list[Turn]:
     try:
         raw = redis_client().lrange(_key(conversation_id), 0, -1)
     except Exception:  # memory is a convenience: a Redis hiccup must not fail the question
         return []
-    return [Turn(**json.loads(item)) for item in raw]
+    return [Turn(**fields) for fields in map(_opened, raw) if fields is not None]
 
 
 def memory_append(conversation_id: str, turn: Turn) -> None:
@@ -50,7 +67,7 @@ def memory_append(conversation_id: str, turn: Turn) -> None:
     key = _key(conversation_id)
     try:
         pipe = redis_client().pipeline()
-        pipe.rpush(key, json.dumps(asdict(turn)))
+        pipe.rpush(key, _stored(turn))
         pipe.ltrim(key, -settings.ATHENA_MEMORY_TURNS, -1)
         pipe.expire(key, settings.ATHENA_MEMORY_TTL_SECONDS)
         pipe.execute()
@@ -61,8 +78,14 @@ def memory_append(conversation_id: str, turn: Turn) -> None:
 def memory_forget(conversation_id: str, turn: Turn) -> None:
     """Take back a turn that memory_append added for an answer whose storing then failed: memory holds only
     answers the conversation's history has. Logged, not raised, as memory_append."""
+    key, wanted = _key(conversation_id), asdict(turn)
     try:
-        redis_client().lrem(_key(conversation_id), -1, json.dumps(asdict(turn)))
+        client = redis_client()
+        # a sealed turn differs from any other sealing of it (each token has its own IV): found by its fields
+        for item in reversed(client.lrange(key, 0, -1)):
+            if _opened(item) == wanted:
+                client.lrem(key, -1, item)
+                break
     except RedisError as exc:
         logger.warning("conversation memory not taken back (%s): %s", conversation_id, type(exc).__name__)
 

@@ -581,7 +581,7 @@ def release_mismatch(exc: BaseException) -> bool:
 class WaitOutcome:
     """How a wait ended: `result` is set when the answer came; otherwise `reason` says why not."""
 
-    result: dict[str, Any] | None
+    result: Any  # the task's return value: the answer, sealed by the worker (athena.sealing)
     reason: str = ""  # "" | "no_worker" | "timeout" | "release_mismatch"
     republished: int = 0
 
@@ -615,6 +615,8 @@ def answer_wait(
             pass
         except Exception as exc:
             if not release_mismatch(exc):
+                # a failed question's stored failure is read once too (it names only what failed: TaskFailed)
+                answer_collected(question_id, pending)
                 raise
             logger.error("question %s: the realtime worker runs another release: %s", question_id, exc)
             return WaitOutcome(None, "release_mismatch", republished)

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models.functions import Now
 
 from agents.models import Answer, Conversation, CurationItem
-from athena.errors import ApplicationError, NotFound, Unavailable, ValidationFailed
+from athena.errors import ApplicationError, NotFound, TaskFailed, Unavailable, ValidationFailed
 from athena.services import user_held
 from athena.throttling import RateLimited
 from athena.validators import text_problem
@@ -181,17 +181,29 @@ def passage_text_guard(text: str) -> str:
     from redis.exceptions import RedisError
 
     from agents.tasks import passage_guard_task
+    from athena.sealing import Purpose, seal, unseal
 
+    pending = None
     try:
-        pending = passage_guard_task.apply_async(args=[text], queue=settings.ATHENA_REALTIME_QUEUE)
-        guarded = str(pending.get(timeout=settings.ATHENA_ANSWER_TIMEOUT_SECONDS))
+        # sealed both ways: the broker message and the stored result hold the passage only as a token
+        pending = passage_guard_task.apply_async(
+            args=[seal(text, purpose=Purpose.PASSAGE)],
+            kwargs={"sealed": True},
+            queue=settings.ATHENA_REALTIME_QUEUE,
+        )
+        guarded = unseal(
+            str(pending.get(timeout=settings.ATHENA_ANSWER_TIMEOUT_SECONDS)), purpose=Purpose.PASSAGE
+        )
     except (ResultTimeout, OperationalError):
         raise Unavailable(
             "the passage could not be screened: the answering service did not respond"
         ) from None
-    # the passage's text is read once: it does not stay in the result backend for CELERY_RESULT_EXPIRES
-    with contextlib.suppress(RedisError):
-        pending.forget()
+    finally:
+        # read once, screened or failed (a TaskFailed, raised on to the caller): it does not stay in the result
+        # backend for CELERY_RESULT_EXPIRES
+        if pending is not None:
+            with contextlib.suppress(RedisError):
+                pending.forget()
     return guarded
 
 
@@ -239,7 +251,8 @@ def _error_record(
         question_id=question_id,
         filters=filters,
         verdict="error",
-        reason=type(exc).__name__,
+        # a worker's failure arrives as TaskFailed (athena.errors): what it was is its `kind`
+        reason=exc.kind if isinstance(exc, TaskFailed) else type(exc).__name__,
         why=why,
     )
 
@@ -345,23 +358,28 @@ def _answer_on_worker(
 
     from agents import realtime
     from agents.tasks import answer_task
-    from athena.sealing import seal
+    from athena.sealing import Purpose, seal, unseal_json
 
     queue, timeout = settings.ATHENA_REALTIME_QUEUE, settings.ATHENA_ANSWER_TIMEOUT_SECONDS
     # sealed: the input guard screens the question on the worker (Presidio needs torch, which web processes
     # never import), so until then the broker and a redelivered copy hold only ciphertext
-    args = [user.pk, seal(question), conversation_id, filters]
+    args = [user.pk, seal(question, purpose=Purpose.QUESTION), conversation_id, filters]
+    # and the answer comes back sealed (it quotes passages): a worker of an earlier release, which cannot seal
+    # it, refuses the option as another release's (ReleaseMismatch: 503, never a server error)
+    options = {"seal_answer": True}
     try:
         outcome = realtime.answer_wait(
             question_id=question_id,
-            publish=lambda: answer_task.apply_async(args=args, queue=queue, task_id=question_id),
+            publish=lambda: answer_task.apply_async(
+                args=args, kwargs=options, queue=queue, task_id=question_id
+            ),
             timeout=timeout,
             no_worker_grace=settings.ATHENA_NO_WORKER_GRACE_SECONDS,
         )
     except (OperationalError, RedisError):
         outcome = realtime.WaitOutcome(None, "broker_down")
     if outcome.result is not None:
-        return outcome.result
+        return unseal_json(outcome.result, purpose=Purpose.ANSWER)
     realtime.abandon(question_id)
     _unavailable_record(
         user, conversation_id, question_id=question_id, filters=logged_filters, reason=outcome.reason

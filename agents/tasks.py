@@ -22,10 +22,16 @@ def answer_task(
     conversation_id: str,
     filters: dict[str, Any] | None,
     *later: Any,
+    seal_answer: bool = False,
     **later_options: Any,
-) -> dict | None:
+) -> dict | str | None:
     """Answer a question for the realtime queue. `sealed_question` is the question sealed by the web process
     (athena.sealing): the broker never holds its text, which the input guard has not screened yet.
+
+    `seal_answer`: the answer is returned sealed (athena.sealing, Purpose.ANSWER), so that the result backend
+    holds no passage, title or answer text; a web process of the earlier release, which sends no such option,
+    gets it as it did. A pipeline that fails leaves a TaskFailed there (athena.errors), never its exception's
+    message or traceback; those go to this worker's log.
 
     `later`, `later_options`: arguments that a web process of a later release sends (a rolling upgrade whose web
     hosts went first). They are refused, never ignored (this release cannot honour what they ask for): the
@@ -34,7 +40,8 @@ def answer_task(
 
     from agents.realtime import AnswerLease, ReleaseMismatch, abandoned, service_time_record
     from agents.services import answer_compute
-    from athena.sealing import unseal
+    from athena.errors import task_failure_sanitized
+    from athena.sealing import Purpose, seal_json, unseal
 
     if later or later_options:
         raise ReleaseMismatch(
@@ -49,10 +56,10 @@ def answer_task(
     if stored.state == "SUCCESS":  # a second copy of a question already answered (see agents/realtime.py)
         return stored.result
     started = time.monotonic()
-    with AnswerLease(question_id):
+    with AnswerLease(question_id), task_failure_sanitized(f"answer_task[{question_id}]"):
         result = answer_compute(
             user_id=user_id,
-            question=unseal(sealed_question),
+            question=unseal(sealed_question, purpose=Purpose.QUESTION),
             conversation_id=conversation_id,
             filters=filters,
         )
@@ -60,7 +67,7 @@ def answer_task(
     service_time_record(time.monotonic() - started)
     # the task's own time in the worker: what the asker waited beyond it is the broker hop (tests/benchmarks/hop.py)
     result["timings_ms"]["worker"] = round((time.perf_counter() - received) * 1000, 1)
-    return result
+    return seal_json(result, purpose=Purpose.ANSWER) if seal_answer else result
 
 
 @worker_init.connect
@@ -117,10 +124,19 @@ def _other_task_ended(task_id: str, **_: Any) -> None:
 
 
 @shared_task
-def passage_guard_task(text: str) -> str:
+def passage_guard_task(text: str, sealed: bool = False) -> str:
+    """A passage through the output guard (agents.services.passage_text_guard). `sealed`: `text` is sealed
+    (athena.sealing, Purpose.PASSAGE) and so is the guarded text returned; a web process of the earlier release
+    sends plain text and gets plain text back. A failure leaves a TaskFailed in the result backend, never the
+    exception's message (which may quote the passage)."""
+    from athena.errors import task_failure_sanitized
+    from athena.sealing import Purpose, seal, unseal
     from screening.markings import guard_quoted_text
 
-    return guard_quoted_text(text)[0]
+    with task_failure_sanitized("passage_guard_task"):
+        if not sealed:
+            return guard_quoted_text(text)[0]
+        return seal(guard_quoted_text(unseal(text, purpose=Purpose.PASSAGE))[0], purpose=Purpose.PASSAGE)
 
 
 @worker_process_init.connect

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -72,6 +74,42 @@ class InsufficientStorage(ApplicationError):
 logger = logging.getLogger(__name__)
 
 
+class TaskFailed(ApplicationError):
+    """A worker task's failure as the result backend keeps it and its asker reads it: the class name of what
+    was raised (`kind`) and which dependency went away (`dependency`: "the database", "the message broker" or
+    ""), never the exception's message or traceback, which can quote a passage or name a restricted file and
+    would stay in Redis for CELERY_RESULT_EXPIRES; those go to the worker's log (task_failure_sanitized).
+    Celery rebuilds it on the asking side from its arguments, so they are all it holds."""
+
+    code = "internal_error"
+    http_status = status.HTTP_500_INTERNAL_SERVER_ERROR
+
+    def __init__(self, kind: str, dependency: str = "") -> None:
+        super().__init__(f"the worker failed on this request ({kind}); the details are in the worker's log")
+        self.kind = kind
+        self.dependency = dependency
+        self.args = (kind, dependency)
+
+
+@contextlib.contextmanager
+def task_failure_sanitized(what: str) -> Iterator[None]:
+    """In a worker task: an exception raised inside becomes a TaskFailed, raised without its cause (Celery
+    stores the traceback it formats); the original, with its traceback, is logged here, in the worker's log
+    (0600, the service account's). `what` names the task in that log line. An ApplicationError, whose message
+    is meant for the asker, goes on as it is, less its cause."""
+    try:
+        yield
+    except TaskFailed:
+        raise
+    except ApplicationError as exc:
+        # written for the asker (a conversation gone, a filter refused): kept, so that the asker gets its status
+        # and message, but without its cause, whose message Celery's stored traceback would carry
+        raise exc from None
+    except Exception as exc:
+        logger.exception("%s failed", what)
+        raise TaskFailed(type(exc).__name__, dependency=_dependency_lost(exc)) from None
+
+
 def storage_full(exc: Exception) -> InsufficientStorage | None:
     """A write that found no room on the disk (an upload stored, or spooled while its body is read): 507 with
     a message the asker can act on, never a bare 500; logged as an error for the operator who must free space."""
@@ -97,22 +135,28 @@ def _result_store_lost(exc: Exception) -> bool:
     return isinstance(exc, RuntimeError) and str(exc) == E_RETRY_LIMIT_EXCEEDED
 
 
-def dependency_unavailable(exc: Exception) -> Unavailable | None:
-    """The database or the broker went away mid-request (restart, failover): 503 with a retry hint, never
-    500. Django drops the broken connection at the end of the request, so the next one reconnects."""
+def _dependency_lost(exc: Exception) -> str:
+    """Which dependency `exc` says went away ("the database", "the message broker"), or "" for none."""
     import psycopg
     from django.db import InterfaceError, OperationalError
     from kombu.exceptions import OperationalError as BrokerError
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeout
 
-    # psycopg's own classes too: a worker's raw-cursor statement (BM25 blocks) fails with them, and the asking
-    # web process re-raises the task's exception as it was
+    # psycopg's own classes too: a worker's raw-cursor statement (BM25 blocks) fails with them
     if isinstance(exc, OperationalError | InterfaceError | psycopg.OperationalError | psycopg.InterfaceError):
-        what = "the database"
-    elif isinstance(exc, BrokerError | RedisConnectionError | RedisTimeout) or _result_store_lost(exc):
-        what = "the message broker"
-    else:
+        return "the database"
+    if isinstance(exc, BrokerError | RedisConnectionError | RedisTimeout) or _result_store_lost(exc):
+        return "the message broker"
+    return ""
+
+
+def dependency_unavailable(exc: Exception) -> Unavailable | None:
+    """The database or the broker went away mid-request (restart, failover), here or in the worker that ran
+    the request's task (a TaskFailed that says so): 503 with a retry hint, never 500. Django drops the broken
+    connection at the end of the request, so the next one reconnects."""
+    what = exc.dependency if isinstance(exc, TaskFailed) else _dependency_lost(exc)
+    if not what:
         return None
     return Unavailable(
         f"{what} is not reachable right now; retry in a few seconds",

@@ -23,6 +23,9 @@ _RETRYING: dict[str, Any] = {
     "retry_backoff": True,
     "max_retries": 5,
     "acks_late": True,
+    # nothing reads what an ingest task returns (a run's counts are in the database): a summary's errors, or a
+    # failure's message, can quote a file's text or name a restricted file, and would stay in Redis for an hour
+    "ignore_result": True,
 }
 
 
@@ -146,6 +149,22 @@ def _crashed_batch(
     return summary.as_dict()
 
 
+def staged_seal(staged: list[dict]) -> str:
+    """Staged documents (their chunks' text, terms and entities) sealed for the embed queue (athena.sealing):
+    the broker message and its redelivered copies hold no document text."""
+    from athena.sealing import Purpose, seal_json
+
+    return seal_json(staged, purpose=Purpose.STAGED)
+
+
+def staged_unseal(staged: list[dict] | str) -> list[dict]:
+    """What embed_index_task was sent: sealed (a token), or a list of staged documents as an ingest worker of
+    the earlier release sends them."""
+    from athena.sealing import Purpose, unseal_json
+
+    return unseal_json(staged, purpose=Purpose.STAGED) if isinstance(staged, str) else staged
+
+
 def chunk_groups(chunk_counts: Sequence[int], limit: int) -> list[list[int]]:
     """The indexes of documents whose chunk counts are `chunk_counts`, in order, cut into consecutive groups of
     at most `limit` chunks each; a document with more than `limit` chunks makes a group of its own."""
@@ -181,7 +200,7 @@ def _ingest_files(
         services.ingest_run_add(run_id=run_id, summary=summary)
     if staged:
         if sum(len(document.chunks) for document in documents) <= EMBED_TASK_CHUNKS:
-            embed_index_task.delay(run_id, staged, counts)
+            embed_index_task.delay(run_id, staged_seal(staged), counts)
         else:
             shares = services.staged_counts_each(documents)
             for group in chunk_groups([len(document.chunks) for document in documents], EMBED_TASK_CHUNKS):
@@ -189,16 +208,17 @@ def _ingest_files(
                 for i in group:
                     for key, value in shares[i].items():
                         group_counts[key] = group_counts.get(key, 0) + value
-                embed_index_task.delay(run_id, [staged[i] for i in group], group_counts)
+                embed_index_task.delay(run_id, staged_seal([staged[i] for i in group]), group_counts)
     return summary.as_dict()
 
 
 @shared_task(**_RETRYING)
-def embed_index_task(self, run_id: int | None, staged: list[dict], counts: dict[str, int]) -> dict:  # type: ignore[no-untyped-def]
+def embed_index_task(self, run_id: int | None, sealed: list[dict] | str, counts: dict[str, int]) -> dict:  # type: ignore[no-untyped-def]
     """Embed every chunk of the batch in one length-sorted call, then index each document atomically. A batch
     that took its worker down CRASH_LIMIT times is split into one task per document, each with its own new or
     changed count; a single document that did is marked failed instead of being tried again (as
-    ingest_files_task does)."""
+    ingest_files_task does). `sealed`: the staged documents (staged_seal)."""
+    staged = staged_unseal(sealed)
     documents = [staged_from_json(item) for item in staged]
     task_id = self.request.id
     if delivery_start(task_id) > CRASH_LIMIT:
@@ -219,7 +239,11 @@ def _crashed_embed_batch(
     if len(documents) > 1:
         # find the document that crashes: each on its own (each keeps its request time)
         shares = services.staged_counts_each(documents)
-        split_queue(task_id, len(staged), lambda i: embed_index_task.delay(run_id, [staged[i]], shares[i]))
+        split_queue(
+            task_id,
+            len(staged),
+            lambda i: embed_index_task.delay(run_id, staged_seal([staged[i]]), shares[i]),
+        )
         return summary.as_dict()
     for document in documents:
         services.document_record_failure(

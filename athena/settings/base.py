@@ -11,6 +11,9 @@ from athena.paths import BASE_DIR, embedded_redis_password, pg_socket_dir, var_d
 
 DEBUG = env.bool("ATHENA_DEBUG", False)
 SECRET_KEY = env.str("ATHENA_SECRET_KEY", "athena-local-development-key-change-me-in-production-0123456789")
+# earlier keys, still accepted while what they signed or sealed is in use (sessions, and the tasks and
+# conversation turns in Redis that athena.sealing sealed under them); new ones use SECRET_KEY
+SECRET_KEY_FALLBACKS = env.list("ATHENA_SECRET_KEY_FALLBACKS")
 ALLOWED_HOSTS = env.list("ATHENA_ALLOWED_HOSTS", ("127.0.0.1", "localhost", "testserver"))
 PORT = env.int("PORT", 8000, minimum=1, maximum=65535)
 

@@ -22,20 +22,26 @@ pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 def _later_release(how: str) -> Any:
     from athena.celery import app
 
-    def publish(*, args: list[Any], queue: str, task_id: str) -> Any:
+    def publish(*, args: list[Any], kwargs: dict[str, Any], queue: str, task_id: str) -> Any:
         if how == "added option":
             return app.send_task(
                 "agents.tasks.answer_task",
                 args=args,
-                kwargs={"answer_language": "de"},
+                kwargs={**kwargs, "answer_language": "de"},
                 queue=queue,
                 task_id=task_id,
             )
         if how == "added argument":
-            return app.send_task("agents.tasks.answer_task", args=[*args, "de"], queue=queue, task_id=task_id)
+            return app.send_task(
+                "agents.tasks.answer_task", args=[*args, "de"], kwargs=kwargs, queue=queue, task_id=task_id
+            )
         if how == "dropped argument":  # refused by Python's call itself, as by a worker without the check
-            return app.send_task("agents.tasks.answer_task", args=args[:-1], queue=queue, task_id=task_id)
-        return app.send_task("agents.tasks.answer_question_task", args=args, queue=queue, task_id=task_id)
+            return app.send_task(
+                "agents.tasks.answer_task", args=args[:-1], kwargs=kwargs, queue=queue, task_id=task_id
+            )
+        return app.send_task(
+            "agents.tasks.answer_question_task", args=args, kwargs=kwargs, queue=queue, task_id=task_id
+        )
 
     return publish
 

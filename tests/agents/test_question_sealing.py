@@ -14,7 +14,7 @@ from django.test import override_settings
 
 from agents import realtime
 from agents.models import Answer, Conversation
-from athena.sealing import InvalidToken, seal, unseal
+from athena.sealing import InvalidToken, Purpose, seal, seal_json, unseal, unseal_json
 from audit.models import AuditEvent
 from tests.api import client_for, make_user
 
@@ -70,18 +70,18 @@ def redis_values(client: Any) -> list[bytes]:
 
 @pytest.mark.unit
 def test_sealed_text_opens_only_with_the_key(settings) -> None:  # type: ignore[no-untyped-def]
-    token = seal(QUESTION)
-    assert SSN not in token and unseal(token) == QUESTION
+    token = seal(QUESTION, purpose=Purpose.QUESTION)
+    assert SSN not in token and unseal(token, purpose=Purpose.QUESTION) == QUESTION
     tampered = token[:-6] + ("A" if token[-6] != "A" else "B") + token[-5:]
     with pytest.raises(InvalidToken):
-        unseal(tampered)
+        unseal(tampered, purpose=Purpose.QUESTION)
     # a rotated key still opens a question sealed before the change; another key opens nothing
     settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
     settings.SECRET_KEY = "a-new-secret-key-for-this-test-0123456789abcdefghijklmnop"
-    assert unseal(token) == QUESTION
+    assert unseal(token, purpose=Purpose.QUESTION) == QUESTION
     settings.SECRET_KEY_FALLBACKS = []
     with pytest.raises(InvalidToken):
-        unseal(token)
+        unseal(token, purpose=Purpose.QUESTION)
 
 
 @pytest.mark.django_db
@@ -128,3 +128,32 @@ def test_a_refused_question_leaves_no_text_in_redis_or_the_database(  # type: ig
     assert SSN not in json.dumps(list(AuditEvent.objects.values("payload")), default=str)
     assert not Answer.objects.filter(user=user).exists()
     assert not [t for t in Conversation.objects.filter(user=user).values_list("title", flat=True) if t]
+
+
+@pytest.mark.unit
+def test_a_token_opens_only_for_its_own_purpose(settings) -> None:  # type: ignore[no-untyped-def]
+    answer = {"answer": f"Your SSN {SSN} is on file [1].", "timings_ms": {"total": 1.5}}
+    token = seal_json(answer, purpose=Purpose.ANSWER)
+    assert SSN not in token and unseal_json(token, purpose=Purpose.ANSWER) == answer
+    for other in set(Purpose) - {Purpose.ANSWER}:  # an answer cannot be passed off as a question, and so on
+        with pytest.raises(InvalidToken):
+            unseal(token, purpose=other)
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "a-new-secret-key-for-this-test-0123456789abcdefghijklmnop"
+    assert unseal_json(token, purpose=Purpose.ANSWER) == answer  # rotation keeps every purpose's tokens
+
+
+@pytest.mark.django_db
+def test_conversation_memory_is_sealed_and_a_turn_is_taken_back(redis_client) -> None:  # type: ignore[no-untyped-def]
+    from agents.memory import Turn, memory_append, memory_forget, memory_load
+
+    conversation = "sealed-memory-conversation"
+    redis_client.delete(f"athena:memory:{conversation}")
+    kept, taken = (Turn(QUESTION, QUESTION, f"Answer {n} [1].", "parameter_lookup", [n]) for n in (1, 2))
+    memory_append(conversation, kept)
+    memory_append(conversation, taken)
+    assert not [v for v in redis_values(redis_client) if SSN.encode() in v or b"HR record" in v]
+    assert memory_load(conversation) == [kept, taken]
+    memory_forget(conversation, taken)
+    assert memory_load(conversation) == [kept]
+    redis_client.delete(f"athena:memory:{conversation}")

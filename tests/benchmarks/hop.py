@@ -7,7 +7,8 @@ Three measurements, one question at a time, against a running stack (`manage.py 
 - floor: `answer_task` published for a question already marked abandoned, so the worker returns at its first
   lines: publish, broker, the worker taking the message, storing a result and the caller being told of it;
 - hop: what the web process does to answer (agents.services._answer_on_worker): seal the question, publish
-  it to the realtime queue and `realtime.answer_wait` for the result, minus the task's own time in the worker
+  it to the realtime queue, `realtime.answer_wait` for the result and open it (the answer comes back sealed;
+  `--plain-answer` adds a row `hop_plain` with it unsealed), minus the task's own time in the worker
   (`timings_ms.worker`: unseal, lease, user and memory load, pipeline, output guard on quoted text);
 - api: `POST /api/v1/ask` end to end minus the same worker time: the hop plus the web's own work
   (authentication, throttles, admission, audit rows, answer and memory) and HTTP.
@@ -51,36 +52,43 @@ def summary(values: list[float]) -> dict[str, float]:
 def floor_once(queue: str, timeout: float) -> float:
     from agents import realtime
     from agents.tasks import answer_task
-    from athena.sealing import seal
+    from athena.sealing import Purpose, seal
 
     question_id = str(uuid.uuid4())
     realtime.abandon(question_id)  # the worker returns None at once
     started = time.perf_counter()
-    answer_task.apply_async(args=[0, seal("-"), "", None], queue=queue, task_id=question_id).get(
+    sealed = seal("-", purpose=Purpose.QUESTION)
+    answer_task.apply_async(args=[0, sealed, "", None], queue=queue, task_id=question_id).get(
         timeout=timeout, interval=0.05
     )
     return (time.perf_counter() - started) * 1000
 
 
-def hop_once(user_id: int, question: str, queue: str, timeout: float) -> tuple[float, dict[str, float]]:
-    """(ms from publish to result in the web process, the answer's timings_ms)."""
+def hop_once(
+    user_id: int, question: str, queue: str, timeout: float, *, sealed_answer: bool = True
+) -> tuple[float, dict[str, float]]:
+    """(ms from sealing the question to the opened answer in the web process, the answer's timings_ms).
+    `sealed_answer`: the answer comes back sealed, as the web process asks for it; False: in plain text, as
+    an earlier release's web process gets it (what sealing the answer costs is the difference)."""
     from agents import realtime
     from agents.tasks import answer_task
-    from athena.sealing import seal
+    from athena.sealing import Purpose, seal, unseal_json
 
     question_id = str(uuid.uuid4())
-    args = [user_id, seal(question), str(uuid.uuid4()), None]
+    options = {"seal_answer": True} if sealed_answer else {}
     started = time.perf_counter()
+    args = [user_id, seal(question, purpose=Purpose.QUESTION), str(uuid.uuid4()), None]
     outcome = realtime.answer_wait(
         question_id=question_id,
-        publish=lambda: answer_task.apply_async(args=args, queue=queue, task_id=question_id),
+        publish=lambda: answer_task.apply_async(args=args, kwargs=options, queue=queue, task_id=question_id),
         timeout=timeout,
         no_worker_grace=timeout,
     )
-    elapsed = (time.perf_counter() - started) * 1000
     if outcome.result is None:
         raise SystemExit(f"no answer from the realtime worker ({outcome.reason}); is the stack up?")
-    return elapsed, outcome.result["timings_ms"]
+    answer = unseal_json(outcome.result, purpose=Purpose.ANSWER) if sealed_answer else outcome.result
+    elapsed = (time.perf_counter() - started) * 1000
+    return elapsed, answer["timings_ms"]
 
 
 def api_once(url: str, token: str, question: str, timeout: float) -> tuple[float, dict[str, float]]:
@@ -121,7 +129,7 @@ def measure(kind: str, requests: int, warm: int, once: Callable[[], Any]) -> dic
 def print_report(results: dict[str, Any]) -> None:
     print(f"== web -> broker -> worker -> web, {results['question']!r}, concurrency 1 (ms) ==")
     print(f"  {'':6s} {'wall p50':>9s} {'p95':>8s} {'worker p50':>11s} {'wall-worker p50':>16s} {'p95':>8s}")
-    for kind in ("floor", "hop", "api"):
+    for kind in ("floor", "hop", "hop_plain", "api"):
         if kind not in results:
             continue
         r = results[kind]
@@ -155,6 +163,11 @@ def main() -> None:
         "test's own worker's); the api row goes where the web server publishes, its own setting",
     )
     parser.add_argument("--no-api", action="store_true", help="skip the HTTP measurement (no web running)")
+    parser.add_argument(
+        "--plain-answer",
+        action="store_true",
+        help="also measure the hop with the answer returned unsealed (row hop_plain): what sealing it costs",
+    )
     parser.add_argument("--save", type=Path)
     parser.add_argument("--compare", type=Path)
     args = parser.parse_args()
@@ -170,6 +183,13 @@ def main() -> None:
     results["hop"] = measure(
         "hop", args.requests, args.warm, lambda: hop_once(user_id, args.question, queue, args.timeout)
     )
+    if args.plain_answer:
+        results["hop_plain"] = measure(
+            "hop_plain",
+            args.requests,
+            args.warm,
+            lambda: hop_once(user_id, args.question, queue, args.timeout, sealed_answer=False),
+        )
     if not args.no_api:
         results["api"] = measure(
             "api", args.requests, args.warm, lambda: api_once(args.url, token, args.question, args.timeout)

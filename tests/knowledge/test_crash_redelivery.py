@@ -109,7 +109,7 @@ def test_a_crashed_embed_batch_redelivered_after_its_split_is_not_split_again(  
     tmp_path: Path, monkeypatch
 ) -> None:
     from knowledge.services import files_stage
-    from knowledge.tasks import embed_index_task
+    from knowledge.tasks import embed_index_task, staged_unseal
 
     root = write_docs(tmp_path / "kb", {"a.md": DOC, "b.md": DOC.replace("Tuesday", "Friday")})
     _, staged = files_stage(
@@ -117,7 +117,9 @@ def test_a_crashed_embed_batch_redelivered_after_its_split_is_not_split_again(  
     )
     queued: list[tuple[str, dict]] = []
     monkeypatch.setattr(
-        embed_index_task, "delay", lambda run_id, items, counts: queued.append((items[0]["source"], counts))
+        embed_index_task,
+        "delay",
+        lambda run_id, items, counts: queued.append((staged_unseal(items)[0]["source"], counts)),
     )
     task_id = f"crash-{uuid.uuid4()}"
     batch = [None, [staged_to_json(s) for s in staged], {"new": 2}]

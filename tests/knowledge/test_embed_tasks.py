@@ -12,7 +12,7 @@ from celery.signals import task_prerun
 
 from knowledge.models import Document, IngestRun
 from knowledge.services import IngestOptions
-from knowledge.tasks import EMBED_TASK_CHUNKS, chunk_groups, folder_ingest_enqueue
+from knowledge.tasks import EMBED_TASK_CHUNKS, chunk_groups, folder_ingest_enqueue, staged_unseal
 from tests.knowledge.conftest import write_docs
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -41,7 +41,7 @@ def test_an_ingest_batch_is_embedded_in_tasks_of_about_one_model_batch(tmp_path:
 
     def record(sender: Any = None, args: Any = None, **_: Any) -> None:
         if sender is not None and sender.name == "knowledge.tasks.embed_index_task":
-            staged = args[1]
+            staged = staged_unseal(args[1])
             embedded.append((len(staged), sum(len(item["chunks"]) for item in staged)))
 
     task_prerun.connect(record, weak=False)

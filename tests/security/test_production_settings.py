@@ -51,3 +51,28 @@ def test_servers_default_to_production_settings(module: str) -> None:
         text=True,
     )
     assert bare.returncode != 0 and "ATHENA_SECRET_KEY" in bare.stderr
+
+
+def test_a_changed_secret_key_still_opens_what_was_sealed_under_the_old_one() -> None:
+    """ATHENA_SECRET_KEY_FALLBACKS: a worker whose key was changed still opens a question sealed by a web host
+    under the old key (athena.sealing), as Django still accepts the old key's sessions."""
+    code = (
+        "import sys, django; from django.conf import settings; django.setup(); "
+        "from athena.sealing import Purpose, seal, unseal; "
+        "print(seal('q', purpose=Purpose.QUESTION)) if sys.argv[1] == 'seal' "
+        "else print(unseal(sys.argv[2], purpose=Purpose.QUESTION))"
+    )
+    old, new = "o" * 50, "n" * 50
+    env = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "athena.settings.production"}
+    env |= {"ATHENA_AUDIT_KEY": "k" * 40, "ATHENA_SECRET_KEY": old}
+
+    def run(*args: str, **more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code, *args], cwd=ROOT, env=env | more, capture_output=True, text=True
+        )
+
+    token = run("seal").stdout.strip().splitlines()[-1]
+    rotated = run("unseal", token, ATHENA_SECRET_KEY=new, ATHENA_SECRET_KEY_FALLBACKS=old)
+    assert rotated.returncode == 0 and rotated.stdout.strip().splitlines()[-1] == "q", rotated.stderr[-2000:]
+    forgotten = run("unseal", token, ATHENA_SECRET_KEY=new)
+    assert forgotten.returncode != 0 and "InvalidToken" in forgotten.stderr

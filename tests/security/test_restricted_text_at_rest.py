@@ -1,17 +1,26 @@
 """Where a restricted answer's text may end up besides the asker's screen, the audit log and the conversation's
-history: not in the worker's log (Celery logs each task's return value when it succeeds), and not in Redis's
-result backend once the asker has it (Celery kept each answer, and each guarded passage, for an hour). These
-tests drive a real worker and read its real log and the real Redis."""
+history: not in the worker's log (Celery logs each task's return value when it succeeds), not in Redis's
+result backend once the asker has it (Celery kept each answer, and each guarded passage, for an hour), and not
+in anything Redis was ever sent: its append-only file keeps every write, a broker message taken and deleted or
+a result forgotten included, until its next rewrite (athena.sealing). A failed task leaves only what failed
+(athena.errors.TaskFailed). These tests drive a real worker and read its real log and the real Redis."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from django.test import override_settings
 
 from agents import realtime
+from athena.errors import TaskFailed
 from athena.paths import var_dir
 from tests.api import client_for
 from tests.factories import DocumentFactory, NocAdminFactory
@@ -103,3 +112,123 @@ def test_a_deleted_conversation_leaves_no_turns_in_redis(redis_client) -> None: 
     assert memory_load(str(conversation.pk)) == []
     assert not redis_client.exists(f"athena:memory:{conversation.pk}")
     assert memory_load(str(kept.pk))  # the owner's other conversations keep theirs
+
+
+_BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]{24,}={0,2}")
+
+
+def _readable(raw: bytes) -> bytes:
+    """`raw` and every base64 run in it decoded (a kombu message's body is base64 on Redis)."""
+    decoded = [raw]
+    for run in _BASE64_RUN.findall(raw):
+        try:
+            decoded.append(base64.b64decode(run + b"=" * (-len(run) % 4)))
+        except (binascii.Error, ValueError):
+            continue
+    return b"\n".join(decoded)
+
+
+@contextmanager
+def _redis_writes(redis_client) -> Iterator[list[bytes]]:  # type: ignore[no-untyped-def]
+    """What Redis appends to its append-only file while the block runs (every write: a message pushed and
+    taken, a result stored and deleted), readable (base64 decoded), in the list yielded once the block ends."""
+    if redis_client.config_get("appendonly").get("appendonly") != "yes":
+        pytest.skip("this Redis keeps no append-only file (the stack's does: athena/stack.py)")
+    config = redis_client.config_get("dir") | redis_client.config_get("appendfilename")
+    aof = Path(config["dir"]) / config["appendfilename"]
+    start = aof.stat().st_size
+    written: list[bytes] = []
+    yield written
+    time.sleep(1.5)  # appendfsync everysec: the writes reach the file within the second
+    with aof.open("rb") as file:
+        file.seek(start)
+        written.append(_readable(file.read()))
+
+
+def _plain(written: list[bytes]) -> list[bytes]:
+    return [
+        phrase for phrase in (b"47 seconds", b"quartzline", b"keepalive do") if phrase in b"".join(written)
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_answer_and_a_screened_passage_never_reach_redis_in_plain_text(  # type: ignore[no-untyped-def]
+    celery_worker_process, redis_client
+) -> None:
+    """The question, the answer the worker stores and the passage the citation viewer has screened travel
+    sealed: Redis's append-only file holds none of their text, also after the messages and results are gone."""
+    with _redis_writes(redis_client) as written:
+        _ask_restricted(redis_client)
+    assert written and written[0], "the asking went through Redis"
+    assert not _plain(written), _plain(written)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_ingested_restricted_documents_text_never_reaches_redis_in_plain_text(  # type: ignore[no-untyped-def]
+    celery_worker_process, redis_client, tmp_path
+) -> None:
+    """A restricted document ingested through the real worker: its chunks travel from the ingest queue to the
+    embed queue sealed, and the ingest tasks store no result."""
+    from knowledge.models import Document, IngestRun
+    from knowledge.services import IngestOptions
+    from knowledge.tasks import folder_ingest_enqueue
+
+    (tmp_path / "fabric.md").write_text(f"# Fabric keepalives\n\n{BODY}\n")
+    before = set(redis_client.scan_iter(match="celery-task-meta-*", count=1000))
+    options = IngestOptions(access_tier="restricted", acl_groups=("noc-admins",))
+    with _redis_writes(redis_client) as written:
+        run_id = folder_ingest_enqueue(root=tmp_path, options=options)
+        deadline = time.monotonic() + 120
+        while IngestRun.objects.get(pk=run_id).status != "finished" and time.monotonic() < deadline:
+            time.sleep(0.3)
+    assert IngestRun.objects.get(pk=run_id).status == "finished"
+    assert Document.objects.get(source="fabric.md").status == "indexed"
+    assert b"fabric.md" in b"".join(written)  # the batch went through this Redis
+    assert not _plain(written), _plain(written)
+    assert set(redis_client.scan_iter(match="celery-task-meta-*", count=1000)) == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_question_leaves_only_what_failed_in_the_result_backend(  # type: ignore[no-untyped-def]
+    celery_worker_process, redis_client
+) -> None:
+    """A question's task that fails on the worker with restricted text in its exception (here a user id that
+    is a phrase of a restricted document): the stored failure names the exception's class only, the asker gets
+    a clear error, the detail is in the worker's log, and the failure is deleted once read."""
+    from agents.tasks import answer_task
+    from athena.celery import app
+    from athena.sealing import Purpose, seal
+
+    log = _worker_log()
+    start = log.stat().st_size
+    question_id = str(uuid.uuid4())
+    key = f"celery-task-meta-{question_id}"
+    sealed = seal("What keepalive?", purpose=Purpose.QUESTION)
+    # (the phrase travels in the message here by the test's own doing: the stored failure is what is read)
+    answer_task.apply_async(
+        args=[PHRASE, sealed, str(uuid.uuid4()), None],
+        kwargs={"seal_answer": True},
+        queue="realtime",
+        task_id=question_id,
+    )
+    deadline = time.monotonic() + 60
+    while not redis_client.exists(key) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stored = redis_client.get(key) or b""
+    assert b"FAILURE" in stored, stored
+    assert b"ValueError" in stored and not _plain([stored]), stored
+    with pytest.raises(TaskFailed) as failed:
+        realtime.answer_wait(
+            question_id=question_id,
+            publish=lambda: app.AsyncResult(question_id),
+            timeout=30,
+            no_worker_grace=30,
+        )
+    assert failed.value.kind == "ValueError" and "worker's log" in failed.value.message
+    assert not redis_client.exists(key)  # read once, then deleted
+    detail = b""
+    deadline = time.monotonic() + 10
+    while PHRASE.encode() not in detail and time.monotonic() < deadline:
+        detail = log.read_bytes()[start:]
+        time.sleep(0.1)
+    assert f"answer_task[{question_id}] failed".encode() in detail and PHRASE.encode() in detail
