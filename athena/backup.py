@@ -110,22 +110,38 @@ def _files_listed(root: Path) -> dict[str, dict[str, Any]]:
     return listed
 
 
-def _tree_copy_private(source: Path, target: Path) -> None:
+def _tree_copy_private(source: Path, target: Path, gone: list[str], below: str = "") -> None:
     """Copy the regular files of the folder `source` into `target` (made), every folder 0700 and every file 0600
     whatever their modes were: the uploads are written readable by all (0644), and copied with their modes they
     were again wherever the backup's contents were copied without its top folder. Links are not followed (no
     upload is one: one pointing out of the media folder would copy what is not the knowledge base's, a dangling
-    one failed the backup), nor are uploads still being written (`.*.part`)."""
+    one failed the backup), nor are uploads still being written (`.*.part`).
+
+    A file or folder deleted between its listing and its copy (an upload expired or removed meanwhile) is left
+    out, and its path below the top folder (`below` is `source`'s) added to `gone`: it failed the whole backup.
+    The dump was taken before, so a restore holds its document without the file, as if it had been deleted
+    just after the restore."""
+    try:
+        entries = sorted(os.scandir(source), key=lambda item: item.name)
+    except FileNotFoundError:
+        gone.append(below or ".")
+        return
     target.mkdir(mode=0o700)
     target.chmod(0o700)
-    for entry in sorted(os.scandir(source), key=lambda item: item.name):
+    for entry in entries:
         if entry.is_symlink() or (entry.name.startswith(".") and entry.name.endswith(".part")):
             continue
+        path = f"{below}/{entry.name}" if below else entry.name
         if entry.is_dir(follow_symlinks=False):
-            _tree_copy_private(Path(entry.path), target / entry.name)
+            _tree_copy_private(Path(entry.path), target / entry.name, gone, path)
         elif entry.is_file(follow_symlinks=False):
+            try:
+                reader = open(entry.path, "rb")  # noqa: SIM115 (closed with the copy below)
+            except FileNotFoundError:
+                gone.append(path)
+                continue
             descriptor = os.open(target / entry.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with open(entry.path, "rb") as reader, open(descriptor, "wb") as writer:
+            with reader, open(descriptor, "wb") as writer:
                 shutil.copyfileobj(reader, writer, 1 << 20)
 
 
@@ -205,6 +221,7 @@ def _backup_write(
     target: Path, *, extra: dict[str, Any] | None, echo: Callable[[str], None]
 ) -> dict[str, Any]:
     name = _database_name()
+    gone: list[str] = []  # uploads deleted between their listing and their copy (_tree_copy_private)
     try:
         with _partial(target) as partial:
             checkpoints = Path(settings.ATHENA_AUDIT_CHECKPOINT_FILE)
@@ -232,7 +249,7 @@ def _backup_write(
             media = Path(settings.MEDIA_ROOT)
             if media.is_dir():  # last: every upload the dump knows is on disk by now
                 (partial / MEDIA).parent.mkdir(exist_ok=True)
-                _tree_copy_private(media, partial / MEDIA)
+                _tree_copy_private(media, partial / MEDIA, gone)
             manifest = {
                 "format": FORMAT,
                 "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -249,6 +266,7 @@ def _backup_write(
                 },
                 **(extra or {}),
                 "files": _files_listed(partial),
+                "media_left_out": gone,
             }
             (partial / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
             with open(partial / MANIFEST, "rb") as handle:
@@ -260,6 +278,9 @@ def _backup_write(
                 "to another disk"
             ) from exc
         raise BackupError(f"backup failed: {exc}; nothing was kept") from exc
+    if gone:
+        shown = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
+        echo(f"left out, deleted from the media folder while the backup ran: {shown}")
     echo(f"backup written to {target}")
     return manifest
 

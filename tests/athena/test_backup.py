@@ -55,3 +55,55 @@ def test_every_folder_and_file_of_a_backup_is_its_owners_alone_and_no_link_is_fo
         "files/media/uploads/7/notes.md": 0o600,
     }
     assert not list(Path(tmp_path).glob("backup.partial"))
+
+
+def test_an_upload_deleted_while_the_backup_copies_the_media_folder_is_left_out_and_named(
+    tmp_path, settings, monkeypatch
+):
+    """An upload expired or removed between the media folder's listing and its copy failed the whole backup
+    ("nothing was kept"). The race is made certain here: the folder listing is the real one, and right after it
+    one upload and one folder of uploads are deleted from the disk. The backup keeps every other file, names what
+    it left out, and its manifest lists only what it holds."""
+    import athena.backup
+
+    media = tmp_path / "media"
+    for name in ("7", "8"):
+        (media / "uploads" / name).mkdir(parents=True)
+    (media / "uploads" / "7" / "kept.md").write_text("# Kept\n")
+    (media / "uploads" / "7" / "expired.md").write_text("# Expired\n")
+    (media / "uploads" / "8" / "removed.md").write_text("# Removed\n")
+    settings.MEDIA_ROOT = str(media)
+    settings.ATHENA_AUDIT_CHECKPOINT_FILE = str(tmp_path / "audit" / "checkpoints.jsonl")
+    listing = os.scandir
+
+    class Listed(list):  # what os.scandir returns is also a context manager (pathlib uses it as one)
+        def __enter__(self):  # type: ignore[no-untyped-def]
+            return self
+
+        def __exit__(self, *exc):  # type: ignore[no-untyped-def]
+            return False
+
+    uploads = media / "uploads"
+    deleted_after_listing = {
+        uploads: [uploads / "8" / "removed.md", uploads / "8"],
+        uploads / "7": [uploads / "7" / "expired.md"],
+    }
+
+    def listing_then_deleted(path):  # type: ignore[no-untyped-def]
+        if not isinstance(path, str | os.PathLike) or Path(path) not in deleted_after_listing:
+            return listing(path)
+        entries = Listed(listing(path))
+        for gone in deleted_after_listing.pop(Path(path)):
+            gone.rmdir() if gone.is_dir() else gone.unlink()
+        return entries
+
+    monkeypatch.setattr(athena.backup.os, "scandir", listing_then_deleted)
+    said: list[str] = []
+    manifest = backup_create(tmp_path / "backup", echo=said.append)
+
+    assert sorted(manifest["files"]) == ["database.dump", "files/media/uploads/7/kept.md"]
+    assert manifest["media_left_out"] == ["uploads/7/expired.md", "uploads/8"]
+    assert (tmp_path / "backup" / "files" / "media" / "uploads" / "7" / "kept.md").read_text() == "# Kept\n"
+    assert not (tmp_path / "backup" / "files" / "media" / "uploads" / "8").exists()
+    assert any("uploads/7/expired.md, uploads/8" in line for line in said), said
+    assert said[-1] == f"backup written to {tmp_path / 'backup'}"
