@@ -36,5 +36,7 @@ def _group_post_delete(sender: Any, instance: Any, **kwargs: Any) -> None:
     from knowledge.services import group_deleted_close_documents
 
     group_deleted_close_documents(
-        group_name=instance.name, document_ids=getattr(instance, "_athena_group_documents", [])
+        group_id=instance.pk,
+        group_name=instance.name,
+        document_ids=getattr(instance, "_athena_group_documents", []),
     )

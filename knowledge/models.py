@@ -165,6 +165,22 @@ class Document(models.Model):
         json_fields_check(self, {"metadata": json_object_check}, exclude)
 
 
+class RetiredGroup(models.Model):
+    """The id of a deleted group, never given to a group again (a trigger on auth_group refuses it, migration
+    0017). Deleting a group leaves its id in the ACL copies of chunks whose document keeps other groups (or none):
+    rewriting them cost every chunk row again in every index, the HNSW graph included (a group named by 200
+    documents took a minute in one admin request), and no principal can hold the id any more, unless a group
+    were created with it again (an explicit id: loaddata, or a sequence reset to the highest id). The chunks'
+    sync (knowledge.indexing.document_sync_chunk_acl) reads the copies without these ids."""
+
+    group_id = models.BigIntegerField(primary_key=True)
+    name = models.CharField(max_length=150)
+    retired_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.group_id})"
+
+
 class Chunk(models.Model):
     """One retrievable passage. ACL and filter fields are copied from the document so that every source's
     SQL can filter inside the index scan (an HNSW scan cannot join before its top-k cut)."""

@@ -43,6 +43,7 @@ from knowledge.models import (
     Document,
     DocumentStatus,
     IngestRun,
+    RetiredGroup,
 )
 from knowledge.selectors import NOT_FOUND_MESSAGE, chunk_vectors_stored, vendor_gazetteer
 from knowledge.text import ANALYZER_VERSION
@@ -727,14 +728,17 @@ def group_delete_documents(*, group: Group) -> list[int]:
     return list(Document.objects.filter(allowed_groups=group).values_list("id", flat=True))
 
 
-def group_deleted_close_documents(*, group_name: str, document_ids: Sequence[int]) -> None:
-    """After a Group was deleted: a document it left with no group would, with an open tier, be readable by
-    every employee; such a document becomes restricted (readable by nobody until an admin sets its ACL):
-    deleting groups never opens a document. Decided once the group's rows are gone, so that other groups
-    deleted in the same action (a queryset delete, the admin's "delete selected") do not count as left. Each
-    document's chunks then get its ACL, and each change is audited."""
+def group_deleted_close_documents(*, group_id: int, group_name: str, document_ids: Sequence[int]) -> None:
+    """After a Group was deleted: its id is retired (RetiredGroup: never given to a group again), and a document
+    it left with no group would, with an open tier, be readable by every employee; such a document becomes
+    restricted (readable by nobody until an admin sets its ACL): deleting groups never opens a document. Decided
+    once the group's rows are gone, so that other groups deleted in the same action (a queryset delete, the
+    admin's "delete selected") do not count as left. Each document's chunks then get its ACL, and each change is
+    audited; a chunk whose copy differs only by the retired id is not written again (no one can hold the id)."""
     through = Document.allowed_groups.through
     actor = f"group deleted: {group_name}"[:150]
+    # before the documents' sync, which reads the chunks' copies without the retired ids
+    RetiredGroup.objects.get_or_create(group_id=group_id, defaults={"name": group_name[:150]})
     for document_id in sorted(document_ids):
         with transaction.atomic():
             document = Document.objects.select_for_update().filter(pk=document_id).first()

@@ -8,8 +8,18 @@ division, `org-wide-match` in the same 300 and one group of the first. Of the sy
 is shared with 500 groups of the first division (an all-hands document), one in five is restricted to three
 random groups; the documents' groups and their chunks' ACL copies are written together, directly in SQL.
 
+`--delete-groups N` times deleting N groups of the first division (each named by about 200 documents), one at a
+time, the way the admin deletes them (knowledge.services.groups_delete: the documents' ACLs, their chunks' copies,
+an audited change per document), each in a transaction that is rolled back (the organisation stays as built);
+it prints the median and each delete's seconds and chunk rows written.
+
+`--plans N` runs N dev-set questions (dense, BM25 and graph sources, fused) for each principal below and EXPLAINs
+every statement on the chunk table just before it runs, on its own connection (the stages run in threads, each
+with its settings: iterative HNSW scans, ef_search); it prints how often each index of the chunk table appears
+in those plans.
+
 Then, over the first `--queries` dev-set questions, the median and p95 of each search stage (fused, no rerank or
-MMR) for three principals: two groups (the retrieval benchmark's), `org-wide`, `org-wide-match`; and of
+MMR) for four principals: two groups (the retrieval benchmark's), `org-u00001`, `org-wide`, `org-wide-match`; and of
 building each one's Principal from the database. This machine's two cores are shared: compare medians of runs
 made one after the other.
 
@@ -120,23 +130,100 @@ def main() -> None:
     parser.add_argument("--build", action="store_true")
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--delete-groups", type=int, default=0, metavar="N")
+    parser.add_argument("--plans", type=int, default=0, metavar="N")
     args = parser.parse_args()
     setup_django()
     if args.build:
         print(build(args.seed))
-    run(args.queries)
+    if args.delete_groups:
+        groups_delete_time(args.delete_groups)
+    if args.plans:
+        plans_count(args.plans)
+    if args.queries:
+        run(args.queries)
 
 
-def run(n: int) -> None:
+def groups_delete_time(n: int) -> None:
+    from django.contrib.auth.models import Group
+    from django.db import connection, transaction
+
+    from knowledge.services import groups_delete
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT g.id, count(*) FROM auth_group g JOIN knowledge_document_allowed_groups a ON a.group_id = g.id "
+            "WHERE g.name LIKE 'org-g%%' AND g.name < %s GROUP BY g.id ORDER BY g.id LIMIT %s",
+            [f"org-g{GROUPS // 2:04d}", n],
+        )
+        picked = cursor.fetchall()
+    seconds = []
+    for group_id, documents in picked:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'knowledge_chunk'"
+                )
+                before = cursor.fetchone()[0]
+                t0 = time.perf_counter()
+                groups_delete(groups=Group.objects.filter(pk=group_id))
+                seconds.append(time.perf_counter() - t0)
+                cursor.execute(
+                    "SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'knowledge_chunk'"
+                )
+                written = cursor.fetchone()[0] - before
+            transaction.set_rollback(True)
+        print(
+            f"  group {group_id}: named by {documents} documents, {seconds[-1]:.2f} s, {written} chunk rows written"
+        )
+    print(f"deleting a group (median of {len(seconds)}): {statistics.median(seconds):.2f} s")
+
+
+def plans_count(n: int) -> None:
+    import re
+    from collections import Counter
+
+    from django.db.backends.utils import CursorWrapper
+
+    from retrieval.search import search
+    from retrieval.types import SearchConfig
+
+    plans: list[str] = []
+    original = CursorWrapper._execute
+
+    def explained(self, sql, params, *ignored):  # type: ignore[no-untyped-def]
+        head = sql.lstrip().upper()
+        if "knowledge_chunk" in sql and (head.startswith("SELECT") or head.startswith("WITH")):
+            original(self, "EXPLAIN " + sql, params, *ignored)
+            plans.append("\n".join(row[0] for row in self.cursor.fetchall()))
+        return original(self, sql, params, *ignored)
+
+    CursorWrapper._execute = explained  # type: ignore[method-assign]
+    config = SearchConfig(rerank=False, mmr=False)
+    try:
+        for label, principal in principals_named().items():
+            plans.clear()
+            for q in questions(n):
+                search(q, principal, config=config)
+            used: Counter[str] = Counter()
+            for plan in plans:
+                used.update(set(re.findall(r"(?:using|on) (chunk_\w+|knowledge_chunk\w*)", plan)))
+            print(f"{label}: {len(plans)} statements on knowledge_chunk; plans naming each index or table:")
+            for name, count in sorted(used.items()):
+                print(f"  {name:32} {count}")
+            print(f"  chunk_acl_groups_gin             {used.get('chunk_acl_groups_gin', 0)}")
+    finally:
+        CursorWrapper._execute = original  # type: ignore[method-assign]
+
+
+def principals_named() -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
     from athena.principals import Principal
-    from retrieval.search import search
-    from retrieval.types import SearchConfig
 
     users = get_user_model().objects
-    principals = {
+    return {
         "two groups": Principal(
             None,
             "bench",
@@ -144,11 +231,27 @@ def run(n: int) -> None:
                 sorted(Group.objects.filter(name__in=("employees", "netops")).values_list("pk", flat=True))
             ),
         ),
+        "org-u00001 (5-15 groups)": Principal.from_user(users.get(username="org-u00001")),
         "org-wide (300, none shared)": Principal.from_user(users.get(username="org-wide")),
         "org-wide-match (301, one shared)": Principal.from_user(users.get(username="org-wide-match")),
     }
+
+
+def questions(n: int) -> list[str]:
     lines = (DEVSET / "questions.jsonl").read_text().splitlines()
-    qs = [json.loads(line)["question"] for line in lines if line.strip()][:n]
+    return [json.loads(line)["question"] for line in lines if line.strip()][:n]
+
+
+def run(n: int) -> None:
+    from django.contrib.auth import get_user_model
+
+    from athena.principals import Principal
+    from retrieval.search import search
+    from retrieval.types import SearchConfig
+
+    users = get_user_model().objects
+    principals = principals_named()
+    qs = questions(n)
     config = SearchConfig(rerank=False, mmr=False)
     for q in qs[:3]:
         search(q, principals["two groups"], config=config)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from athena.errors import NotFound
@@ -202,6 +203,104 @@ def test_a_reingest_of_a_document_deleted_while_queued_creates_nothing(  # type:
     Document.objects.filter(pk=document.pk).delete()  # the admin's delete
     queued[0]()
     assert not Document.objects.filter(source="net/core.md").exists()
+
+
+# --- group deletion ----------------------------------------------------------------------------------------------
+
+
+def row_versions(*documents: Document) -> dict[int, str]:
+    """Each chunk's physical row version (ctid): every UPDATE of a row, HOT or not, moves it. A row written
+    again is a new entry in each of the chunk table's indexes (the HNSW graph's insert is the costly one)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, ctid::text FROM knowledge_chunk WHERE document_id = ANY(%s)",
+            [[d.pk for d in documents]],
+        )
+        return dict(cursor.fetchall())
+
+
+def test_deleting_a_group_leaves_each_document_the_access_of_its_other_groups_writing_only_what_changes() -> (
+    None
+):
+    restricted = IngestOptions(access_tier="restricted", acl_groups=("ops", "sre"))
+    both = index("a/both.md", "Pager rotation for the storage team.", restricted)
+    only = index("a/only.md", "Storage array firmware upgrade steps.", IngestOptions(acl_groups=("ops",)))
+    closed_only = index(
+        "a/closed.md", "Vault unseal procedure.", IngestOptions(access_tier="restricted", acl_groups=("ops",))
+    )
+    shared = index("a/shared.md", "Change freeze calendar.", IngestOptions(acl_groups=("ops", "sre")))
+    other = index("a/other.md", "Database failover drill notes.", IngestOptions(acl_groups=("sre",)))
+    public = index("a/public.md", "Office opening hours.")
+    ops_id = Group.objects.get(name="ops").pk
+    users = [
+        make_user("olga", "employees", "ops"),
+        make_user("sam", "employees", "sre"),
+        make_user("eve", "employees"),
+    ]
+    before = row_versions(both, only, closed_only, shared, other, public)
+
+    Group.objects.get(name="ops").delete()
+
+    olga, sam, eve = (Principal.from_user(user) for user in users)
+    assert ops_id not in olga.group_ids
+    expected = {
+        # document: (olga, who was in the deleted group only; sam, in the group kept; eve, in neither)
+        both: (NOBODY, EVERYWHERE, NOBODY),
+        only: (NOBODY, NOBODY, NOBODY),  # left with no group: restricted, readable by nobody (never opened)
+        closed_only: (NOBODY, NOBODY, NOBODY),
+        shared: (NOBODY, EVERYWHERE, NOBODY),
+        other: (NOBODY, EVERYWHERE, NOBODY),
+        public: (EVERYWHERE, EVERYWHERE, EVERYWHERE),
+    }
+    for document, readers in expected.items():
+        assert tuple(reads(p, document) for p in (olga, sam, eve)) == readers, document.source
+    only.refresh_from_db()
+    assert only.access_tier == "restricted" and not only.allowed_groups.exists()
+    # audited as before: one ACL change per document that named the group, with the groups it keeps
+    changes = {
+        event.payload["document"]: event
+        for event in AuditEvent.objects.filter(kind="acl_change", actor="group deleted: ops")
+    }
+    assert set(changes) == {"a/both.md", "a/only.md", "a/closed.md", "a/shared.md"}
+    assert changes["a/both.md"].payload["groups"] == ["sre"] and changes["a/only.md"].payload["groups"] == []
+    # only the chunks whose access columns change are written again: the document that became restricted
+    after = row_versions(both, only, closed_only, shared, other, public)
+    rewritten = {Chunk.objects.get(pk=pk).document.source for pk in after if after[pk] != before[pk]}
+    assert rewritten == {"a/only.md"}
+    assert changes["a/only.md"].payload["chunks_updated"] == 1
+    assert changes["a/both.md"].payload["chunks_updated"] == 0
+
+
+def test_a_deleted_groups_id_is_never_given_to_a_group_again() -> None:
+    # the chunks of a document that keeps other groups still carry the deleted group's id: a group created with
+    # that id (an explicit id, as loaddata writes them, or a sequence set back) would read them
+    document = index(
+        "b/both.md", "Pager rotation for the storage team.", IngestOptions(acl_groups=("ops", "sre"))
+    )
+    ops = Group.objects.get(name="ops")
+    ops_id = ops.pk
+    ops.delete()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Group.objects.create(pk=ops_id, name="ops")
+    spare = Group.objects.create(name="spare")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Group.objects.filter(pk=spare.pk).update(id=ops_id)
+    again = Group.objects.create(name="ops")  # the same name again: a new id, none of the old access
+    assert again.pk != ops_id
+    assert reads(Principal.from_user(make_user("olga", "ops")), document) == NOBODY
+
+
+def test_a_sync_that_changes_nothing_writes_no_chunk_and_a_change_writes_every_chunk() -> None:
+    document = index("c/edge.md", "Edge router loopback addressing plan.", FOLDER)
+    before = row_versions(document)
+    admin = make_user("admin", "employees", "kb-admins")
+    # the admin's change form syncs the chunks on every save, a title edit included
+    assert document_acl_sync(document=document, actor=admin) == 0
+    assert row_versions(document) == before
+    Document.objects.filter(pk=document.pk).update(department="network")
+    assert document_acl_sync(document=document, actor=admin) == 1
+    assert set(Chunk.objects.filter(document=document).values_list("department", flat=True)) == {"network"}
+    assert row_versions(document) != before
 
 
 # --- an ACL change overlapping an ingest -------------------------------------------------------------------------
