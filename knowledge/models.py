@@ -235,7 +235,6 @@ class Chunk(models.Model):
             ),
             GinIndex(fields=["tsv"], name="chunk_tsv_gin"),
             models.Index(fields=["active", "acl_open"], name="chunk_active_acl"),
-            GinIndex(fields=["acl_groups"], name="chunk_acl_groups_gin"),
             # the ACL check on a chunk id without reading the (wide) row: the graph source checks every
             # readable mention of a question's entities (an index-only scan here; 300k chunks: graph p50
             # 77 -> 35 ms)

@@ -184,3 +184,15 @@ def test_the_admin_form_refuses_too_many_groups_with_a_form_error() -> None:
     assert response.status_code == 200  # the form again, not a redirect (saved) or a server error
     assert f"at most {MAX_DOCUMENT_GROUPS} groups" in response.content.decode()
     assert list(document.allowed_groups.values_list("name", flat=True)) == ["owners"]
+
+
+@pytest.mark.django_db
+def test_the_chunks_group_copy_has_no_index_that_no_search_uses() -> None:
+    # every search statement that checks the ACL starts from chunk ids, the HNSW graph, postings or a document
+    # (EXPLAINed for askers in 2, 5-15 and 300 groups: tests/benchmarks/acl_scale.py --plans); a GIN index on the
+    # groups was never chosen and cost every chunk write (migration 0018)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk'")
+        definitions = dict(cursor.fetchall())
+    assert [name for name, sql in definitions.items() if "USING gin" in sql and "acl_groups" in sql] == []
+    assert "acl_groups" in definitions["chunk_acl_expiry_cover"]  # the covering index keeps the groups
