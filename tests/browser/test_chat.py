@@ -217,7 +217,8 @@ def test_compliance_finds_the_question_and_exports_it(
 
 
 def test_admin_changes_a_documents_groups_and_it_is_audited(browser, web_server, sample_site, shot) -> None:  # type: ignore[no-untyped-def]
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
 
     from audit.models import AuditEvent
     from knowledge.models import Document
@@ -230,9 +231,13 @@ def test_admin_changes_a_documents_groups_and_it_is_audited(browser, web_server,
     wait(driver, present("#result_list"))
     shot("01-list")
     one(driver, "#result_list tbody tr th a").click()
-    wait(driver, present("#id_allowed_groups_from"))
-    Select(one(driver, "#id_allowed_groups_from")).select_by_visible_text("noc-admins")
-    one(driver, "#id_allowed_groups_add").click()
+    # the groups box searches the groups by name (Django's autocomplete): typed, then the match picked
+    wait(driver, present(".field-allowed_groups .select2-search__field"))
+    one(driver, ".field-allowed_groups .select2-search__field").click()
+    one(driver, ".field-allowed_groups .select2-search__field").send_keys("noc-adm")
+    option = "//li[contains(@class, 'select2-results__option') and normalize-space() = 'noc-admins']"
+    wait(driver, ec.element_to_be_clickable((By.XPATH, option))).click()
+    wait(driver, present(".field-allowed_groups .select2-selection__choice"))
     shot("02-groups")
     one(driver, "input[name=_save]").click()
     wait(driver, present(".messagelist .success"))
@@ -241,6 +246,14 @@ def test_admin_changes_a_documents_groups_and_it_is_audited(browser, web_server,
     assert list(document.allowed_groups.values_list("name", flat=True)) == ["noc-admins"]
     event = AuditEvent.objects.filter(kind="acl_change", documents=[source]).latest("id")
     assert event.actor == "admin" and event.payload["groups"] == ["noc-admins"]
+    # the document now reads for noc-admins alone (the admin is not in it): the user list, filtered by that group
+    # typed into its box (no link per group), shows who reads it; the search is kept
+    driver.get(f"{base}/admin/auth/user/?q=o")
+    wait(driver, present("#filter-groups__name")).send_keys("noc-admins\n")
+    wait(driver, lambda d: "noc-admins" in one(d, "#filter-groups__name").get_attribute("value"))
+    assert "q=o" in driver.current_url
+    shot("03b-users-filtered-by-group")
+    assert [row.text for row in driver.find_elements(By.CSS_SELECTOR, "#result_list tbody th")] == ["noc-bob"]
 
     login(driver, base, "carol", next_path="/compliance/")
     driver.get(f"{base}/compliance/?kind=acl_change&document={source}")
