@@ -5,7 +5,8 @@ Two roles share the database:
 - the **owner** role owns the database, its schema objects and runs migrations (`manage.py migrate` uses the
   `owner` connection alias; see athena/management/commands/migrate.py);
 - the **application** role (web, workers, beat) has only the data rights it needs: SELECT/INSERT/UPDATE/
-  DELETE on the application's tables, but only INSERT and SELECT on the audit log, read-only on
+  DELETE on the application's tables, but only INSERT and SELECT on the audit log (and the other append-only
+  tables the apps register: knowledge's retired group ids), read-only on
   django_migrations, no TRUNCATE anywhere, and it owns nothing, so it cannot ALTER a table, disable a trigger,
   or (not being a superuser) set session_replication_role. On the search index's tables (registered by the
   apps that own them) it also has MAINTAIN (PostgreSQL 17 and later), so that an ingest can ANALYZE what it

@@ -11,8 +11,13 @@ class KnowledgeConfig(AppConfig):
         from django.contrib.auth.models import Group
         from django.db.models.signals import post_delete, pre_delete
 
-        from athena.db_roles import maintained_table_register
+        from athena.db_roles import append_only_table_register, maintained_table_register
         from knowledge.indexing import INDEX_TABLES
+        from knowledge.models import RetiredGroup
+
+        # a retired group id stays retired: the application may record one, never take one back (the id may
+        # still be in chunks' ACL copies; see RetiredGroup)
+        append_only_table_register(RetiredGroup._meta.db_table)
 
         # an ingest ANALYZEs the index tables it rewrote (knowledge.indexing.index_statistics_refresh)
         for table in INDEX_TABLES:

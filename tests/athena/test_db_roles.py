@@ -130,3 +130,21 @@ def test_the_application_role_cannot_rewrite_history(app_db, attack: str) -> Non
         }
         cursor.execute("SELECT count(*) FROM audit_auditevent")
         assert cursor.fetchone() == (1,)
+
+
+def test_the_application_role_cannot_give_a_deleted_groups_id_back(app_db) -> None:  # type: ignore[no-untyped-def]
+    """A deleted group's id may stay in chunks' ACL copies (knowledge.models.RetiredGroup): the application role
+    records a retired id, but cannot take one back, reuse it, or switch off the trigger that refuses it."""
+    with app_db.cursor() as cursor:
+        cursor.execute("INSERT INTO auth_group (name) VALUES ('probe-retired') RETURNING id")
+        (group_id,) = cursor.fetchone()
+        cursor.execute("DELETE FROM auth_group WHERE id = %s", [group_id])
+        cursor.execute(
+            "INSERT INTO knowledge_retiredgroup (group_id, name, retired_at) VALUES (%s, 'probe-retired', now())",
+            [group_id],
+        )
+    _refused(app_db, f"DELETE FROM knowledge_retiredgroup WHERE group_id = {group_id}")
+    _refused(app_db, f"UPDATE knowledge_retiredgroup SET group_id = -1 WHERE group_id = {group_id}")
+    _refused(app_db, "ALTER TABLE auth_group DISABLE TRIGGER auth_group_id_not_retired")
+    with pytest.raises(psycopg.errors.UniqueViolation), app_db.cursor() as cursor:
+        cursor.execute("INSERT INTO auth_group (id, name) VALUES (%s, 'probe-again')", [group_id])
