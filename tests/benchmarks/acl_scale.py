@@ -16,7 +16,8 @@ it prints the median and each delete's seconds and chunk rows written.
 `--plans N` runs N dev-set questions (dense, BM25 and graph sources, fused) for each principal below and EXPLAINs
 every statement on the chunk table just before it runs, on its own connection (the stages run in threads, each
 with its settings: iterative HNSW scans, ef_search); it prints how often each index of the chunk table appears
-in those plans.
+in those plans. Only statements sent through Django's cursor are seen: the binary reads (chunk rows by id,
+posting blocks by term) are not, and neither can check the ACL through an index on the groups.
 
 Then, over the first `--queries` dev-set questions, the median and p95 of each search stage (fused, no rerank or
 MMR) for four principals: two groups (the retrieval benchmark's), `org-u00001`, `org-wide`, `org-wide-match`; and of
@@ -24,6 +25,7 @@ building each one's Principal from the database. This machine's two cores are sh
 made one after the other.
 
     ATHENA_DB_NAME=athena_bench python tests/benchmarks/acl_scale.py --build --queries 30
+    ATHENA_DB_NAME=athena_bench python tests/benchmarks/acl_scale.py --delete-groups 5 --plans 20 --queries 0
 """
 
 from __future__ import annotations
