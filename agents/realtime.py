@@ -47,6 +47,7 @@ from typing import Any
 from django.conf import settings
 from redis.exceptions import RedisError
 
+from athena.sealing import KeyMismatch
 from athena.throttling import redis_client, redis_now
 
 logger = logging.getLogger(__name__)
@@ -565,7 +566,7 @@ class ReleaseMismatch(Exception):
 
 
 def release_mismatch(exc: BaseException) -> bool:
-    """Whether the exception a question's task raised says that the worker could not run the message at all,
+    """Whether the exception a question's task (or a passage's, passage_guard_task) raised says that the worker could not run the message at all,
     being of another release than the web process that sent it: ReleaseMismatch; the task's name unknown to it
     (a renamed task: Celery's NotRegistered); or the call itself refused by Python (an added or removed argument,
     from a worker of a release without the ReleaseMismatch check). Never an error of the answering pipeline."""
@@ -574,7 +575,7 @@ def release_mismatch(exc: BaseException) -> bool:
     if isinstance(exc, ReleaseMismatch | NotRegistered):
         return True
     # the worker's call of the task function, before any of its code ran
-    return isinstance(exc, TypeError) and str(exc).startswith("answer_task() ")
+    return isinstance(exc, TypeError) and str(exc).startswith(("answer_task() ", "passage_guard_task() "))
 
 
 @dataclass(frozen=True)
@@ -582,7 +583,7 @@ class WaitOutcome:
     """How a wait ended: `result` is set when the answer came; otherwise `reason` says why not."""
 
     result: Any  # the task's return value: the answer, sealed by the worker (athena.sealing)
-    reason: str = ""  # "" | "no_worker" | "timeout" | "release_mismatch"
+    reason: str = ""  # "" | "no_worker" | "timeout" | "release_mismatch" | "key_mismatch"
     republished: int = 0
 
 
@@ -614,12 +615,17 @@ def answer_wait(
         except ResultTimeout:
             pass
         except Exception as exc:
-            if not release_mismatch(exc):
-                # a failed question's stored failure is read once too (it names only what failed: TaskFailed)
-                answer_collected(question_id, pending)
-                raise
-            logger.error("question %s: the realtime worker runs another release: %s", question_id, exc)
-            return WaitOutcome(None, "release_mismatch", republished)
+            if release_mismatch(exc):
+                logger.error("question %s: the realtime worker runs another release: %s", question_id, exc)
+                return WaitOutcome(None, "release_mismatch", republished)
+            # a failed question's stored failure is read once too (it names only what failed: TaskFailed)
+            answer_collected(question_id, pending)
+            if isinstance(exc, KeyMismatch):  # the worker could not open the question
+                logger.error(
+                    "question %s: the realtime worker holds another secret key: %s", question_id, exc
+                )
+                return WaitOutcome(None, "key_mismatch", republished)
+            raise
         else:
             answer_collected(question_id, pending)
             # None: a copy that found the question abandoned (only after this caller gave up) -- treat as late

@@ -4,6 +4,7 @@ updates memory and writes the audit event. Web processes call this without impor
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 import uuid
 from dataclasses import asdict
@@ -19,6 +20,8 @@ from athena.errors import ApplicationError, NotFound, TaskFailed, Unavailable, V
 from athena.services import user_held
 from athena.throttling import RateLimited
 from athena.validators import text_problem
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from retrieval.types import SearchConfig
@@ -180,8 +183,9 @@ def passage_text_guard(text: str) -> str:
     from kombu.exceptions import OperationalError
     from redis.exceptions import RedisError
 
+    from agents.realtime import release_mismatch, retry_after_seconds
     from agents.tasks import passage_guard_task
-    from athena.sealing import Purpose, seal, unseal
+    from athena.sealing import KeyMismatch, Purpose, seal, unseal
 
     pending = None
     try:
@@ -197,6 +201,23 @@ def passage_text_guard(text: str) -> str:
     except (ResultTimeout, OperationalError):
         raise Unavailable(
             "the passage could not be screened: the answering service did not respond"
+        ) from None
+    except KeyMismatch as exc:  # one side could not open what the other sealed (athena.sealing)
+        logger.error("a passage to screen: the realtime worker holds another secret key: %s", exc)
+        raise Unavailable(
+            "the passage could not be screened: the answering worker holds another secret key than this "
+            "web server; retry shortly",
+            retry_after=retry_after_seconds(),
+        ) from None
+    except Exception as exc:
+        if not release_mismatch(exc):
+            raise
+        # a worker of an earlier release, which does not know `sealed` (deploy/README.md: workers go first)
+        logger.error("a passage to screen: the realtime worker runs another release: %s", exc)
+        raise Unavailable(
+            "the passage could not be screened: the answering worker runs another release than this web "
+            "server; retry shortly",
+            retry_after=retry_after_seconds(),
         ) from None
     finally:
         # read once, screened or failed (a TaskFailed, raised on to the caller): it does not stay in the result
@@ -358,7 +379,7 @@ def _answer_on_worker(
 
     from agents import realtime
     from agents.tasks import answer_task
-    from athena.sealing import Purpose, seal, unseal_json
+    from athena.sealing import KeyMismatch, Purpose, seal, unseal_json
 
     queue, timeout = settings.ATHENA_REALTIME_QUEUE, settings.ATHENA_ANSWER_TIMEOUT_SECONDS
     # sealed: the input guard screens the question on the worker (Presidio needs torch, which web processes
@@ -379,7 +400,11 @@ def _answer_on_worker(
     except (OperationalError, RedisError):
         outcome = realtime.WaitOutcome(None, "broker_down")
     if outcome.result is not None:
-        return unseal_json(outcome.result, purpose=Purpose.ANSWER)
+        try:
+            return unseal_json(outcome.result, purpose=Purpose.ANSWER)
+        except KeyMismatch as exc:  # the worker sealed it under a key this web process does not hold
+            logger.error("question %s: the realtime worker holds another secret key: %s", question_id, exc)
+            outcome = realtime.WaitOutcome(None, "key_mismatch", outcome.republished)
     realtime.abandon(question_id)
     _unavailable_record(
         user, conversation_id, question_id=question_id, filters=logged_filters, reason=outcome.reason
@@ -390,6 +415,9 @@ def _answer_on_worker(
         "broker_down": "the message broker is not reachable",
         # a rolling upgrade under way in the wrong order (deploy/README.md): never a server error
         "release_mismatch": "the worker on the '{queue}' queue runs another release than this web server",
+        # a key rotation rolled out in one step, or a host given another key (deploy/README.md): the worker's
+        # log and this server's name it
+        "key_mismatch": "the worker on the '{queue}' queue holds another secret key than this web server",
     }
     raise Unavailable(
         messages[outcome.reason].format(queue=queue, timeout=timeout) + "; retry shortly",

@@ -56,12 +56,12 @@ def answer_task(
     if stored.state == "SUCCESS":  # a second copy of a question already answered (see agents/realtime.py)
         return stored.result
     started = time.monotonic()
+    # a question this worker cannot open raises KeyMismatch as it is (its message is ours, without text): the
+    # asker tells the web and worker's keys apart from a failure of the pipeline (503, not a server error)
+    question = unseal(sealed_question, purpose=Purpose.QUESTION)
     with AnswerLease(question_id), task_failure_sanitized(f"answer_task[{question_id}]"):
         result = answer_compute(
-            user_id=user_id,
-            question=unseal(sealed_question, purpose=Purpose.QUESTION),
-            conversation_id=conversation_id,
-            filters=filters,
+            user_id=user_id, question=question, conversation_id=conversation_id, filters=filters
         )
     # the whole run as this process lived it (model contention, database, memory), for the expected wait
     service_time_record(time.monotonic() - started)
@@ -133,10 +133,11 @@ def passage_guard_task(text: str, sealed: bool = False) -> str:
     from athena.sealing import Purpose, seal, unseal
     from screening.markings import guard_quoted_text
 
+    # a passage this worker cannot open raises KeyMismatch as it is (as answer_task's question)
+    passage = unseal(text, purpose=Purpose.PASSAGE) if sealed else text
     with task_failure_sanitized("passage_guard_task"):
-        if not sealed:
-            return guard_quoted_text(text)[0]
-        return seal(guard_quoted_text(unseal(text, purpose=Purpose.PASSAGE))[0], purpose=Purpose.PASSAGE)
+        guarded = guard_quoted_text(passage)[0]
+    return seal(guarded, purpose=Purpose.PASSAGE) if sealed else guarded
 
 
 @worker_process_init.connect

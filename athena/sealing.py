@@ -29,7 +29,14 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from kombu.utils import json as kombu_json
 
-__all__ = ["InvalidToken", "Purpose", "seal", "seal_json", "unseal", "unseal_json"]
+__all__ = ["InvalidToken", "KeyMismatch", "Purpose", "seal", "seal_json", "unseal", "unseal_json"]
+
+
+class KeyMismatch(InvalidToken):
+    """A token that no key this process holds opens: sealed by a host with another ATHENA_SECRET_KEY (a key
+    rotation rolled out in one step, or a misconfigured host), or altered. Its message names the purpose and
+    the settings, never the token's text, so a worker task may raise it as it is (the asker tells it apart:
+    503, never a server error)."""
 
 
 class Purpose(enum.Enum):
@@ -68,8 +75,14 @@ def seal(text: str, *, purpose: Purpose) -> str:
 def unseal(token: str, *, purpose: Purpose) -> str:
     """The text of a token made by :func:`seal` for `purpose` under SECRET_KEY or one of SECRET_KEY_FALLBACKS;
     raises InvalidToken for anything else (a forged, altered or foreign token, or one made for another
-    purpose)."""
-    return _current(purpose).decrypt(token.encode("ascii")).decode("utf-8")
+    purpose), as KeyMismatch."""
+    try:
+        return _current(purpose).decrypt(token.encode("ascii")).decode("utf-8")
+    except InvalidToken:
+        raise KeyMismatch(
+            f"a sealed token ({purpose.name.lower()}) that neither ATHENA_SECRET_KEY nor ATHENA_SECRET_KEY_FALLBACKS "
+            "opens: the host that sealed it holds another secret key (or it was altered)"
+        ) from None
 
 
 def seal_json(value: Any, *, purpose: Purpose) -> str:

@@ -73,3 +73,27 @@ def test_a_question_from_a_web_process_of_a_later_release_gets_503_not_a_server_
     event = AuditEvent.objects.filter(kind="question", actor=user.username).get()
     assert event.verdict == "unavailable" and event.payload["error"] == "release_mismatch"
     assert redis_client.zcard(realtime.user_pending_key(user.pk)) == 0
+
+
+def test_a_passage_to_screen_from_a_web_process_of_a_later_release_is_unavailable(  # type: ignore[no-untyped-def]
+    celery_worker_process, monkeypatch
+):
+    """The passage viewer's screening (passage_guard_task) sent with an option this worker does not know, as a
+    web process of a later release sends it (or this release's `sealed` to a worker of the earlier one): 503,
+    never a server error."""
+    from agents.services import passage_text_guard
+    from agents.tasks import passage_guard_task
+    from athena.celery import app
+    from athena.errors import Unavailable
+
+    passage_guard_task.apply_async(args=["warm"], queue="realtime").get(timeout=120)
+
+    def later(*, args: list[Any], kwargs: dict[str, Any], queue: str) -> Any:
+        return app.send_task(
+            "agents.tasks.passage_guard_task", args=args, kwargs={**kwargs, "mask_style": "x"}, queue=queue
+        )
+
+    monkeypatch.setattr(passage_guard_task, "apply_async", later)
+    with override_settings(ATHENA_REALTIME_VIA_CELERY=True), pytest.raises(Unavailable) as raised:
+        passage_text_guard("The hold timer is 90 seconds.")
+    assert "another release" in raised.value.message and raised.value.retry_after
