@@ -13,8 +13,8 @@ _other_leases: dict[str, Any] = {}  # task id -> OtherTaskLease, in a pool proce
 
 # acks_late + reject_on_worker_lost: a pool process killed mid-answer gives the message back to the queue and
 # the next pool process answers it (both are also the project-wide defaults; stated here because this task
-# relies on them)
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
+# relies on them); its result is read by the asker (CELERY_TASK_IGNORE_RESULT is the default otherwise)
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=False)
 def answer_task(
     self: Task,
     user_id: int,
@@ -123,7 +123,7 @@ def _other_task_ended(task_id: str, **_: Any) -> None:
         lease.end()
 
 
-@shared_task
+@shared_task(ignore_result=False)  # the web process reads the screened text
 def passage_guard_task(text: str, sealed: bool = False) -> str:
     """A passage through the output guard (agents.services.passage_text_guard). `sealed`: `text` is sealed
     (athena.sealing, Purpose.PASSAGE) and so is the guarded text returned; a web process of the earlier release

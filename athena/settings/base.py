@@ -152,6 +152,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "queue_order_strategy": "athena.queue_order:QuestionsFirstCycle",
 }
 CELERY_RESULT_EXPIRES = 3600  # answers are read within the answer timeout; nothing needs them later
+# no task stores what it returned or raised unless its asker reads it (the realtime queue's two, which say so):
+# a beat task's failure can name a private upload's file, and Redis keeps it in its append-only file
+CELERY_TASK_IGNORE_RESULT = True
 # beat saves its schedule file (when each entry last ran) after every task it sends, not every 3 minutes:
 # a beat killed after sending the nightly sync and restarted found the older save and sent it again
 # (tests/faults/test_beat.py). It sends about 25 tasks an hour; a save rewrites one small file.

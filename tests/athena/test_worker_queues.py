@@ -83,10 +83,13 @@ def test_a_worker_takes_the_questions_waiting_before_a_backlog_of_ingest_and_emb
     queues = {name: f"{name}-{suffix}" for name in _stack_worker_queues()}
     sent: dict[str, list[str]] = {name: [] for name in queues}
     # celery.accumulate returns its arguments: a task that every worker of this project knows and that touches
-    # nothing; its results record when each ran
+    # nothing; its results (asked for: no task stores one by default, CELERY_TASK_IGNORE_RESULT) record when each
+    # ran
     for name, count in (("ingest", 4), ("embed", 4), ("realtime", 2)):
         for i in range(count):
-            result = app.send_task("celery.accumulate", args=[f"{name}-{i}"], queue=queues[name])
+            result = app.send_task(
+                "celery.accumulate", args=[f"{name}-{i}"], queue=queues[name], ignore_result=False
+            )
             sent[name].append(result.id)
     every = [task_id for ids in sent.values() for task_id in ids]
     order = _run_until_done(settings, queues, every, suffix)
@@ -105,9 +108,13 @@ def test_a_task_of_the_last_queue_is_not_starved_while_questions_keep_coming(set
     assert app.amqp.router.route({}, "audit.tasks.audit_checkpoint_task")["queue"].name == "ingest"
     suffix = f"turns-{os.getpid()}"
     queues = {name: f"{name}-{suffix}" for name in _stack_worker_queues()}
-    first = app.send_task("celery.accumulate", args=["ingest"], queue=queues["ingest"]).id
+    first = app.send_task(
+        "celery.accumulate", args=["ingest"], queue=queues["ingest"], ignore_result=False
+    ).id
     questions = [
-        app.send_task("celery.accumulate", args=[f"realtime-{i}"], queue=queues["realtime"]).id
+        app.send_task(
+            "celery.accumulate", args=[f"realtime-{i}"], queue=queues["realtime"], ignore_result=False
+        ).id
         for i in range(40)
     ]
     every = [first, *questions]

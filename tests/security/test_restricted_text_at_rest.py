@@ -31,6 +31,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 PHRASE = "quartzline fabric keepalive every 47 seconds"
 BODY = f"The core routers on the quartzline fabric keep their BGP sessions up with a {PHRASE}."
 QUESTION = "What keepalive do the core routers use on the quartzline fabric?"
+PACKAGES = {"agents", "athena", "audit", "knowledge", "retrieval", "screening"}
 
 
 def _worker_log() -> Path:
@@ -232,3 +233,17 @@ def test_a_failed_question_leaves_only_what_failed_in_the_result_backend(  # typ
         detail = log.read_bytes()[start:]
         time.sleep(0.1)
     assert f"answer_task[{question_id}] failed".encode() in detail and PHRASE.encode() in detail
+
+
+@pytest.mark.unit
+def test_only_the_tasks_whose_asker_reads_the_result_store_one() -> None:
+    """Every task of the project stores nothing of what it returned or raised (CELERY_TASK_IGNORE_RESULT),
+    but the realtime queue's two, whose asker reads the (sealed) result: a beat task's failure message can name
+    a private upload's file, and the result backend kept it for an hour, its append-only file longer."""
+    from athena.celery import app
+
+    app.loader.import_default_modules()
+    ours = {name: task for name, task in app.tasks.items() if name.split(".")[0] in PACKAGES}
+    assert "knowledge.tasks.uploads_expire_task" in ours and "audit.tasks.audit_checkpoint_task" in ours
+    storing = sorted(name for name, task in ours.items() if not task.ignore_result)
+    assert storing == ["agents.tasks.answer_task", "agents.tasks.passage_guard_task"]
