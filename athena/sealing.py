@@ -48,6 +48,7 @@ class Purpose(enum.Enum):
     ANSWER = b"athena.sealing: answer from the realtime worker"
     PASSAGE = b"athena.sealing: passage to screen on the realtime worker, and back"
     STAGED = b"athena.sealing: staged documents to the embed worker"
+    FILES = b"athena.sealing: files to stage on the ingest worker"
     MEMORY = b"athena.sealing: a conversation's turns in memory"
 
 

@@ -477,13 +477,13 @@ class DocumentUploadApi(APIView):
             path.unlink(missing_ok=True)  # stored for an account that no longer exists
             raise
         if queued:
-            from knowledge.tasks import ingest_files_task
+            from knowledge.tasks import files_seal, ingest_files_task
 
             try:
                 # no result is awaited: without ignore_result Celery first subscribes to the result store,
                 # and a Redis that is down then fails there with a RuntimeError instead of the broker's error
                 ingest_files_task.apply_async(
-                    (None, root, [[source, str(path)]], options.as_dict()), ignore_result=True
+                    (None, root, files_seal([[source, str(path)]]), options.as_dict()), ignore_result=True
                 )
             except Exception as exc:
                 unavailable = dependency_unavailable(exc)

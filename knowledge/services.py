@@ -786,7 +786,7 @@ def document_reingest(*, document: Document, on_queued: QueuedCallback | None = 
     OperationalError, which the API answers with 503 (athena.errors.dependency_unavailable); with `on_queued`
     the caller is told instead (a request whose transaction has already committed, such as an admin form's,
     cannot answer 503 for it). The document's emptied hash stays, so the next folder sync indexes it anyway."""
-    from knowledge.tasks import ingest_files_task
+    from knowledge.tasks import files_seal, ingest_files_task
 
     Document.objects.filter(pk=document.pk).update(content_hash="")
     options = IngestOptions(
@@ -804,7 +804,7 @@ def document_reingest(*, document: Document, on_queued: QueuedCallback | None = 
     def queue() -> None:
         try:
             ingest_files_task.apply_async(
-                (None, document.source_root, files, options.as_dict()), ignore_result=True
+                (None, document.source_root, files_seal(files), options.as_dict()), ignore_result=True
             )
         except Exception as exc:
             unavailable = dependency_unavailable(exc)

@@ -6,13 +6,16 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import shared_task
 from django.db import OperationalError
 
 from knowledge import services
 from knowledge.indexing import staged_from_json, staged_to_json
+
+if TYPE_CHECKING:
+    from athena.sealing import Purpose
 
 logger = logging.getLogger(__name__)
 
@@ -90,11 +93,18 @@ def split_queue(task_id: str | None, parts: int, queue: Callable[[int], object])
 
 @shared_task(**_RETRYING)
 def ingest_files_task(
-    self, run_id: int | None, root: str, files: list[list[str]], options: dict[str, Any], force: bool = False
+    self,
+    run_id: int | None,
+    root: str,
+    sealed: list[list[str]] | str,
+    options: dict[str, Any],
+    force: bool = False,
 ) -> dict:  # type: ignore[no-untyped-def]
     """Stage a batch of files (CPU work) and hand the staged documents to the embed queue (`force`: unchanged
     files too). A batch that took its worker down CRASH_LIMIT times is split into one task per file; a single
-    file that did is marked failed instead of being tried again."""
+    file that did is marked failed instead of being tried again. `sealed`: the (source, path) pairs
+    (files_seal)."""
+    files = files_unseal(sealed)
     task_id = self.request.id
     if delivery_start(task_id) > CRASH_LIMIT:
         try:
@@ -129,7 +139,7 @@ def _crashed_batch(
             task_id,
             len(files),
             lambda i: ingest_files_task.apply_async(
-                (run_id, root, [files[i]], options), _force_kwargs(force)
+                (run_id, root, files_seal([files[i]]), options), _force_kwargs(force)
             ),
         )
         return summary.as_dict()
@@ -152,17 +162,46 @@ def _crashed_batch(
 def staged_seal(staged: list[dict]) -> str:
     """Staged documents (their chunks' text, terms and entities) sealed for the embed queue (athena.sealing):
     the broker message and its redelivered copies hold no document text."""
-    from athena.sealing import Purpose, seal_json
+    from athena.sealing import Purpose
 
-    return seal_json(staged, purpose=Purpose.STAGED)
+    return _batch_sealed(staged, Purpose.STAGED)
 
 
 def staged_unseal(staged: list[dict] | str) -> list[dict]:
     """What embed_index_task was sent: sealed (a token), or a list of staged documents as an ingest worker of
     the earlier release sends them."""
-    from athena.sealing import Purpose, unseal_json
+    from athena.sealing import Purpose
 
-    return unseal_json(staged, purpose=Purpose.STAGED) if isinstance(staged, str) else staged
+    return _batch_opened(staged, Purpose.STAGED)
+
+
+def files_seal(files: list[list[str]]) -> str:
+    """A batch's (source, path) pairs sealed for the ingest queue: a file's name can say as much as a restricted
+    document's title, which nobody outside its groups is shown, and Redis keeps every message in its
+    append-only file."""
+    from athena.sealing import Purpose
+
+    return _batch_sealed(files, Purpose.FILES)
+
+
+def files_unseal(files: list[list[str]] | str) -> list[list[str]]:
+    """What ingest_files_task was sent: sealed (files_seal), or the pairs as a web process or worker of the
+    earlier release sends them."""
+    from athena.sealing import Purpose
+
+    return _batch_opened(files, Purpose.FILES)
+
+
+def _batch_sealed(items: list, purpose: Purpose) -> str:
+    from athena.sealing import seal_json
+
+    return seal_json(items, purpose=purpose)
+
+
+def _batch_opened(items: list | str, purpose: Purpose) -> list:
+    from athena.sealing import unseal_json
+
+    return unseal_json(items, purpose=purpose) if isinstance(items, str) else items
 
 
 def chunk_groups(chunk_counts: Sequence[int], limit: int) -> list[list[int]]:
@@ -382,5 +421,7 @@ def folder_ingest_enqueue(
     run.save(update_fields=["counts"])
     services.ingest_run_finish_if_done(run)
     for batch in services.batches([[s, p] for s, p in files], batch_size):
-        ingest_files_task.apply_async((run.pk, run.root, batch, options.as_dict()), _force_kwargs(force))
+        ingest_files_task.apply_async(
+            (run.pk, run.root, files_seal(batch), options.as_dict()), _force_kwargs(force)
+        )
     return run.pk

@@ -12,7 +12,7 @@ from athena.celery import app
 from knowledge.indexing import staged_to_json
 from knowledge.models import Chunk, Document, DocumentStatus
 from knowledge.services import IngestOptions
-from knowledge.tasks import CRASH_LIMIT, crash_key, delivery_start, ingest_files_task
+from knowledge.tasks import CRASH_LIMIT, crash_key, delivery_start, files_unseal, ingest_files_task
 from tests.knowledge.conftest import write_docs
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -91,7 +91,7 @@ def test_a_crashed_batch_redelivered_while_being_split_queues_each_file_once(
         if len(queued) == 1 and not killed:
             killed.append(True)
             raise WorkerKilled  # the worker dies while queueing the second part
-        queued.append(args[2][0][0])
+        queued.append(files_unseal(args[2])[0][0])
 
     killed: list[bool] = []
     monkeypatch.setattr(ingest_files_task, "apply_async", queue_until_killed)

@@ -168,8 +168,8 @@ def test_an_answer_and_a_screened_passage_never_reach_redis_in_plain_text(  # ty
 def test_an_ingested_restricted_documents_text_never_reaches_redis_in_plain_text(  # type: ignore[no-untyped-def]
     celery_worker_process, redis_client, tmp_path
 ) -> None:
-    """A restricted document ingested through the real worker: its chunks travel from the ingest queue to the
-    embed queue sealed, and the ingest tasks store no result."""
+    """A restricted document ingested through the real worker: its file's name travels to the ingest queue
+    sealed, its chunks from the ingest queue to the embed queue too, and the ingest tasks store no result."""
     from knowledge.models import Document, IngestRun
     from knowledge.services import IngestOptions
     from knowledge.tasks import folder_ingest_enqueue
@@ -184,7 +184,10 @@ def test_an_ingested_restricted_documents_text_never_reaches_redis_in_plain_text
             time.sleep(0.3)
     assert IngestRun.objects.get(pk=run_id).status == "finished"
     assert Document.objects.get(source="fabric.md").status == "indexed"
-    assert b"fabric.md" in b"".join(written)  # the batch went through this Redis
+    # the batches went through this Redis, and neither the file's name nor its text is readable there
+    assert b"knowledge.tasks.ingest_files_task" in b"".join(written)
+    assert b"knowledge.tasks.embed_index_task" in b"".join(written)
+    assert b"fabric" not in b"".join(written)
     assert not _plain(written), _plain(written)
     assert set(redis_client.scan_iter(match="celery-task-meta-*", count=1000)) == before
 
