@@ -273,9 +273,18 @@ def _distinct_in_window(user: Any, kind: str, member: str, window: int, *, what:
         return None
 
 
+def _question_digest(question: str) -> str:
+    """What the enumeration counters keep of a question to count distinct ones: a keyed hash (HMAC under a key
+    derived from SECRET_KEY), so that whoever reads Redis cannot confirm a guessed question by hashing it (a
+    plain SHA-256 could be)."""
+    from django.utils.crypto import salted_hmac
+
+    return salted_hmac("athena.throttling: question", " ".join(question.lower().split())).hexdigest()[:16]
+
+
 def empty_result_record(user: Any, question: str) -> bool:
     """Note a question that retrieved nothing; True when it tipped the user into an enumeration alert."""
-    digest = hashlib.sha256(" ".join(question.lower().split()).encode()).hexdigest()[:16]
+    digest = _question_digest(question)
     distinct = _distinct_in_window(user, "empty", digest, EMPTY_WINDOW_SECONDS, what="empty result")
     if distinct is None or distinct <= EMPTY_DISTINCT_LIMIT:
         return False
@@ -295,7 +304,7 @@ def abstention_record(user: Any, question: str, *, unreadable_match: bool) -> bo
     abstention counts the same towards the block, matched or not: a block that came sooner for probes of
     restricted topics would itself tell the prober that such documents exist. The alert's audit event says how
     many of the window's questions matched (compliance staff read it, the user never does)."""
-    digest = hashlib.sha256(" ".join(question.lower().split()).encode()).hexdigest()[:16]
+    digest = _question_digest(question)
     window = settings.ATHENA_ENUMERATION_WINDOW_SECONDS
     member = f"{digest}:{int(unreadable_match)}"
     distinct = _distinct_in_window(user, "abstained", member, window, what="abstention")

@@ -88,3 +88,20 @@ def test_the_pause_comes_as_soon_for_topics_no_document_holds(corpus) -> None:  
     assert _probe(client_for(make_user("nora", "employees")), probes) == [200] * (LIMIT + 1) + [429]
     (alert,) = AuditEvent.objects.filter(kind="enumeration_alert", actor="nora")
     assert alert.payload["matched_unreadable_documents"] == 0
+
+
+def test_the_counters_keep_no_hash_of_a_question_that_a_guess_could_confirm(corpus, redis_client) -> None:  # type: ignore[no-untyped-def]
+    """The abstention counter keeps a digest of each question in Redis to count distinct ones. A plain SHA-256
+    of the question let whoever reads Redis (or its append-only file) confirm a guessed question, and the
+    digest's flag says whether it matched only documents the asker may not read: it is keyed now."""
+    import hashlib
+
+    from athena.throttling import key_prefix
+
+    question = "When exactly does the Quorvex acquisition close for the finance team this year?"
+    user = make_user("oscar", "employees")
+    assert _probe(client_for(user), [question]) == [200]
+    members = [m.decode() for m in redis_client.zrange(f"{key_prefix()}:abstained:{user.pk}", 0, -1)]
+    assert len(members) == 1, members
+    guessed = hashlib.sha256(" ".join(question.lower().split()).encode()).hexdigest()[:16]
+    assert not members[0].startswith(guessed), members
