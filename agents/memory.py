@@ -57,7 +57,17 @@ def memory_load(conversation_id: str) -> list[Turn]:
         raw = redis_client().lrange(_key(conversation_id), 0, -1)
     except Exception:  # memory is a convenience: a Redis hiccup must not fail the question
         return []
-    return [Turn(**fields) for fields in map(_opened, raw) if fields is not None]
+    opened = [fields for fields in map(_opened, raw) if fields is not None]
+    if len(opened) < len(raw):
+        # said, not raised: the follow-up is answered without those turns' context
+        logger.warning(
+            "conversation memory (%s): %d of %d turns open under no secret key (ATHENA_SECRET_KEY changed without "
+            "the old one in ATHENA_SECRET_KEY_FALLBACKS) and are left out",
+            conversation_id,
+            len(raw) - len(opened),
+            len(raw),
+        )
+    return [Turn(**fields) for fields in opened]
 
 
 def memory_append(conversation_id: str, turn: Turn) -> None:

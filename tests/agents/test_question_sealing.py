@@ -157,3 +157,22 @@ def test_conversation_memory_is_sealed_and_a_turn_is_taken_back(redis_client) ->
     memory_forget(conversation, taken)
     assert memory_load(conversation) == [kept]
     redis_client.delete(f"athena:memory:{conversation}")
+
+
+@pytest.mark.django_db
+def test_remembered_turns_no_key_opens_are_left_out_and_said(redis_client, settings, caplog) -> None:  # type: ignore[no-untyped-def]
+    """A secret key changed without the old one among the fallbacks: the turns sealed under it are left out of
+    the conversation's memory, and the worker's log says so (they vanished without a word)."""
+    from agents.memory import Turn, memory_append, memory_load
+
+    conversation = "memory-under-an-old-key"
+    redis_client.delete(f"athena:memory:{conversation}")
+    old, new = (Turn(QUESTION, QUESTION, f"Answer {n} [1].", "parameter_lookup", [n]) for n in (1, 2))
+    memory_append(conversation, old)
+    settings.SECRET_KEY = "a-replacement-secret-key-for-this-test-0123456789abcdefgh"
+    settings.SECRET_KEY_FALLBACKS = []
+    memory_append(conversation, new)
+    with caplog.at_level("WARNING", logger="agents.memory"):
+        assert memory_load(conversation) == [new]
+    assert "1 of 2 turns open under no secret key" in caplog.text, caplog.text
+    redis_client.delete(f"athena:memory:{conversation}")
