@@ -7,6 +7,13 @@ DEBUG = False
 SECRET_KEY = env.str("ATHENA_SECRET_KEY")
 if len(SECRET_KEY) < 40:
     raise EnvError("ATHENA_SECRET_KEY must be set to at least 40 random characters in production")
+# each an earlier ATHENA_SECRET_KEY, so as long: a shorter one is a key with a comma in it, split (the list is
+# comma-separated), which would open nothing sealed under the whole key
+if any(len(old) < 40 for old in SECRET_KEY_FALLBACKS):  # noqa: F405
+    raise EnvError(
+        "ATHENA_SECRET_KEY_FALLBACKS: each earlier key must be at least 40 characters (the list is "
+        "comma-separated: a key holding a comma cannot be one of them)"
+    )
 ATHENA_AUDIT_KEY = env.str("ATHENA_AUDIT_KEY")
 if len(ATHENA_AUDIT_KEY) < 32 or ATHENA_AUDIT_KEY == DEV_AUDIT_KEY:  # noqa: F405
     raise EnvError("ATHENA_AUDIT_KEY must be set to at least 32 random characters in production")

@@ -77,3 +77,8 @@ def test_a_changed_secret_key_still_opens_what_was_sealed_under_the_old_one() ->
     forgotten = run("unseal", token, ATHENA_SECRET_KEY=new)
     assert forgotten.returncode != 0 and "KeyMismatch" in forgotten.stderr  # a kind of InvalidToken
     assert "ATHENA_SECRET_KEY_FALLBACKS" in forgotten.stderr  # the error says where to look
+
+    # a fallback key with a comma in it is cut in two by the comma-separated list: refused at start-up, instead of
+    # every token sealed under it failing later
+    cut = run("seal", ATHENA_SECRET_KEY_FALLBACKS=f"{old[:20]},{old[20:]}")
+    assert cut.returncode != 0 and "ATHENA_SECRET_KEY_FALLBACKS" in cut.stderr and "40" in cut.stderr
