@@ -376,7 +376,9 @@ def restore_into_fresh(
     _embedded_only("restore")
     source = source.resolve()
     running = [
-        row.name for row in Stack(components=("worker", "beat", "web")).status() if row.state == "running"
+        row.name
+        for row in Stack(components=("worker", "answerer", "beat", "web")).status()
+        if row.state == "running"
     ]
     if running:
         raise BackupError(f"stop {', '.join(running)} first: restore into a stack that serves nothing yet")

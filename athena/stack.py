@@ -1,4 +1,5 @@
-"""Local stack launcher: embedded PostgreSQL (+pgvector), embedded Redis, Celery worker, beat and web server.
+"""Local stack launcher: embedded PostgreSQL (+pgvector), embedded Redis, two Celery workers (`worker`: every
+queue, questions first; `answerer`: questions only), beat and web server.
 
 Each component is a separate process group whose pid is recorded under var/run/, so that:
 - `up` is idempotent (a running component is found and left alone),
@@ -244,6 +245,7 @@ _COMMAND_WORDS = {
     "postgres": ("postgres",),
     "redis": ("redis-server",),
     "worker": ("celery",),
+    "answerer": ("celery",),
     "beat": ("celery",),
     "web": ("gunicorn",),
 }
@@ -274,7 +276,7 @@ WORKER_STOP_SECONDS = 300.0
 
 def stop_seconds(name: str) -> float:
     """How long `down` waits for component `name` to end after SIGTERM before it SIGKILLs what is left."""
-    if name == "worker":
+    if name in ("worker", "answerer"):
         return WORKER_STOP_SECONDS
     if name == "web":
         from athena import gunicorn_conf
@@ -318,6 +320,10 @@ def _kill_tree(
 
 def _python() -> str:
     return sys.executable
+
+
+def _celery() -> list[str]:
+    return [_python(), "-m", "celery", "-A", "athena"]
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -711,10 +717,15 @@ def _spawn(service: Service, env: dict[str, str]) -> int:
 class Stack:
     """The set of local processes. `components` picks a subset (e.g. db and redis for the test suite)."""
 
-    ALL = ("postgres", "redis", "worker", "beat", "web")
+    ALL = ("postgres", "redis", "worker", "answerer", "beat", "web")
     # the servers each process cannot work without: tasks, pages and the schedule go through the broker, and the
-    # worker and the web server read and write the database
-    NEEDS = {"worker": ("postgres", "redis"), "beat": ("redis",), "web": ("postgres", "redis")}
+    # workers and the web server read and write the database
+    NEEDS = {
+        "worker": ("postgres", "redis"),
+        "answerer": ("postgres", "redis"),
+        "beat": ("redis",),
+        "web": ("postgres", "redis"),
+    }
     # what `make run` serves with unless DJANGO_SETTINGS_MODULE says otherwise
     SETTINGS_MODULE = "athena.settings.local"
 
@@ -754,7 +765,6 @@ class Stack:
         redis_dir.mkdir(parents=True, exist_ok=True)
         # its append-only file holds conversation memory and queued tasks (one left 0644 by an earlier release too)
         redis_dir.chmod(0o700)
-        celery = [_python(), "-m", "celery", "-A", "athena"]
         return {
             "redis": Service(
                 "redis",
@@ -783,27 +793,20 @@ class Stack:
                 ready=lambda: _port_open("127.0.0.1", redis_port),
                 port=redis_port,
             ),
-            "worker": Service(
-                "worker",
-                [
-                    *celery,
-                    "worker",
-                    "-Q",
-                    # questions first, then the embedding of staged documents, then parsing (the broker's
-                    # queue_order_strategy, athena/settings/base.py)
-                    "realtime,embed,ingest",
-                    "-n",
-                    "athena@%h",
-                    "--concurrency",
-                    str(self.settings.CELERY_WORKER_CONCURRENCY),
-                    "--loglevel",
-                    "INFO",
-                ],
+            # questions first, then the embedding of staged documents, then parsing (the broker's
+            # queue_order_strategy, athena/settings/base.py): all the queues' work when no ingest runs
+            "worker": self._celery_worker(
+                "worker", "realtime,embed,ingest", "athena@%h", self.settings.CELERY_WORKER_CONCURRENCY
+            ),
+            # questions only: a question asked while every process of `worker` runs an embed batch or a parse
+            # starts here at once instead of waiting for one of them to end (it cannot be interrupted)
+            "answerer": self._celery_worker(
+                "answerer", "realtime", "answerer@%h", self.settings.ATHENA_ANSWERER_CONCURRENCY
             ),
             "beat": Service(
                 "beat",
                 [
-                    *celery,
+                    *_celery(),
                     "beat",
                     "--schedule",
                     str(_run_dir() / "celerybeat-schedule"),
@@ -831,6 +834,24 @@ class Stack:
                 port=self.port,
             ),
         }
+
+    @staticmethod
+    def _celery_worker(name: str, queues: str, node: str, concurrency: int) -> Service:
+        return Service(
+            name,
+            [
+                *_celery(),
+                "worker",
+                "-Q",
+                queues,
+                "-n",
+                node,
+                "--concurrency",
+                str(concurrency),
+                "--loglevel",
+                "INFO",
+            ],
+        )
 
     def service(self, name: str) -> Service:
         """One component's command line, as `up` starts it (the browser tests run the same `web`)."""

@@ -168,6 +168,9 @@ CELERY_TASK_ROUTES = {
 # the queues of ingest work above, which a worker takes after the questions (admission counts what waits there)
 ATHENA_INGEST_QUEUES = ("embed", "ingest")
 CELERY_WORKER_CONCURRENCY = env.int("ATHENA_WORKER_CONCURRENCY", 2, minimum=1)
+# processes of the local stack's `answerer`, a worker that takes only questions (athena/stack.py): they answer at
+# once while every process of the stack's worker runs an ingest task, which a question cannot interrupt
+ATHENA_ANSWERER_CONCURRENCY = env.int("ATHENA_ANSWERER_CONCURRENCY", 1, minimum=1)
 ATHENA_SOURCE_FOLDERS = env.list("ATHENA_SOURCE_FOLDERS")
 # `make run` loads the demo documents of knowledge/sample_kb unless this is false
 ATHENA_LOAD_SAMPLE_KB = env.bool("ATHENA_LOAD_SAMPLE_KB", True)
@@ -177,7 +180,8 @@ ATHENA_NIGHTLY_SYNC_HOUR = env.int("ATHENA_NIGHTLY_SYNC_HOUR", 2, minimum=0, max
 ATHENA_NIGHTLY_SYNC_MINUTE = env.int("ATHENA_NIGHTLY_SYNC_MINUTE", 0, minimum=0, maximum=59)
 
 # --- models ---------------------------------------------------------------------------------------------
-# Torch threads x worker concurrency must stay <= CPU cores (2 here): one model thread per worker process.
+# One model thread per worker process: torch threads x worker concurrency <= CPU cores (2 here). The stack's
+# answerer adds a process (three on two cores) that computes only while questions come during an ingest.
 ATHENA_TORCH_THREADS = env.int("ATHENA_TORCH_THREADS", 1, minimum=1)
 # where the embedder and the reranker run: auto takes a CUDA GPU when torch sees one (fp16, large batches)
 ATHENA_DEVICE = env.choice("ATHENA_DEVICE", "auto", ("auto", "cpu", "cuda"))

@@ -73,6 +73,19 @@ def test_the_stack_worker_consumes_every_queue_and_the_realtime_queue_first():
     assert queues[0] == "realtime", queues
 
 
+def test_the_stack_answerer_consumes_only_the_realtime_queue_under_a_name_of_its_own(settings):
+    """`make run` runs a second worker for questions alone (a question cannot interrupt the embed batch a process
+    of the worker runs); its heartbeat names it apart from the worker's, so admission counts both its processes
+    and the worker's (agents/realtime.py)."""
+    stack = Stack(components=("worker", "answerer"))
+    assert stack.components == ["worker", "answerer"]
+    worker, answerer = stack.service("worker").argv, stack.service("answerer").argv
+    assert answerer[answerer.index("-Q") + 1] == settings.ATHENA_REALTIME_QUEUE
+    assert answerer[answerer.index("-n") + 1] != worker[worker.index("-n") + 1]
+    assert answerer[answerer.index("--concurrency") + 1] == str(settings.ATHENA_ANSWERER_CONCURRENCY)
+    assert "answerer" in Stack.ALL and Stack.NEEDS["answerer"] == Stack.NEEDS["worker"]
+
+
 def test_a_worker_takes_the_questions_waiting_before_a_backlog_of_ingest_and_embed_tasks(settings):
     """Four ingest and four embed tasks and two questions wait when a one-process worker, consuming the queues
     as the stack's worker does (same order, names of this test's own so that no other worker takes them), starts:

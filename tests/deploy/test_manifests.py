@@ -171,6 +171,31 @@ def test_compose_builds_the_dockerfile_migrates_first_and_checks_health():
     assert consumed == QUEUES
 
 
+def test_compose_systemd_and_the_stack_run_an_answerer_that_takes_only_questions_beside_a_worker_that_embeds():
+    """The topology of `make run` on one machine: a question asked while every process of the embedding worker
+    runs a batch it cannot interrupt starts on the answerer at once (deploy/README.md, "Workers")."""
+    from athena.stack import Stack
+
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    units = {}
+    for path in (DEPLOY / "systemd").glob("athena-*.service"):
+        unit = configparser.ConfigParser(strict=False, interpolation=None)
+        unit.read_string(path.read_text())
+        units[path.stem] = shlex.split(unit["Service"]["ExecStart"])
+    stack = Stack(components=("worker", "answerer"))
+    for where, answerer, worker in (
+        ("compose", compose["answerer"]["command"], compose["worker-models"]["command"]),
+        ("systemd", units["athena-answerer"], units["athena-worker"]),
+        ("stack", stack.service("answerer").argv, stack.service("worker").argv),
+    ):
+        assert _queues(answerer) == {settings.ATHENA_REALTIME_QUEUE}, where
+        assert answerer[answerer.index("-n") + 1].startswith("answerer@"), where
+        assert {"realtime", "embed"} <= _queues(worker), where
+        assert worker[worker.index("-Q") + 1].startswith("realtime,"), where
+    assert compose["answerer"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert compose["answerer"]["healthcheck"]["test"]
+
+
 def test_dockerfile_is_multi_stage_non_root_pinned_and_copies_files_that_exist():
     text = (DEPLOY / "Dockerfile").read_text()
     stages = re.findall(r"^FROM\s+\S+\s+AS\s+(\w+)", text, flags=re.M)

@@ -27,7 +27,7 @@ BOOTSTRAP_WAIT_SECONDS = 30 * 60
 
 
 class Command(BaseCommand):
-    help = "Start, stop or inspect the local stack (embedded PostgreSQL, Redis, Celery worker/beat, web)."
+    help = "Start, stop or inspect the local stack (embedded PostgreSQL, Redis, Celery worker/answerer/beat, web)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(

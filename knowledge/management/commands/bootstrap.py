@@ -70,7 +70,7 @@ def ready_banner(*, port: int) -> list[str]:
     sign-in names and passwords (README: "the demo users that `make run` prints")."""
     lines = [
         f"\n  Athena KB: http://127.0.0.1:{port}/   (admin: /admin/, API: /api/v1/docs)",
-        f"  logs: {log_dir()}/ (web, worker, beat, postgres, redis .log; each kept under "
+        f"  logs: {log_dir()}/ (web, worker, answerer, beat, postgres, redis .log; each kept under "
         f"{LOG_MAX_BYTES // 2**20} MB with its previous part in .log.1)\n",
     ]
     if demo_users_wanted():
