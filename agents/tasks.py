@@ -145,6 +145,7 @@ def _limit_threads_and_warm_up(**_: Any) -> None:
     """torch threads x worker processes must stay <= cores; load the models before the first question so
     that nobody waits seconds for a cold start (set ATHENA_WORKER_WARM_UP=false to skip)."""
     import logging
+    import time
 
     from django.conf import settings
 
@@ -156,6 +157,7 @@ def _limit_threads_and_warm_up(**_: Any) -> None:
         return
     if not settings.ATHENA_WORKER_WARM_UP:
         return
+    started = time.monotonic()
     try:
         from agents import classify, guardrails
         from knowledge.embedders import get_embedder
@@ -167,3 +169,6 @@ def _limit_threads_and_warm_up(**_: Any) -> None:
         guardrails.warm_up()
     except Exception:  # a failed warm-up only means the first question pays the loading time
         logging.getLogger(__name__).exception("model warm-up failed")
+        return
+    # Celery says "ready" before its pool processes have loaded the models: this says when one has
+    logging.getLogger(__name__).info("models warm in %.1f s", time.monotonic() - started)

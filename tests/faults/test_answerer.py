@@ -46,9 +46,14 @@ def _embedding(stack: FaultStack) -> set[str]:
     }
 
 
-def _answerers(stack: FaultStack) -> int:
+def _realtime_processes(stack: FaultStack) -> dict[str, int]:
+    """The realtime workers' heartbeats (`hostname|concurrency`): what admission counts as processes."""
     members = stack.redis().zrangebyscore(stack.rt_key("workers"), time.time() - 4, "+inf")
-    return sum(member.decode().startswith("answerer@") for member in members)
+    return {name: int(count) for name, count in (m.decode().rsplit("|", 1) for m in members)}
+
+
+def _answerers(stack: FaultStack) -> int:
+    return sum(name.startswith("answerer@") for name in _realtime_processes(stack))
 
 
 def test_a_question_is_answered_while_the_worker_runs_an_embed_task(
@@ -57,7 +62,8 @@ def test_a_question_is_answered_while_the_worker_runs_an_embed_task(
     fault_stack.up("answerer")
     try:
         deadline = time.monotonic() + 180
-        while not (_answerers(fault_stack) and " ready." in fault_stack.log("answerer").read_text()):
+        # its pool process has loaded the models (agents.tasks warms them up before it takes a task)
+        while not (_answerers(fault_stack) and "models warm in" in fault_stack.log("answerer").read_text()):
             assert time.monotonic() < deadline, (
                 f"the answerer did not start; see {fault_stack.log('answerer')}"
             )
@@ -79,6 +85,12 @@ def test_a_question_is_answered_while_the_worker_runs_an_embed_task(
                 assert ingest.poll() is None, ingest.stdout.read() if ingest.stdout else ""
                 assert time.monotonic() < deadline, "the worker never started embedding the long document"
                 time.sleep(0.1)
+            # admission counts the worker's process in its embed task as busy (its heartbeat names the same
+            # host as the task's lease) and the answerer's as free: a question is expected to start at once
+            processes = _realtime_processes(fault_stack)
+            busy = {member.split("|")[0] for member in running}
+            assert busy <= set(processes), (busy, processes)
+            assert sum(processes.values()) - len(running) >= 1, (processes, running)
 
             asked = time.monotonic()
             reply = fault_stack.ask("What BGP keepalive and hold timers do we configure on IOS-XE routers?")
