@@ -6,12 +6,15 @@ as the application role (settings.ATHENA_DB_APP_ROLE), as the web and workers do
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 
 import psycopg
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.contrib.auth.models import Group
+from django.db import connection, transaction
 
 from audit.services import audit_record
 
@@ -148,3 +151,42 @@ def test_the_application_role_cannot_give_a_deleted_groups_id_back(app_db) -> No
     _refused(app_db, "ALTER TABLE auth_group DISABLE TRIGGER auth_group_id_not_retired")
     with pytest.raises(psycopg.errors.UniqueViolation), app_db.cursor() as cursor:
         cursor.execute("INSERT INTO auth_group (id, name) VALUES (%s, 'probe-again')", [group_id])
+
+
+def test_a_group_created_with_an_id_whose_delete_commits_meanwhile_is_refused(app_db) -> None:  # type: ignore[no-untyped-def]
+    """An id written while the delete of its group is still open (loaddata's explicit ids, as the application
+    role): the insert waits on the deleted row's key and must then find the id retired, or the new group would
+    read the chunks that still carry the old group's id (knowledge.models.RetiredGroup)."""
+    group = Group.objects.create(name="probe-racing")
+    group_id = group.pk
+    outcome: list[BaseException | None] = []
+
+    def insert_again() -> None:
+        try:
+            with app_db.cursor() as cursor:
+                cursor.execute(
+                    "INSERT INTO auth_group (id, name) VALUES (%s, 'probe-racing-again')", [group_id]
+                )
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - the test reads what it was
+            outcome.append(exc)
+
+    inserter = threading.Thread(target=insert_again)
+    with transaction.atomic():
+        group.delete()  # retired in the delete's transaction (knowledge.apps, the post_delete signal)
+        inserter.start()
+        deadline = time.monotonic() + 10
+        with connection.cursor() as cursor:
+            while time.monotonic() < deadline:  # the insert waits for the deleted row's key
+                cursor.execute(
+                    "SELECT EXISTS (SELECT FROM pg_locks WHERE pid = %s AND NOT granted)",
+                    [app_db.info.backend_pid],
+                )
+                if cursor.fetchone() == (True,):
+                    break
+                time.sleep(0.05)
+            else:
+                pytest.fail(f"the insert never waited for the delete: {outcome}")
+    inserter.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], psycopg.errors.UniqueViolation), outcome
+    assert not Group.objects.filter(pk=group_id).exists()
