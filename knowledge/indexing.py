@@ -552,9 +552,10 @@ def document_sync_chunk_acl(*, document: Document) -> int:
     only by the ids of deleted groups (knowledge.models.RetiredGroup: no principal can hold them) is left as it
     is: every chunk written is a new row in each of the table's indexes, the HNSW graph included, so an edit of
     the title or a group's delete rewrote every chunk of every document concerned (a minute for a group named by
-    200 documents). `active` is not touched: a document's chunks exist only while it is indexed (a swap inserts
-    them active, a tombstone deletes them), BM25's N and df count them as such, and a copy of the document read
-    before an ingest committed would carry a stale status."""
+    200 documents). An id recorded as retired that a group still holds (a fixture from another database could
+    write one) counts as that group's. `active` is not touched: a document's chunks exist only while it is
+    indexed (a swap inserts them active, a tombstone deletes them), BM25's N and df count them as such, and a
+    copy of the document read before an ingest committed would carry a stale status."""
     fields = _acl_fields(document)
     scalars = [column for column in fields if column != "acl_groups"]
     differs = " OR ".join(f"c.{column} IS DISTINCT FROM %({column})s" for column in scalars)
@@ -564,7 +565,8 @@ def document_sync_chunk_acl(*, document: Document) -> int:
         cursor.execute(
             f"UPDATE knowledge_chunk c SET {assignments} WHERE c.document_id = %(document_id)s AND ({differs}"
             " OR ARRAY(SELECT g FROM unnest(c.acl_groups) g WHERE NOT EXISTS"
-            " (SELECT FROM knowledge_retiredgroup r WHERE r.group_id = g) ORDER BY g)"
+            " (SELECT FROM knowledge_retiredgroup r WHERE r.group_id = g)"
+            " OR EXISTS (SELECT FROM auth_group a WHERE a.id = g) ORDER BY g)"
             " IS DISTINCT FROM %(acl_groups)s::bigint[])",
             params,
         )
