@@ -190,3 +190,15 @@ def test_a_group_created_with_an_id_whose_delete_commits_meanwhile_is_refused(ap
     inserter.join(10)
     assert len(outcome) == 1 and isinstance(outcome[0], psycopg.errors.UniqueViolation), outcome
     assert not Group.objects.filter(pk=group_id).exists()
+
+
+def test_a_table_of_the_sessions_own_cannot_hide_the_retired_ids_from_the_check(app_db) -> None:  # type: ignore[no-untyped-def]
+    """PostgreSQL looks a table name up in the session's temporary tables first: a temporary table named as
+    the retired ids' must not stand in for them in the trigger's check."""
+    group = Group.objects.create(name="probe-shadowed")
+    group_id = group.pk
+    group.delete()  # retired (knowledge.apps, the post_delete signal)
+    with app_db.cursor() as cursor:
+        cursor.execute("CREATE TEMPORARY TABLE knowledge_retiredgroup (group_id bigint)")
+    with pytest.raises(psycopg.errors.UniqueViolation), app_db.cursor() as cursor:
+        cursor.execute("INSERT INTO auth_group (id, name) VALUES (%s, 'probe-shadowed-again')", [group_id])
