@@ -141,11 +141,14 @@ def test_the_application_role_cannot_give_a_deleted_groups_id_back(app_db) -> No
     with app_db.cursor() as cursor:
         cursor.execute("INSERT INTO auth_group (name) VALUES ('probe-retired') RETURNING id")
         (group_id,) = cursor.fetchone()
-        cursor.execute("DELETE FROM auth_group WHERE id = %s", [group_id])
+        cursor.execute("DELETE FROM auth_group WHERE id = %s", [group_id])  # retired by the database
         cursor.execute(
-            "INSERT INTO knowledge_retiredgroup (group_id, name, retired_at) VALUES (%s, 'probe-retired', now())",
+            "INSERT INTO knowledge_retiredgroup (group_id, name, retired_at) VALUES (%s, 'probe-retired', now())"
+            " ON CONFLICT (group_id) DO NOTHING",
             [group_id],
         )
+        cursor.execute("SELECT name FROM knowledge_retiredgroup WHERE group_id = %s", [group_id])
+        assert cursor.fetchone() == ("probe-retired",)
     _refused(app_db, f"DELETE FROM knowledge_retiredgroup WHERE group_id = {group_id}")
     _refused(app_db, f"UPDATE knowledge_retiredgroup SET group_id = -1 WHERE group_id = {group_id}")
     _refused(app_db, "ALTER TABLE auth_group DISABLE TRIGGER auth_group_id_not_retired")

@@ -299,6 +299,22 @@ def test_a_deleted_groups_id_is_never_given_to_a_group_again() -> None:
     assert reads(Principal.from_user(make_user("olga", "ops")), document) == NOBODY
 
 
+def test_a_group_deleted_by_sql_is_retired_too() -> None:
+    # a script or a database shell deletes the row without Django's signal: the database retires the id itself,
+    # which the chunks, not synced by anyone, still carry
+    document = index(
+        "e/both.md", "Pager rotation for the storage team.", IngestOptions(acl_groups=("ops", "sre"))
+    )
+    ops_id = Group.objects.get(name="ops").pk
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM knowledge_document_allowed_groups WHERE group_id = %s", [ops_id])
+        cursor.execute("DELETE FROM auth_group WHERE id = %s", [ops_id])
+    assert RetiredGroup.objects.filter(group_id=ops_id, name="ops").exists()
+    assert ops_id in Chunk.objects.get(document=document).acl_groups
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Group.objects.create(pk=ops_id, name="ops-again")
+
+
 def test_a_group_removed_from_a_document_leaves_its_chunks_even_if_its_id_was_recorded_as_retired() -> None:
     # a retired id that a group still holds (a RetiredGroup row loaded with a fixture from another database, or
     # written by hand): the sync must not take it for an id no one holds, or the chunks keep it for the group
