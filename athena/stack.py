@@ -240,13 +240,15 @@ def _reaped(pid: int) -> bool:
 
 
 # what each component's command line holds, whatever version of the launcher started it (an upgrade must still
-# find and stop what the previous one runs); a title a server sets for itself keeps these words
+# find and stop what the previous one runs); a title a server sets for itself keeps these words. The three Celery
+# processes are told apart by their node name or subcommand: "celery" alone took the pid file of one naming
+# another's process (a pool process that took a dead one's number) for that one
 _COMMAND_WORDS = {
     "postgres": ("postgres",),
     "redis": ("redis-server",),
-    "worker": ("celery",),
-    "answerer": ("celery",),
-    "beat": ("celery",),
+    "worker": ("celery", "athena@"),
+    "answerer": ("celery", "answerer@"),
+    "beat": ("celery", "beat"),
     "web": ("gunicorn",),
 }
 

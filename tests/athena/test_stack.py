@@ -280,6 +280,43 @@ def test_a_pid_file_naming_another_process_after_a_reboot_is_neither_trusted_nor
         other.wait()
 
 
+def test_a_pid_file_naming_another_celery_component_is_not_taken_for_its_own(stack_env):
+    """The worker, the answerer and beat all run `python -m celery`: a pid file of one that names a process of
+    another (after a reboot, or a pid taken again by a pool process the other forked) made `up` say "already
+    running" and never start it, and `down --only` of it SIGTERM the other's process (a worker's pool process
+    dies at once on SIGTERM, cutting its task short)."""
+    var = Path(stack_env["ATHENA_VAR_DIR"])
+    (var / "run").mkdir(parents=True, exist_ok=True)
+    # command lines as the stack starts them (athena/stack.py), on a process that only sleeps
+    argv = {
+        "worker": ["worker", "-Q", "realtime,embed,ingest", "-n", "athena@%h"],
+        "answerer": ["worker", "-Q", "realtime", "-n", "answerer@%h"],
+        "beat": ["beat", "--schedule", str(var / "run" / "schedule")],
+    }
+    sleepers = {
+        name: subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(120)", "-m", "celery", "-A", "athena", *words]
+        )
+        for name, words in argv.items()
+    }
+    try:
+        for name, other in (("answerer", "worker"), ("worker", "answerer"), ("beat", "worker")):
+            (var / "run" / f"{name}.pid").write_text(str(sleepers[other].pid))
+            status = _stack(stack_env, "status", f"--only={name}")
+            assert f"{name:<9} dead" in status.stdout, (name, other, status.stdout)
+            down = _stack(stack_env, "down", f"--only={name}")
+            assert down.returncode == 0, down.stderr
+            assert sleepers[other].poll() is None, (name, other)  # not signalled
+        for name, sleeper in sleepers.items():  # each still taken for its own component
+            (var / "run" / f"{name}.pid").write_text(str(sleeper.pid))
+            status = _stack(stack_env, "status", f"--only={name}")
+            assert f"{name:<9} running" in status.stdout, (name, status.stdout)
+    finally:
+        for sleeper in sleepers.values():
+            sleeper.kill()
+            sleeper.wait()
+
+
 def test_a_port_held_by_another_process_is_named_instead_of_a_start_that_never_happened(stack_env):
     """Another server on Redis's (or the web's) port: the new process died at once, but the port answered (the
     other server), so `up` said "started" and `stack run` restarted it every second."""
