@@ -181,7 +181,8 @@ ATHENA_NIGHTLY_SYNC_MINUTE = env.int("ATHENA_NIGHTLY_SYNC_MINUTE", 0, minimum=0,
 
 # --- models ---------------------------------------------------------------------------------------------
 # One model thread per worker process: torch threads x worker concurrency <= CPU cores (2 here). The stack's
-# answerer adds a process (three on two cores) that computes only while questions come during an ingest.
+# answerer adds a process (three on two cores): they contend only while all three compute (a question during an
+# ingest, or three questions at once).
 ATHENA_TORCH_THREADS = env.int("ATHENA_TORCH_THREADS", 1, minimum=1)
 # where the embedder and the reranker run: auto takes a CUDA GPU when torch sees one (fp16, large batches)
 ATHENA_DEVICE = env.choice("ATHENA_DEVICE", "auto", ("auto", "cpu", "cuda"))
