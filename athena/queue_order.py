@@ -3,10 +3,10 @@ athena/settings/base.py): the queues in the order of its -Q list, the first that
 a turn for the others after QUEUE_TURN_AFTER tasks in a row from the first.
 
 Pure priority (kombu's "priority") starves the later queues for as long as the first never empties. The stack's
-worker and the systemd unit name `realtime,embed,ingest`, and beat's housekeeping goes to the default queue,
-`ingest`: the audit checkpoints, the hourly totals of aggregated audit events (their counters are kept two
-hours) and the upload expiry. A busy hour keeps a few questions waiting at all times (admission refuses the
-rest), so none of them ran until it was over. With a turn, a question waits for at most one task of another
+worker and the systemd unit name `realtime,housekeeping,embed,ingest`: beat's short tasks, the audit checkpoints,
+the hourly totals of aggregated audit events (their counters are kept two hours) and the upload expiry, come
+right after the questions. A busy hour keeps a few questions waiting at all times (admission refuses the rest),
+so none of them ran until it was over. With a turn, a question waits for at most one task of another
 queue in every QUEUE_TURN_AFTER + 1 (an embed task holds one model batch: knowledge.tasks.EMBED_TASK_CHUNKS)."""
 
 from __future__ import annotations

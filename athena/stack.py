@@ -795,10 +795,14 @@ class Stack:
                 ready=lambda: _port_open("127.0.0.1", redis_port),
                 port=redis_port,
             ),
-            # questions first, then the embedding of staged documents, then parsing (the broker's
-            # queue_order_strategy, athena/settings/base.py): all the queues' work when no ingest runs
+            # questions first, then beat's short housekeeping, then the embedding of staged documents, then
+            # parsing (the broker's queue_order_strategy, athena/settings/base.py): all the queues' work when no
+            # ingest runs
             "worker": self._celery_worker(
-                "worker", "realtime,embed,ingest", "athena@%h", self.settings.CELERY_WORKER_CONCURRENCY
+                "worker",
+                "realtime,housekeeping,embed,ingest",
+                "athena@%h",
+                self.settings.CELERY_WORKER_CONCURRENCY,
             ),
             # questions only: a question asked while every process of `worker` runs an embed batch or a parse
             # starts here at once instead of waiting for one of them to end (it cannot be interrupted)

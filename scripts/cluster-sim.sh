@@ -139,7 +139,7 @@ up() {
     (cd "$ROOT" && on_host web "$PY" manage.py migrate --verbosity 0)
     (cd "$ROOT" && on_host web "$PY" manage.py adduser sim-user --group employees >/dev/null)
     (cd "$ROOT" && on_host web "$PY" manage.py drf_create_token sim-user) | awk '{print $3}' >"$SIM/token"
-    start_bg w1 worker "$PY" -m celery -A athena worker -Q ingest -c 1 -n ingest@w1 --loglevel INFO
+    start_bg w1 worker "$PY" -m celery -A athena worker -Q housekeeping,ingest -c 1 -n ingest@w1 --loglevel INFO
     start_bg w2 worker "$PY" -m celery -A athena worker -Q realtime,embed -c 1 -n models@w2 --loglevel INFO
     start_bg web gunicorn "$PY" -m gunicorn -c python:athena.gunicorn_conf --workers 1 athena.wsgi:application
     wait_for 60 "web on $NET.${ADDR[web]}" inns web curl -sf "http://$NET.${ADDR[web]}:8000/api/v1/health?workers=false"
@@ -180,7 +180,7 @@ run_test() {
     partial=$(sql "SELECT count(*) FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
                    WHERE c.active AND d.status <> 'indexed' AND d.source LIKE 'sim/%'")
     sleep 3
-    start_bg w1 worker "$PY" -m celery -A athena worker -Q ingest -c 1 -n ingest@w1 --loglevel INFO
+    start_bg w1 worker "$PY" -m celery -A athena worker -Q housekeeping,ingest -c 1 -n ingest@w1 --loglevel INFO
     for _ in $(seq 600); do
         indexed=$(sql "SELECT count(*) FROM knowledge_document WHERE source LIKE 'sim/%' AND status = 'indexed'")
         [ "$indexed" -ge "$expected" ] && break

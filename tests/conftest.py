@@ -132,7 +132,11 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     log = open(log_dir / "test-worker.log", "ab")  # noqa: SIM115
     proc = subprocess.Popen(
         # in the order the stack's worker takes them (questions first)
-        [*celery_worker_argv("realtime,embed,ingest", f"test-{os.getpid()}"), "--loglevel", "INFO"],
+        [
+            *celery_worker_argv("realtime,housekeeping,embed,ingest", f"test-{os.getpid()}"),
+            "--loglevel",
+            "INFO",
+        ],
         cwd=ROOT,
         env=env,
         stdout=log,

@@ -147,8 +147,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # hundred documents got one task in three and waited behind the batches (ten askers: p95 95 s, 19 s in this
     # order; tests/athena/test_worker_queues.py). A question still waits for the batch a process is running
     # (knowledge.tasks.EMBED_TASK_CHUNKS keeps it short). Not kombu's plain "priority": after a run of questions
-    # the other queues get a turn, or beat's housekeeping on `ingest` (audit checkpoints) waited out every busy
-    # hour (athena/queue_order.py)
+    # the other queues get a turn, or beat's housekeeping (audit checkpoints) waited out every busy hour
+    # (athena/queue_order.py)
     "queue_order_strategy": "athena.queue_order:QuestionsFirstCycle",
 }
 CELERY_RESULT_EXPIRES = 3600  # answers are read within the answer timeout; nothing needs them later
@@ -160,12 +160,23 @@ CELERY_TASK_IGNORE_RESULT = True
 # (tests/faults/test_beat.py). It sends about 25 tasks an hour; a save rewrites one small file.
 CELERY_BEAT_SYNC_EVERY = 1
 CELERY_TASK_DEFAULT_QUEUE = "ingest"
+# `housekeeping`: beat's short tasks, which a worker takes right after the questions and before the ingest work.
+# On `ingest` an audit checkpoint, the hour's audit totals or an upload expiry (the file of an expired private
+# upload deleted) waited behind every batch of an ingest of hundreds of documents. The longest, the checkpoint,
+# verifies the whole chain (~27k events/s: ~40 s a million events). Beat's ingest work stays on `ingest`: the
+# nightly sync (it walks every folder, tombstones what is gone and queues a run behind any ingest queued before
+# it), the posting repack (it holds the statistics lock for its whole run) and the stale re-index (it queues
+# batches only while the ingest queues are idle)
 CELERY_TASK_ROUTES = {
     "knowledge.tasks.embed_index_task": {"queue": "embed"},
+    "knowledge.tasks.uploads_expire_task": {"queue": "housekeeping"},
     "knowledge.tasks.*": {"queue": "ingest"},
+    "audit.tasks.*": {"queue": "housekeeping"},
     "agents.tasks.*": {"queue": "realtime"},
 }
-# the queues of ingest work above, which a worker takes after the questions (admission counts what waits there)
+# the queues of ingest work above, which a worker takes after the questions (admission counts what waits there;
+# an ingest run counts as in flight while they hold a task). Not `housekeeping`: a few tasks an hour, mostly of
+# moments, which neither delay a question by much nor belong to a run
 ATHENA_INGEST_QUEUES = ("embed", "ingest")
 CELERY_WORKER_CONCURRENCY = env.int("ATHENA_WORKER_CONCURRENCY", 2, minimum=1)
 # processes of the local stack's `answerer`, a worker that takes only questions (athena/stack.py): they answer at

@@ -67,10 +67,10 @@ def _run_until_done(settings, queues: dict[str, str], every: list[str], name: st
     return sorted(every, key=done.__getitem__)
 
 
-def test_the_stack_worker_consumes_every_queue_and_the_realtime_queue_first():
+def test_the_stack_worker_consumes_every_queue_the_realtime_queue_first_and_housekeeping_next():
     queues = _stack_worker_queues()
-    assert sorted(queues) == ["embed", "ingest", "realtime"]
-    assert queues[0] == "realtime", queues
+    assert sorted(queues) == ["embed", "housekeeping", "ingest", "realtime"]
+    assert queues[:2] == ["realtime", "housekeeping"], queues
 
 
 def test_the_stack_answerer_consumes_only_the_realtime_queue_under_a_name_of_its_own(settings):
@@ -110,15 +110,74 @@ def test_a_worker_takes_the_questions_waiting_before_a_backlog_of_ingest_and_emb
     assert [names[task_id] for task_id in order[:2]] == ["realtime", "realtime"], [names[t] for t in order]
 
 
+# beat's short periodic tasks: the audit checkpoint (a verification of the chain, ~27k events/s), the hour's
+# totals of aggregated audit events and the upload expiry (which deletes expired private files). The others do
+# ingest work and stay on `ingest`: the sync walks every folder and queues a run of it, the repack rebuilds the
+# posting blocks under the statistics lock, the stale re-index queues ingest batches only while the ingest
+# queues are empty.
+HOUSEKEEPING = {
+    "audit checkpoint": "housekeeping",
+    "audit aggregation windows": "housekeeping",
+    "hourly private upload expiry": "housekeeping",
+    "nightly source folder sync": "ingest",
+    "nightly posting block repack": "ingest",
+    "re-index of documents an older analyser indexed": "ingest",
+}
+
+
+def _beat_routes() -> dict[str, str]:
+    """The queue the real router gives each task of beat's schedule (athena/celery.py), by the entry's name."""
+    from athena.celery import app
+
+    app.finalize()
+    return {
+        name: app.amqp.router.route({}, entry["task"])["queue"].name
+        for name, entry in app.conf.beat_schedule.items()
+    }
+
+
+def test_beat_sends_its_short_tasks_to_the_housekeeping_queue_and_its_ingest_work_to_ingest(settings):
+    assert _beat_routes() == HOUSEKEEPING
+    assert "housekeeping" not in settings.ATHENA_INGEST_QUEUES  # admission's ingest work: embed and ingest
+
+
+def test_beat_housekeeping_runs_before_a_backlog_of_ingest_and_embed_tasks(settings):
+    """An ingest of a few hundred documents keeps `embed` and `ingest` full for an hour or more; an audit
+    checkpoint (tamper evidence) or the upload expiry (a file that must be deleted) queued behind it waited for
+    all of it. Four ingest and four embed tasks wait, then beat's short tasks, each sent to the queue the real
+    router gives it, when a one-process worker consuming the queues as the stack's worker does starts: those
+    run first."""
+    from athena.celery import app
+
+    suffix = f"housekeeping-{os.getpid()}"
+    queues = {name: f"{name}-{suffix}" for name in _stack_worker_queues()}
+    backlog = [
+        app.send_task("celery.accumulate", args=[f"{name}-{i}"], queue=queues[name], ignore_result=False).id
+        for name in ("ingest", "embed")
+        for i in range(4)
+    ]
+    routes = _beat_routes()
+    short = [name for name, queue in HOUSEKEEPING.items() if queue == "housekeeping"]
+    assert all(routes[name] in queues for name in short), routes  # the stack's worker consumes their queue
+    housekeeping = [
+        app.send_task("celery.accumulate", args=[name], queue=queues[routes[name]], ignore_result=False).id
+        for name in short
+    ]
+    order = _run_until_done(settings, queues, [*backlog, *housekeeping], suffix)
+    places = sorted(order.index(task_id) for task_id in housekeeping)
+    assert places == list(range(len(housekeeping))), f"beat's short tasks ran at {places} of {len(order)}"
+
+
 def test_a_task_of_the_last_queue_is_not_starved_while_questions_keep_coming(settings):
-    """Beat's housekeeping goes to the default queue, `ingest` (audit checkpoints, the aggregated audit totals,
-    the upload expiry), which the stack's worker names last. While questions keep the realtime queue full (a
-    busy hour: admission keeps a few waiting at all times) the worker still takes it a turn: one task of the
-    last queue queued before forty questions is taken among the first QUEUE_TURN_AFTER + 1, not after all."""
+    """Beat's housekeeping (audit checkpoints, the aggregated audit totals, the upload expiry) and its ingest work
+    (the nightly sync) come after the questions in the stack's worker. While questions keep the realtime queue
+    full (a busy hour: admission keeps a few waiting at all times) the worker still takes the others a turn: one
+    task of the last queue queued before forty questions is taken among the first QUEUE_TURN_AFTER + 1, not after
+    all."""
     from athena.celery import app
     from athena.queue_order import QUEUE_TURN_AFTER
 
-    assert app.amqp.router.route({}, "audit.tasks.audit_checkpoint_task")["queue"].name == "ingest"
+    assert _stack_worker_queues()[-1] == "ingest"
     suffix = f"turns-{os.getpid()}"
     queues = {name: f"{name}-{suffix}" for name in _stack_worker_queues()}
     first = app.send_task(

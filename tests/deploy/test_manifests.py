@@ -17,7 +17,7 @@ from django.urls import Resolver404, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-QUEUES = {"ingest", "embed", "realtime"}
+QUEUES = {"housekeeping", "ingest", "embed", "realtime"}
 
 pytestmark = pytest.mark.unit
 
@@ -194,6 +194,40 @@ def test_compose_systemd_and_the_stack_run_an_answerer_that_takes_only_questions
         assert worker[worker.index("-Q") + 1].startswith("realtime,"), where
     assert compose["answerer"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert compose["answerer"]["healthcheck"]["test"]
+
+
+def test_every_worker_takes_beat_housekeeping_right_after_the_questions_and_before_ingest_work():
+    """Beat's short tasks (audit checkpoints and totals, the upload expiry) have a queue of their own, which
+    every worker that parses files also takes (where they ran when they shared `ingest`), right after the
+    questions it takes and before the embed and ingest backlog; the queues the manifests name are the queues
+    the settings route tasks to."""
+    from athena.stack import Stack
+
+    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()}
+    assert routed | {settings.CELERY_TASK_DEFAULT_QUEUE} == QUEUES
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    workers = {
+        f"compose {name}": s["command"] for name, s in compose.items() if "worker" in s.get("command", [])
+    }
+    for name, deployment in _named("Deployment").items():
+        for container in _containers(deployment):
+            if "worker" in container["command"]:
+                workers[f"k8s {name}"] = container["command"]
+    for path in (DEPLOY / "systemd").glob("athena-*.service"):
+        unit = configparser.ConfigParser(strict=False, interpolation=None)
+        unit.read_string(path.read_text())
+        command = shlex.split(unit["Service"]["ExecStart"])
+        if "worker" in command:
+            workers[path.stem] = command
+    stack = Stack(components=("worker", "answerer"))
+    workers |= {f"stack {name}": stack.service(name).argv for name in ("worker", "answerer")}
+    assert len(workers) == 9, sorted(workers)  # compose 3, k8s 2, systemd 2, the stack 2
+    for where, command in workers.items():
+        queues = command[command.index("-Q") + 1].split(",")
+        if "ingest" in queues:
+            assert "housekeeping" in queues, where
+        if "housekeeping" in queues:
+            assert queues[: queues.index("housekeeping")] in ([], ["realtime"]), where
 
 
 def test_dockerfile_is_multi_stage_non_root_pinned_and_copies_files_that_exist():
