@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -131,19 +132,32 @@ def _readable(raw: bytes) -> bytes:
 
 @contextmanager
 def _redis_writes(redis_client) -> Iterator[list[bytes]]:  # type: ignore[no-untyped-def]
-    """What Redis appends to its append-only file while the block runs (every write: a message pushed and
-    taken, a result stored and deleted), readable (base64 decoded), in the list yielded once the block ends."""
-    if redis_client.config_get("appendonly").get("appendonly") != "yes":
-        pytest.skip("this Redis keeps no append-only file (the stack's does: athena/stack.py)")
-    config = redis_client.config_get("dir") | redis_client.config_get("appendfilename")
-    aof = Path(config["dir"]) / config["appendfilename"]
-    start = aof.stat().st_size
-    written: list[bytes] = []
-    yield written
-    time.sleep(1.5)  # appendfsync everysec: the writes reach the file within the second
-    with aof.open("rb") as file:
-        file.seek(start)
-        written.append(_readable(file.read()))
+    """Every command any client sends Redis while the block runs, with its arguments (MONITOR: a message pushed
+    and taken, a result stored and deleted, a remembered turn: what an append-only file or a dump keeps of the
+    writes), readable (base64 decoded), in the list yielded once the block ends. Whatever Redis this is, with
+    or without an append-only file: the test never depends on how it persists."""
+    stop = threading.Event()
+    lines: list[bytes] = []
+    with redis_client.monitor() as monitor:
+
+        def read() -> None:
+            while not stop.is_set():
+                if monitor.connection.can_read(timeout=0.1):
+                    line = monitor.connection.read_response()
+                    lines.append(line if isinstance(line, bytes) else str(line).encode())
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        written: list[bytes] = []
+        yield written
+        marker = f"end of the block {uuid.uuid4()}"
+        redis_client.echo(marker)  # a last command, seen once everything the block sent has been
+        deadline = time.monotonic() + 10
+        while not any(marker.encode() in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stop.set()
+        reader.join(timeout=5)
+    written.append(_readable(b"\n".join(lines)))
 
 
 def _plain(written: list[bytes]) -> list[bytes]:
