@@ -162,9 +162,9 @@ def _crashed_batch(
 def staged_seal(staged: list[dict]) -> str:
     """Staged documents (their chunks' text, terms and entities) sealed for the embed queue (athena.sealing):
     the broker message and its redelivered copies hold no document text."""
-    from athena.sealing import Purpose
+    from athena.sealing import Purpose, seal_json
 
-    return _batch_sealed(staged, Purpose.STAGED)
+    return seal_json(staged, purpose=Purpose.STAGED)
 
 
 def staged_unseal(staged: list[dict] | str) -> list[dict]:
@@ -179,9 +179,9 @@ def files_seal(files: list[list[str]]) -> str:
     """A batch's (source, path) pairs sealed for the ingest queue: a file's name can say as much as a restricted
     document's title, which nobody outside its groups is shown, and Redis keeps every message in its
     append-only file."""
-    from athena.sealing import Purpose
+    from athena.sealing import Purpose, seal_json
 
-    return _batch_sealed(files, Purpose.FILES)
+    return seal_json(files, purpose=Purpose.FILES)
 
 
 def files_unseal(files: list[list[str]] | str) -> list[list[str]]:
@@ -190,12 +190,6 @@ def files_unseal(files: list[list[str]] | str) -> list[list[str]]:
     from athena.sealing import Purpose
 
     return _batch_opened(files, Purpose.FILES)
-
-
-def _batch_sealed(items: list, purpose: Purpose) -> str:
-    from athena.sealing import seal_json
-
-    return seal_json(items, purpose=purpose)
 
 
 def _batch_opened(items: list | str, purpose: Purpose) -> list:
