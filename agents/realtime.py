@@ -47,6 +47,7 @@ from typing import Any
 from django.conf import settings
 from redis.exceptions import RedisError
 
+from athena.consumers import RedisBeat
 from athena.sealing import KeyMismatch
 from athena.throttling import redis_client, redis_now
 
@@ -134,35 +135,23 @@ def answer_collected(question_id: str, result: Any) -> None:
 # --- worker side ---------------------------------------------------------------------------------------------
 
 
-class WorkerHeartbeat:
+class WorkerHeartbeat(RedisBeat):
     """A daemon thread in the Celery worker's main process announcing that it consumes the realtime queue."""
 
+    every = HEARTBEAT_SECONDS
+    thread_name = "realtime-heartbeat"
+
     def __init__(self, *, hostname: str, concurrency: int) -> None:
+        super().__init__()
         self.member = f"{hostname}|{concurrency}"
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="realtime-heartbeat", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
+    def beat(self, client: Any, now: float) -> None:
+        client.zadd(workers_key(), {self.member: now})
+        # members of workers that died without saying goodbye are dropped here, not only ignored
+        client.zremrangebyscore(workers_key(), 0, now - 10 * WORKER_TTL_SECONDS)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                client = redis_client()
-                now = redis_now(client)
-                client.zadd(workers_key(), {self.member: now})
-                # members of workers that died without saying goodbye are dropped here, not only ignored
-                client.zremrangebyscore(workers_key(), 0, now - 10 * WORKER_TTL_SECONDS)
-            except RedisError as exc:  # Redis restarting: the next beat reconnects
-                logger.warning("realtime heartbeat failed: %s", exc)
-            self._stop.wait(HEARTBEAT_SECONDS)
-
-    def stop(self) -> None:
-        self._stop.set()
-        try:
-            redis_client().zrem(workers_key(), self.member)
-        except RedisError:
-            pass
+    def retire(self, client: Any) -> None:
+        client.zrem(workers_key(), self.member)
 
 
 class _Refresher:

@@ -4,6 +4,7 @@ import os
 
 from celery import Celery
 from celery.schedules import crontab
+from celery.signals import worker_init, worker_shutdown
 
 # Servers started outside the project's launcher (gunicorn, celery in deploy/) get production settings unless
 # told otherwise; `stack run` / `make run` pass athena.settings.local, the tests athena.settings.test.
@@ -57,3 +58,25 @@ def _schedule_nightly_sync(sender: Celery, **_: object) -> None:
         sender.signature("audit.tasks.audit_aggregates_flush_task"),
         name="audit aggregation windows",
     )
+
+
+_consumer_beat = None
+
+
+@worker_init.connect
+def _announce_queues(sender: object, **_: object) -> None:
+    """The worker's main process tells the health check which queues it consumes (athena/consumers.py)."""
+    global _consumer_beat
+    from athena.consumers import ConsumerBeat
+
+    amqp_queues = sender.app.amqp.queues  # type: ignore[attr-defined]
+    queues = sorted(amqp_queues.consume_from or amqp_queues)
+    if _consumer_beat is None and queues:
+        _consumer_beat = ConsumerBeat(hostname=sender.hostname, queues=queues)  # type: ignore[attr-defined]
+        _consumer_beat.start()
+
+
+@worker_shutdown.connect
+def _retire_queues(**_: object) -> None:
+    if _consumer_beat is not None:
+        _consumer_beat.stop()

@@ -1,4 +1,4 @@
-"""Component health checks used by /api/v1/health and `stack status`."""
+"""Component health checks used by /api/v1/health."""
 
 from __future__ import annotations
 
@@ -52,14 +52,29 @@ def _redis() -> str:
 
 
 def _workers() -> str:
+    """Healthy when every queue a task is routed to has a worker that beats for it (athena/consumers.py) and
+    answers a ping: any one worker's reply said "ok" while nothing took the ingest work."""
     from athena.celery import app
+    from athena.consumers import expected_queues, live_consumers
 
-    # Up or down is known at the first reply: without a limit, a broadcast ping always waits out its whole
-    # timeout to collect every worker's reply, which made each health check take a second.
-    replies = app.control.ping(timeout=1.0, limit=1)
-    if not replies:
-        raise RuntimeError("no Celery worker answered a ping within 1s")
-    return "answered first: " + ", ".join(sorted(name for reply in replies for name in reply))
+    by_queue = live_consumers()
+    beating = sorted({host for hosts in by_queue.values() for host in hosts})
+    answered: set[str] = set()
+    if beating:
+        # returns as soon as every beating worker has replied; one that beats and does not answer costs 1 s
+        replies = app.control.ping(destination=beating, timeout=1.0, limit=len(beating))
+        answered = {name for reply in replies for name in reply}
+    serving = {queue: [host for host in hosts if host in answered] for queue, hosts in by_queue.items()}
+    detail = "; ".join(
+        f"{queue}: {', '.join(serving.get(queue, [])) or 'none'}" for queue in expected_queues()
+    )
+    silent = sorted(set(beating) - answered)
+    if silent:
+        detail += f" (beating, no answer to a ping within 1s: {', '.join(silent)})"
+    missing = [queue for queue in expected_queues() if not serving.get(queue)]
+    if missing:
+        raise RuntimeError(f"no worker consumes {', '.join(missing)}: {detail}")
+    return detail
 
 
 def health_report(*, include_workers: bool = True) -> dict[str, object]:

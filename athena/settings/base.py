@@ -267,6 +267,9 @@ ATHENA_REALTIME_QUEUE = "realtime"
 # the namespace of the realtime queue's keys in Redis (agents/realtime.py); empty: athena:<database name>:rt. A
 # test that writes the workers' state itself takes one of its own, apart from a real worker beating meanwhile
 ATHENA_REALTIME_KEYS = env.str("ATHENA_REALTIME_KEYS", "")
+# the sorted set in which every worker announces the queues it consumes, for the health check
+# (athena/consumers.py); empty: athena:<database name>:consumers. A test's own workers beat under one of its own
+ATHENA_CONSUMERS_KEY = env.str("ATHENA_CONSUMERS_KEY", "")
 # how long a question waits for the realtime worker before the caller gets "unavailable" (503)
 ATHENA_ANSWER_TIMEOUT_SECONDS = env.int("ATHENA_ANSWER_TIMEOUT_SECONDS", 120, minimum=1)
 # with no realtime worker sending heartbeats, a question waits this long (a restarting worker is back in a

@@ -1,3 +1,10 @@
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+
 import pytest
 from django.test import override_settings
 from rest_framework.test import APIClient
@@ -34,7 +41,9 @@ def test_health_reports_every_component_healthy(celery_worker_process):
     assert set(body["components"]) == {"database", "pgvector", "redis", "worker"}
     assert body["components"]["pgvector"]["detail"].startswith("pgvector 0.")
     worker = body["components"]["worker"]
-    assert worker["detail"].startswith("answered first: ")
+    # every queue named with the session's worker, which consumes them all (tests/conftest.py)
+    for queue in ("embed", "housekeeping", "ingest", "realtime"):
+        assert f"{queue}: " in worker["detail"] and f"test-{os.getpid()}@" in worker["detail"], worker
     # the check returns at the first reply; a broadcast that waits out its 1 s timeout cannot be under it
     assert worker["ms"] < 1000, worker
 
@@ -66,3 +75,81 @@ def test_web_readiness_leaves_the_workers_out():
     assert (
         refused.status_code == 400 and "workers must be true or false" in refused.json()["error"]["message"]
     )
+
+
+@pytest.fixture()
+def own_consumers_key(settings, redis_client) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """Workers started by the test beat under a key of its own, apart from the session's worker."""
+    key = f"athena:test-{uuid.uuid4().hex[:12]}:consumers"
+    settings.ATHENA_CONSUMERS_KEY = key
+    yield key
+    redis_client.delete(key)
+
+
+def _worker(name: str, queues: str, key: str) -> subprocess.Popen:
+    from django.conf import settings
+
+    from tests.conftest import ROOT, celery_worker_argv
+
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "athena.settings.test",
+        "ATHENA_DB_NAME": settings.DATABASES["default"]["NAME"],
+        "ATHENA_CONSUMERS_KEY": key,
+    }
+    argv = celery_worker_argv(queues, f"{name}-{os.getpid()}")
+    return subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+
+
+def _worker_check_until(staff: APIClient, wanted: str) -> dict:
+    deadline = time.monotonic() + 90
+    while True:
+        check = staff.get("/api/v1/health").json()["components"]["worker"]
+        if wanted in check["detail"] or time.monotonic() > deadline:
+            return check
+        time.sleep(0.5)
+
+
+def test_health_is_degraded_while_a_queue_has_no_worker(own_consumers_key):
+    """A worker that takes only questions (the stack's answerer) answered the ping, and health said ok while
+    nothing consumed the ingest, embed and housekeeping queues: every ingest waited, unexplained."""
+    staff = _staff_client()
+    answerer = _worker("answerer", "realtime", own_consumers_key)
+    others = None
+    try:
+        check = _worker_check_until(staff, f"realtime: answerer-{os.getpid()}@")
+        assert check["healthy"] is False, check
+        assert "no worker consumes embed, housekeeping, ingest: embed: none;" in check["detail"], check
+        assert staff.get("/api/v1/health").status_code == 503
+
+        others = _worker("ingester", "housekeeping,embed,ingest", own_consumers_key)
+        check = _worker_check_until(staff, f"ingest: ingester-{os.getpid()}@")
+        assert check["healthy"] is True, check
+        assert f"realtime: answerer-{os.getpid()}@" in check["detail"], check
+        assert staff.get("/api/v1/health").status_code == 200
+
+        # a worker stopped says goodbye: its queues are missing at the next check, not 10 s later
+        others.terminate()
+        others.wait(timeout=30)
+        check = staff.get("/api/v1/health").json()["components"]["worker"]
+        assert (
+            check["healthy"] is False and "no worker consumes embed, housekeeping, ingest" in check["detail"]
+        )
+
+        # a worker killed says nothing and beats no more; until its last beat is stale it is judged by the ping
+        os.killpg(answerer.pid, signal.SIGKILL)
+        answerer.wait(timeout=30)
+        check = staff.get("/api/v1/health").json()["components"]["worker"]
+        assert check["healthy"] is False, check
+        assert "realtime: none" in check["detail"], check
+        assert f"no answer to a ping within 1s: answerer-{os.getpid()}@" in check["detail"], check
+    finally:
+        for proc in (answerer, others):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
