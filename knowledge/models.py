@@ -169,7 +169,9 @@ class RetiredGroup(models.Model):
     """The id of a deleted group (recorded by the database whoever deletes the row, migration 0021), never given to
     a group again (a trigger on auth_group refuses it, migration 0017; checked once the row is written, 0019, so
     that an id written while its group's delete is still open waits for that delete and is then refused; against
-    this table in its schema, never a session's temporary table of the same name, 0020). Deleting a group leaves its
+    this table in its schema, never a session's temporary table of the same name, 0020; the column's default
+    draws past retired ids, 0022, so a sequence set back below them by loaddata or `sqlsequencereset` does not
+    fail group creations). Deleting a group leaves its
     id in the ACL copies of chunks whose document keeps other groups (or none): rewriting them cost every chunk row
     again in every index, the HNSW graph included (a group named by 200 documents took a minute in one admin
     request), and no principal can hold the id any more, unless a group were created with it again (an explicit id:

@@ -154,6 +154,17 @@ def test_the_application_role_cannot_give_a_deleted_groups_id_back(app_db) -> No
     _refused(app_db, "ALTER TABLE auth_group DISABLE TRIGGER auth_group_id_not_retired")
     with pytest.raises(psycopg.errors.UniqueViolation), app_db.cursor() as cursor:
         cursor.execute("INSERT INTO auth_group (id, name) VALUES (%s, 'probe-again')", [group_id])
+    # the sequence set back onto the retired id (by the owner, as loaddata or `sqlsequencereset` do): the
+    # application role's next group draws past it, with the privileges it has
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT setval(pg_get_serial_sequence('auth_group', 'id'), %s, false)", [group_id])
+    with app_db.cursor() as cursor:
+        cursor.execute("INSERT INTO auth_group (name) VALUES ('probe-after-reset') RETURNING id")
+        (drawn,) = cursor.fetchone()
+        assert drawn > group_id
+        cursor.execute("DELETE FROM auth_group WHERE id = %s", [drawn])
 
 
 def test_a_group_created_with_an_id_whose_delete_commits_meanwhile_is_refused(app_db) -> None:  # type: ignore[no-untyped-def]

@@ -299,6 +299,27 @@ def test_a_deleted_groups_id_is_never_given_to_a_group_again() -> None:
     assert reads(Principal.from_user(make_user("olga", "ops")), document) == NOBODY
 
 
+def test_a_group_created_after_a_sequence_reset_skips_the_retired_ids() -> None:
+    # loaddata and `sqlsequencereset` set the id sequence back to the highest id in the table, below groups
+    # deleted since: each retired id the sequence then drew failed one group's creation
+    from django.core.management.color import no_style
+
+    kept, *deleted = (Group.objects.create(name=f"reset-{i}") for i in range(3))
+    retired = [group.pk for group in deleted]
+    for group in deleted:
+        group.delete()
+    assert RetiredGroup.objects.filter(group_id__in=retired).count() == 2
+    with connection.cursor() as cursor:
+        for statement in connection.ops.sequence_reset_sql(no_style(), [Group]):
+            cursor.execute(statement)
+    created = Group.objects.create(name="after-reset")
+    assert created.pk > max(retired) > kept.pk
+    assert Group.objects.get(name="after-reset").pk == created.pk  # the id Django was given is the row's
+    # an id given explicitly is still refused, not moved
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Group.objects.create(pk=retired[0], name="explicit")
+
+
 def test_a_group_deleted_by_sql_is_retired_too() -> None:
     # a script or a database shell deletes the row without Django's signal: the database retires the id itself,
     # which the chunks, not synced by anyone, still carry
