@@ -4,7 +4,7 @@ import os
 
 from celery import Celery
 from celery.schedules import crontab
-from celery.signals import worker_init, worker_shutdown
+from celery.signals import worker_ready, worker_shutting_down
 
 # Servers started outside the project's launcher (gunicorn, celery in deploy/) get production settings unless
 # told otherwise; `stack run` / `make run` pass athena.settings.local, the tests athena.settings.test.
@@ -63,9 +63,10 @@ def _schedule_nightly_sync(sender: Celery, **_: object) -> None:
 _consumer_beat = None
 
 
-@worker_init.connect
+@worker_ready.connect
 def _announce_queues(sender: object, **_: object) -> None:
-    """The worker's main process tells the health check which queues it consumes (athena/consumers.py)."""
+    """The worker's main process tells the health check which queues it consumes (athena/consumers.py), once its
+    consumer is ready: from then on it takes their tasks and answers a ping."""
     global _consumer_beat
     from athena.consumers import ConsumerBeat
 
@@ -76,7 +77,9 @@ def _announce_queues(sender: object, **_: object) -> None:
         _consumer_beat.start()
 
 
-@worker_shutdown.connect
+@worker_shutting_down.connect
 def _retire_queues(**_: object) -> None:
+    """A worker that begins to stop takes no new task: its queues are no longer served by it (a warm shutdown
+    still finishes the tasks it runs)."""
     if _consumer_beat is not None:
         _consumer_beat.stop()

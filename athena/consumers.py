@@ -76,12 +76,16 @@ class RedisBeat:
             try:
                 client = redis_client()
                 self.beat(client, redis_now(client))
-            except RedisError as exc:
+            except Exception as exc:  # any error: a thread that ended would leave a live worker unannounced
                 logger.warning("%s failed: %s", self.thread_name, exc)
             self._stop.wait(self.every)
 
     def stop(self) -> None:
+        """Stop beating and take the announcement back, after a beat under way (one that wrote after the
+        retirement would announce the worker for another STALE_SECONDS)."""
         self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=self.every + 1)
         try:
             self.retire(redis_client())
         except RedisError:

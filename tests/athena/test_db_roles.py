@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 
 import psycopg
+import psycopg.sql
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -158,13 +159,21 @@ def test_the_application_role_cannot_give_a_deleted_groups_id_back(app_db) -> No
     # application role's next group draws past it, with the privileges it has
     from django.db import connection
 
+    # without any right on the sequence too: an identity column needed none, and during `migrate` the grants
+    # on the new sequence come only after the last migration
+    role = psycopg.sql.Identifier(settings.ATHENA_DB_APP_ROLE).as_string(app_db)
     with connection.cursor() as cursor:
         cursor.execute("SELECT setval(pg_get_serial_sequence('auth_group', 'id'), %s, false)", [group_id])
-    with app_db.cursor() as cursor:
-        cursor.execute("INSERT INTO auth_group (name) VALUES ('probe-after-reset') RETURNING id")
-        (drawn,) = cursor.fetchone()
-        assert drawn > group_id
-        cursor.execute("DELETE FROM auth_group WHERE id = %s", [drawn])
+        cursor.execute(f"REVOKE ALL ON SEQUENCE auth_group_id_seq FROM {role}")
+    try:
+        with app_db.cursor() as cursor:
+            cursor.execute("INSERT INTO auth_group (name) VALUES ('probe-after-reset') RETURNING id")
+            (drawn,) = cursor.fetchone()
+            assert drawn > group_id
+            cursor.execute("DELETE FROM auth_group WHERE id = %s", [drawn])
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"GRANT USAGE, SELECT ON SEQUENCE auth_group_id_seq TO {role}")
 
 
 def test_a_group_created_with_an_id_whose_delete_commits_meanwhile_is_refused(app_db) -> None:  # type: ignore[no-untyped-def]

@@ -83,7 +83,7 @@ def own_consumers_key(settings, redis_client) -> Iterator[str]:  # type: ignore[
     key = f"athena:test-{uuid.uuid4().hex[:12]}:consumers"
     settings.ATHENA_CONSUMERS_KEY = key
     yield key
-    redis_client.delete(key)
+    redis_client.delete(key, *redis_client.scan_iter(match=f"{key}:rt:*", count=500))
 
 
 def _worker(name: str, queues: str, key: str) -> subprocess.Popen:
@@ -96,6 +96,9 @@ def _worker(name: str, queues: str, key: str) -> subprocess.Popen:
         "DJANGO_SETTINGS_MODULE": "athena.settings.test",
         "ATHENA_DB_NAME": settings.DATABASES["default"]["NAME"],
         "ATHENA_CONSUMERS_KEY": key,
+        # no model loading (three workers on two cores), and not counted by the session's question admission
+        "ATHENA_WORKER_WARM_UP": "false",
+        "ATHENA_REALTIME_KEYS": f"{key}:rt",
     }
     argv = celery_worker_argv(queues, f"{name}-{os.getpid()}")
     return subprocess.Popen(
