@@ -92,7 +92,9 @@ class CurationItemAdmin(LargeTableAdmin, ReadableDocumentChoices):
     raw_id_fields = ("answer", "resolved_document")
     list_select_related = ("answer", "resolved_document")
     document_choice_fields = ("resolved_document",)
-    readonly_fields = ("answer", "reason", "created_at", "resolved_at")
+    # what the curator decides on: the question as asked and what its askers said of the answer (the answer's text
+    # stays out: it quotes documents the admin may not be allowed to read)
+    readonly_fields = ("question_asked", "comments", "answer", "reason", "created_at", "resolved_at")
     actions = ["resolve"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -101,6 +103,25 @@ class CurationItemAdmin(LargeTableAdmin, ReadableDocumentChoices):
     @admin.display(description="question")
     def question(self, obj: CurationItem) -> str:
         return obj.answer.question[:120]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # the question and its feedback first: read before resolving (Django puts read-only fields last)
+        fields = list(super().get_fields(request, obj))
+        first = [name for name in ("question_asked", "comments") if name in fields]
+        return [*first, *(name for name in fields if name not in first)]
+
+    @admin.display(description="question")
+    def question_asked(self, obj: CurationItem) -> str:
+        return obj.answer.question
+
+    @admin.display(description="feedback")
+    def comments(self, obj: CurationItem) -> str:
+        votes = obj.answer.feedback.select_related("user").order_by("created_at")
+        said = [
+            f"{'not helpful' if vote.vote < 0 else 'helpful'} ({vote.user}): {vote.comment or 'no comment'}"
+            for vote in votes
+        ]
+        return "\n".join(said) or "-"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[CurationItem]:
         from knowledge.admin import readable_document_flag

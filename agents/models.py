@@ -36,6 +36,10 @@ class Answer(models.Model):
     class Meta:
         ordering = ["created_at"]
 
+    def __str__(self) -> str:
+        # what an admin page names an answer by (the curation item's link to it, a feedback row)
+        return f"answer {self.pk}: {self.question[:80]}"
+
 
 class Feedback(models.Model):
     class Vote(models.IntegerChoices):
@@ -64,3 +68,6 @@ class CurationItem(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.answer.question[:80]}"
