@@ -291,6 +291,11 @@ class DocumentAdmin(ReadableDocumentChoices):
     def superseded_by_withheld(self, obj: Document) -> str:
         return UNREADABLE_DOCUMENT
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # a document comes from a file (`manage.py ingest`, a synced folder, an upload): one added here has no
+        # source file, so nothing ever indexes it and it read "Pending" for ever after "added successfully"
+        return False
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[Document]:
         # being staff or a superuser grants no read access: only documents the admin's groups may read are
         # listed (an ACL can still be set on any document through PUT /api/v1/documents/<id>/acl)

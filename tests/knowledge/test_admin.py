@@ -12,6 +12,7 @@ from django.contrib.auth.models import Group, Permission
 from django.test import Client
 
 from athena.services import ROLE_ADMIN
+from knowledge.models import Document
 from tests.factories import DocumentFactory, UserFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
@@ -98,3 +99,18 @@ def test_the_group_search_box_answers_only_who_may_view_groups() -> None:
     assert [row["text"] for row in client.get("/admin/autocomplete/", query).json()["results"]] == [
         "team-0001"
     ]
+
+
+def test_the_document_admin_offers_no_add_form_that_makes_a_document_nothing_indexes() -> None:
+    # a document added by hand had no source file: "added successfully", then "Pending" at version 0 for ever
+    client = Client()
+    client.force_login(UserFactory(username="curator", groups=(ROLE_ADMIN,), staff=True, superuser=True))
+    assert client.get("/admin/knowledge/document/add/").status_code == 403
+    created = client.post(
+        "/admin/knowledge/document/add/",
+        {"source": "manual/notes.md", "title": "Notes", "doc_type": "other", "access_tier": "internal"},
+    )
+    assert created.status_code == 403
+    assert not Document.objects.filter(source="manual/notes.md").exists()
+    listing = client.get("/admin/knowledge/document/").content.decode()
+    assert "/admin/knowledge/document/add/" not in listing
