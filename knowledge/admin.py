@@ -483,10 +483,29 @@ class IngestRunAdmin(admin.ModelAdmin):
     readonly_fields = fields
 
     @admin.display(description="counts")
-    def counts_shown(self, obj: IngestRun) -> dict[str, Any]:
-        counts = dict(obj.counts or {})
-        counts["errors"] = len(counts.get("errors") or {})
-        return counts
+    def counts_shown(self, obj: IngestRun) -> str:
+        """The run's progress and counts in words. The raw counts were shown as a Python dict whose "seconds"
+        read 0.0 for every run (a run's batches merge their counts, not their durations): the time it took is
+        from its start to its end."""
+        from knowledge.services import ingest_run_done
+
+        counts = obj.counts or {}
+        done = ingest_run_done(counts)
+        files = ", ".join(
+            f"{counts.get(key, 0)} {key}" for key in ("new", "changed", "unchanged", "deleted", "failed")
+        )
+        shown = [
+            f"{done} of {obj.total} file(s) done: {files}",
+            f"{counts.get('chunks', 0)} chunk(s), {counts.get('reused', 0)} with stored vectors",
+        ]
+        if counts.get("errors"):
+            shown.append(f"{len(counts['errors'])} error(s)")
+        if obj.finished_at is not None and obj.started_at is not None:
+            shown.append(f"took {(obj.finished_at - obj.started_at).total_seconds():.1f} s")
+        stages = counts.get("stage_seconds") or {}
+        if stages:
+            shown.append("stage seconds: " + ", ".join(f"{name} {secs:.2f}" for name, secs in stages.items()))
+        return "; ".join(shown)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # a run is made by an ingest, never by hand

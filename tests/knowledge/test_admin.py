@@ -114,3 +114,23 @@ def test_the_document_admin_offers_no_add_form_that_makes_a_document_nothing_ind
     assert not Document.objects.filter(source="manual/notes.md").exists()
     listing = client.get("/admin/knowledge/document/").content.decode()
     assert "/admin/knowledge/document/add/" not in listing
+
+
+def test_an_ingest_run_reads_as_its_progress_and_time_not_a_dict() -> None:
+    from datetime import timedelta
+
+    from knowledge.models import IngestRun
+    from knowledge.services import IngestSummary
+
+    run = IngestRun.objects.create(root="/srv/docs", total=5, counts=IngestSummary().as_dict())
+    counts = {**run.counts, "new": 2, "unchanged": 1, "chunks": 9, "stage_seconds": {"embed": 4.25}}
+    IngestRun.objects.filter(pk=run.pk).update(
+        counts=counts, status="finished", finished_at=run.started_at + timedelta(seconds=12.5)
+    )
+    client = Client()
+    client.force_login(UserFactory(username="curator", groups=(ROLE_ADMIN,), staff=True, superuser=True))
+    html = client.get("/admin/knowledge/ingestrun/").content.decode()
+    assert "3 of 5 file(s) done: 2 new, 0 changed, 1 unchanged, 0 deleted, 0 failed" in html
+    assert "took 12.5 s" in html and "embed 4.25" in html
+    # no raw dict, and no "seconds: 0.0" that a run never updates
+    assert "&#x27;seconds&#x27;: 0.0" not in html and "{&#x27;new&#x27;" not in html
