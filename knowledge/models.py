@@ -357,6 +357,7 @@ class Entity(models.Model):
     aliases = models.JSONField(default=list, blank=True)
 
     class Meta:
+        verbose_name_plural = "entities"
         constraints = [models.UniqueConstraint(fields=["kind", "name"], name="entity_kind_name")]
         indexes = [models.Index(fields=["name"])]
 

@@ -134,3 +134,10 @@ def test_an_ingest_run_reads_as_its_progress_and_time_not_a_dict() -> None:
     assert "took 12.5 s" in html and "embed 4.25" in html
     # no raw dict, and no "seconds: 0.0" that a run never updates
     assert "&#x27;seconds&#x27;: 0.0" not in html and "{&#x27;new&#x27;" not in html
+
+
+def test_the_admin_index_names_the_entities_in_english() -> None:
+    client = Client()
+    client.force_login(UserFactory(username="curator", groups=(ROLE_ADMIN,), staff=True, superuser=True))
+    html = client.get("/admin/").content.decode()
+    assert ">Entities<" in html and "Entitys" not in html
