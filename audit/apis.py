@@ -30,6 +30,9 @@ from audit.selectors import (
 )
 from audit.services import audit_record, audit_verify
 
+# the code of the rule that a search's first day is not after its last (the compliance page words it by its labels)
+SINCE_AFTER_UNTIL = "since_after_until"
+
 
 class AuditQuerySerializer(serializers.Serializer):
     user = serializers.CharField(required=False, allow_blank=True, max_length=150)
@@ -49,7 +52,7 @@ class AuditQuerySerializer(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs.get("since") and attrs.get("until") and attrs["since"] > attrs["until"]:
-            raise serializers.ValidationError("'since' is after 'until'")
+            raise serializers.ValidationError("'since' is after 'until'", code=SINCE_AFTER_UNTIL)
         return attrs
 
 

@@ -20,7 +20,7 @@ from athena.errors import NotFound, flatten_detail
 from athena.http import repeated_params
 from athena.pagination import MAX_OFFSET
 from athena.permissions import is_compliance
-from audit.apis import audit_query_from
+from audit.apis import SINCE_AFTER_UNTIL, audit_query_from
 from audit.selectors import AuditQuery, audit_event_get, audit_event_search, audit_event_values
 from audit.services import audit_verify_incremental
 
@@ -122,9 +122,22 @@ def _offset(raw: str) -> int | None:
 
 
 def _messages(exc: ValidationError) -> list[str]:
-    """One line per invalid filter, named as the form names it (a rule across filters has no name)."""
+    """One line per invalid filter, named as the form names it (a rule across filters has no name). The rule
+    that the first day is not after the last names the fields by the labels the page shows them with: "'since'
+    is after 'until'" named the query's parameters, which the page shows nowhere."""
     detail = exc.detail if isinstance(exc.detail, dict) else {api_settings.NON_FIELD_ERRORS_KEY: exc.detail}
-    return [flatten_detail({key: value}) for key, value in detail.items()]
+    codes = exc.get_codes()
+    crossed = isinstance(codes, dict) and SINCE_AFTER_UNTIL in (
+        codes.get(api_settings.NON_FIELD_ERRORS_KEY) or ()
+    )
+    lines = [
+        flatten_detail({key: value})
+        for key, value in detail.items()
+        if not (crossed and key == api_settings.NON_FIELD_ERRORS_KEY)
+    ]
+    if crossed:
+        lines.append("The From day is after the To day: no event can match. Swap them or clear one.")
+    return lines
 
 
 @compliance_required

@@ -164,7 +164,10 @@ def test_compliance_pages(events, client) -> None:  # type: ignore[no-untyped-de
     assert bad.status_code == 200 and bad.context["total"] == 0 and not bad.context["events"]
     assert "Who won the match?" not in bad.content.decode()
     crossed = client.get("/compliance/?since=2025-02-01&until=2025-01-01")
-    assert crossed.context["errors"] == ["'since' is after 'until'"]
+    # named by the form's labels, not the query's parameter names, which the page shows nowhere
+    assert crossed.context["errors"] == [
+        "The From day is after the To day: no event can match. Swap them or clear one."
+    ]
     assert client.get("/compliance/?until=9999-12-31").context["total"] == 3
     assert client.get("/compliance/?offset=99999999999999999999").status_code == 200  # bigint overflow before
     # a misnamed filter shows no events and names itself, and its export links are not the whole log's
