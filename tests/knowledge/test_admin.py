@@ -141,3 +141,27 @@ def test_the_admin_index_names_the_entities_in_english() -> None:
     client.force_login(UserFactory(username="curator", groups=(ROLE_ADMIN,), staff=True, superuser=True))
     html = client.get("/admin/").content.decode()
     assert ">Entities<" in html and "Entitys" not in html
+
+
+def test_an_admin_deletes_a_document_with_its_chunks_and_links() -> None:
+    # the read-only chunk and link admins made Django refuse it: "Cannot delete document ... chunk, document link"
+    from knowledge.models import Chunk, DocumentLink
+
+    DocumentFactory(source="factory/target.md", title="Target runbook")
+    document = DocumentFactory(
+        source="factory/retired.md",
+        title="Retired procedure",
+        body="Reset the session as in [the target runbook](target.md); the keepalive is 60 seconds.",
+    )
+    assert Chunk.objects.filter(document=document).exists()
+    assert DocumentLink.objects.filter(source=document).exists()
+    client = Client()
+    client.force_login(UserFactory(username="curator", groups=(ROLE_ADMIN,), staff=True, superuser=True))
+    page = f"/admin/knowledge/document/{document.pk}/delete/"
+
+    confirm = client.get(page).content.decode()
+    assert "Cannot delete" not in confirm and "Are you sure" in confirm
+    assert client.post(page, {"post": "yes"}).status_code == 302
+    assert not Document.objects.filter(pk=document.pk).exists()
+    assert not Chunk.objects.filter(document_id=document.pk).exists()
+    assert Document.objects.filter(source="factory/target.md").exists()
