@@ -344,9 +344,9 @@ class DocumentAdmin(ReadableDocumentChoices):
 
     def delete_model(self, request: HttpRequest, obj: Document) -> None:
         # chunks must leave through the service so BM25 statistics and graph weights stay exact
-        from knowledge.services import document_tombstone
+        from knowledge.services import documents_remove
 
-        document_tombstone(document=obj)
+        documents_remove(documents=[obj], actor=request.user, how="deleted in the admin")
         super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
@@ -388,10 +388,9 @@ class DocumentAdmin(ReadableDocumentChoices):
 
     @admin.action(description="Tombstone (exclude from retrieval)")
     def tombstone(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
-        from knowledge.services import document_tombstone
+        from knowledge.services import documents_remove
 
-        for document in queryset:
-            document_tombstone(document=document)
+        documents_remove(documents=list(queryset), actor=request.user, how="tombstoned in the admin")
         self.message_user(request, "tombstoned", messages.SUCCESS)
 
 

@@ -592,6 +592,27 @@ def document_tombstone(*, document: Document) -> None:
         )
 
 
+def documents_remove(*, documents: Sequence[Document], actor: Any, how: str) -> list[str]:
+    """Take documents out of the index at an admin's request (`how`: "deleted in the admin", "tombstoned in the
+    admin") and record one `documents_removed` event naming them, as `manage.py remove` records a folder's: a
+    document an admin deleted or tombstoned used to leave no trace in the audit log. Returns their source ids."""
+    from audit.services import audit_record
+
+    with transaction.atomic():
+        for document in documents:
+            document_tombstone(document=document)
+        sources = [document.source for document in documents]
+        if sources:
+            audit_record(
+                kind="documents_removed",
+                actor=actor,
+                documents=sources,
+                payload={"how": how, "count": len(sources)},
+                verdict="removed",
+            )
+    return sources
+
+
 def document_lock_for_reference(*, document_id: int) -> bool:
     """Hold the document against deletion until the caller's transaction ends, before a row of another app is
     pointed at it; False when it does not exist (or a delete under way, which this waited for, removed it).

@@ -165,3 +165,28 @@ def test_an_admin_deletes_a_document_with_its_chunks_and_links() -> None:
     assert not Document.objects.filter(pk=document.pk).exists()
     assert not Chunk.objects.filter(document_id=document.pk).exists()
     assert Document.objects.filter(source="factory/target.md").exists()
+
+
+def test_a_document_an_admin_deletes_or_tombstones_is_in_the_audit_log() -> None:
+    # neither left a trace: the compliance search for who removed a document found nothing
+    from audit.models import AuditEvent
+
+    deleted = DocumentFactory(source="factory/deleted.md")
+    tombstoned = DocumentFactory(source="factory/tombstoned.md")
+    admin_user = UserFactory(username="curator", groups=(ROLE_ADMIN,), staff=True, superuser=True)
+    client = Client()
+    client.force_login(admin_user)
+
+    assert client.post(f"/admin/knowledge/document/{deleted.pk}/delete/", {"post": "yes"}).status_code == 302
+    changelist = "/admin/knowledge/document/"
+    assert (
+        client.post(changelist, {"action": "tombstone", "_selected_action": [tombstoned.pk]}).status_code
+        == 302
+    )
+
+    events = list(AuditEvent.objects.filter(kind="documents_removed").order_by("id"))
+    assert [(e.actor, e.documents, e.payload["how"]) for e in events] == [
+        ("curator", ["factory/deleted.md"], "deleted in the admin"),
+        ("curator", ["factory/tombstoned.md"], "tombstoned in the admin"),
+    ]
+    assert Document.objects.get(pk=tombstoned.pk).status == "tombstoned"
