@@ -341,6 +341,23 @@ class DocumentAdmin(ReadableDocumentChoices):
         from knowledge.services import document_acl_sync
 
         document_acl_sync(document=form.instance, actor=request.user)
+        if change and not Document.objects.filter(pk=form.instance.pk, pk__in=readable_document_ids(request)):
+            # saved "successfully", the document then vanished from the admin's list with no word why
+            document = Document.objects.get(pk=form.instance.pk)
+            nobody = document.access_tier in (AccessTier.RESTRICTED, AccessTier.CONFIDENTIAL) and (
+                not document.allowed_groups.exists()
+            )
+            who = (
+                "no one: a restricted or confidential document with no groups is closed to everyone"
+                if nobody
+                else ("only groups you are not in")
+            )
+            self.message_user(
+                request,
+                f"“{document.title or document.source}” can now be read by {who}. It is no longer listed here for "
+                f"you; to change its access again, use PUT /api/v1/documents/{document.pk}/acl.",
+                messages.WARNING,
+            )
 
     def delete_model(self, request: HttpRequest, obj: Document) -> None:
         # chunks must leave through the service so BM25 statistics and graph weights stay exact

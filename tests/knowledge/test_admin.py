@@ -190,3 +190,36 @@ def test_a_document_an_admin_deletes_or_tombstones_is_in_the_audit_log() -> None
         ("curator", ["factory/tombstoned.md"], "tombstoned in the admin"),
     ]
     assert Document.objects.get(pk=tombstoned.pk).status == "tombstoned"
+
+
+def test_an_admin_who_closes_a_document_to_everyone_is_told_so() -> None:
+    # saved "successfully", the document then vanished from the admin's own list with no word why
+    document = DocumentFactory(source="factory/handover.md", title="Shift handover")
+    client = Client()
+    client.force_login(UserFactory(username="curator", groups=(ROLE_ADMIN,), staff=True, superuser=True))
+    change = f"/admin/knowledge/document/{document.pk}/change/"
+    form = client.get(change).context["adminform"].form
+    data = {
+        "source": document.source,
+        "title": document.title,
+        "access_tier": "restricted",
+        "doc_type": document.doc_type,
+        "analyzer_version": document.analyzer_version,
+        "metadata": "{}",
+        "expires_at_0": "",
+        "expires_at_1": "",
+    }
+    for hidden in form.hidden_fields():
+        data[hidden.html_name] = hidden.value()
+    page = client.post(change, data, follow=True).content.decode()
+    assert "can now be read by no one" in page
+    assert f"PUT /api/v1/documents/{document.pk}/acl" in page
+    # a change that leaves the document readable says nothing of the kind
+    other = DocumentFactory(source="factory/open.md", title="Open notes")
+    change = f"/admin/knowledge/document/{other.pk}/change/"
+    form = client.get(change).context["adminform"].form
+    data.update(source=other.source, title="Open notes, renamed", access_tier="internal")
+    for hidden in form.hidden_fields():
+        data[hidden.html_name] = hidden.value()
+    page = client.post(change, data, follow=True).content.decode()
+    assert "was changed successfully" in page and "can now be read by" not in page
