@@ -44,7 +44,13 @@ def admin_browser(name: str, *groups: str) -> Client:
 
 def admin_delete(model: type[Any], obj: Any) -> None:
     """What the admin's delete view does with one row, in the caller's transaction (the view runs in one)."""
+    from django.contrib.auth import get_user_model
+
     request = RequestFactory().post("/")
+    # the admin's request has its signed-in admin (a document's removal is audited under their name)
+    request.user = get_user_model().objects.filter(username="deleting-admin").first() or make_user(
+        "deleting-admin", superuser=True
+    )
     admin.site.get_model_admin(model).delete_model(request, obj)
 
 
