@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
@@ -21,11 +21,17 @@ from athena.http import repeated_params
 from athena.pagination import MAX_OFFSET
 from athena.permissions import is_compliance
 from audit.apis import SINCE_AFTER_UNTIL, audit_query_from
+from audit.models import AuditEvent
 from audit.selectors import AuditQuery, audit_event_get, audit_event_search, audit_event_values
 from audit.services import audit_verify_incremental
 
 PAGE_SIZE = 50
+# knowledge's AccessTier values that only named groups may read (audit sits below knowledge: named, not imported)
+CLOSED_TIERS = frozenset({"restricted", "confidential"})
 QUERY_PARAMS = frozenset(field.name for field in fields(AuditQuery))
+# a results row names at most this many of an event's documents (every cited one, however many), the rest in a
+# list that opens under "and N more": a question's event names one per retrieved passage (ten by default)
+DOCUMENTS_SHOWN = 3
 
 
 def compliance_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -74,6 +80,8 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
         qs = audit_event_search(query=query)
         total = qs.count()
         events = list(qs[offset : offset + PAGE_SIZE])
+        for event in events:
+            event.documents_listed = event_documents_listed(event)  # type: ignore[attr-defined]
         if not total:
             notes = _never_recorded(params, recorded)
     return render(
@@ -94,6 +102,50 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
             "is_compliance": True,
         },
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ListedDocument:
+    source: str
+    cited: bool = False
+    access_tier: str = ""  # as the citation recorded it; retrieved documents' tiers are not in the event
+
+
+@dataclass(frozen=True, slots=True)
+class EventDocuments:
+    """An event's documents as its results row names them: `shown` in the row, `more` behind "and N more"."""
+
+    shown: tuple[ListedDocument, ...]
+    more: tuple[ListedDocument, ...]
+
+    @property
+    def total(self) -> int:
+        return len(self.shown) + len(self.more)
+
+
+def event_documents_listed(event: AuditEvent) -> EventDocuments:
+    """The documents a compliance officer looks for first come first: the ones an answer cited (from the
+    event's citations, with the access tier each was cited under; restricted and confidential ones before the
+    others), then the retrieved ones in the order retrieval ranked them, then any other the event names. The
+    column read the event's documents alphabetically, cut at 120 characters with "…", so a cited restricted
+    document could be the one hidden behind the ellipsis; now every one is named, none cut mid-name."""
+    payload = event.payload if isinstance(event.payload, dict) else {}
+    citations = [c for c in payload.get("citations") or [] if isinstance(c, dict) and c.get("document")]
+    tiers: dict[str, str] = {}
+    for citation in citations:
+        tiers.setdefault(str(citation["document"]), str(citation.get("access_tier") or ""))
+    cited = sorted(tiers, key=lambda source: tiers[source] not in CLOSED_TIERS)  # stable: citation order kept
+    ranked = [
+        str(chunk["document"])
+        for chunk in payload.get("retrieved_chunks") or []
+        if isinstance(chunk, dict) and chunk.get("document")
+    ]
+    order = list(dict.fromkeys([*cited, *ranked, *(str(source) for source in event.documents or [])]))
+    listed = [ListedDocument(source, source in tiers, tiers.get(source, "")) for source in order]
+    head = max(DOCUMENTS_SHOWN, len(cited))
+    if len(listed) == head + 1:  # "and 1 more" takes the room of the name it hides
+        head += 1
+    return EventDocuments(tuple(listed[:head]), tuple(listed[head:]))
 
 
 def _never_recorded(params: dict[str, Any], recorded: dict[str, list[str]]) -> list[str]:

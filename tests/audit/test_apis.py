@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from urllib.parse import quote
 
 import pytest
@@ -227,3 +228,48 @@ def test_the_day_filters_say_whose_days_they_are(events, client, auditor) -> Non
     schema = auditor.get("/api/v1/schema", {"format": "json"}).json()
     parameters = {p["name"]: p for p in schema["paths"]["/api/v1/audit/events"]["get"]["parameters"]}
     assert "UTC" in parameters["since"]["description"] and "UTC" in parameters["until"]["description"]
+
+
+def test_a_results_row_names_every_document_with_the_cited_ones_first(client) -> None:  # type: ignore[no-untyped-def]
+    # the column listed an event's documents alphabetically and cut them at 120 characters with "…": the
+    # restricted document an answer cited sorted last and was the one hidden behind the ellipsis
+    retrieved = [f"shared/runbook-{i:02d}.md" for i in range(10)]
+    audit_record(
+        kind="question",
+        actor=make_user("asker", "employees"),
+        verdict="answered",
+        documents=[*retrieved, "vault/zz-escrow.md"],
+        payload={
+            "question": "Where is the escrow kept?",
+            "retrieved_chunks": [{"document": source} for source in [retrieved[7], "vault/zz-escrow.md"]],
+            "citations": [
+                {"document": retrieved[7], "access_tier": "internal"},
+                {"document": "vault/zz-escrow.md", "access_tier": "restricted"},
+            ],
+        },
+    )
+    make_user("auditor", "compliance")
+    client.login(username="auditor", password="pw")
+    (cell,) = _documents_cells(client.get("/compliance/?kind=question").content.decode())
+    assert "…" not in cell and "11 documents:" in cell
+    head, more = cell.split("<details>")
+    # the cited ones lead, the restricted one first, each with the tier it was cited under
+    assert head.index("vault/zz-escrow.md") < head.index(retrieved[7])
+    assert 'vault/zz-escrow.md <em class="cited">(cited, restricted)</em>' in head
+    assert f'{retrieved[7]} <em class="cited">(cited, internal)</em>' in head
+    # no name is hidden: the rest open under "and N more", each once
+    assert "<summary>and 8 more</summary>" in more
+    named = re.findall(r'<span class="document">([^<]+?)(?: <em|</span>)', cell)
+    assert sorted(named) == sorted([*retrieved, "vault/zz-escrow.md"])
+    # an event with one document names it without a count; one with none shows a dash
+    audit_record(kind="upload", actor="bob", verdict="indexed", documents=["uploads/1/a.md"])
+    audit_record(kind="login_failed", actor="bob")
+    cells = _documents_cells(client.get("/compliance/").content.decode())
+    assert [re.sub(r"<[^>]+>| ", "", cell) for cell in cells[:2]] == ["—", "uploads/1/a.md"]
+
+
+def _documents_cells(html: str) -> list[str]:
+    """The documents column of each results row, its white space collapsed."""
+    tbody = html.split('<table id="audit-results">')[1].split("</table>")[0]
+    rows = re.findall(r"<tr>(.*?)</tr>", tbody.split("<tbody>")[1], re.S)
+    return [re.sub(r"\s+", " ", re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[5]).strip() for row in rows]
