@@ -4,6 +4,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.options import IS_POPUP_VAR
 from django.contrib.admin.widgets import ForeignKeyRawIdWidget
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
@@ -11,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.forms import ModelChoiceField
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 
 from athena.admin import (
     JSON_FORM_FIELDS,
@@ -358,6 +359,17 @@ class DocumentAdmin(ReadableDocumentChoices):
                 f"you; to change its access again, use PUT /api/v1/documents/{document.pk}/acl.",
                 messages.WARNING,
             )
+
+    def response_change(self, request: HttpRequest, obj: Document) -> HttpResponse:
+        if IS_POPUP_VAR in request.POST or Document.objects.filter(
+            pk=obj.pk, pk__in=readable_document_ids(request)
+        ):
+            return super().response_change(request, obj)
+        # the document is no longer this admin's to open (save_related warned why): the stock message links to
+        # its change page, and "Save and continue editing" returns there, where it now reads as a document that
+        # does not exist. The message names it without a link, and the admin goes back to the list
+        self.message_user(request, f"The document “{obj}” was changed successfully.", messages.SUCCESS)
+        return self.response_post_save_change(request, obj)
 
     def delete_model(self, request: HttpRequest, obj: Document) -> None:
         # chunks must leave through the service so BM25 statistics and graph weights stay exact

@@ -223,3 +223,40 @@ def test_an_admin_who_closes_a_document_to_everyone_is_told_so() -> None:
         data[hidden.html_name] = hidden.value()
     page = client.post(change, data, follow=True).content.decode()
     assert "was changed successfully" in page and "can now be read by" not in page
+
+
+def test_a_save_that_hides_the_document_from_its_admin_links_to_no_page_they_cannot_open() -> None:
+    # Django's "changed successfully" linked to the document's change page, and "Save and continue editing"
+    # went back there: the page no longer opens for the admin who closed the document
+    document = DocumentFactory(source="factory/keys.md", title="Key ceremony")
+    client = Client()
+    client.force_login(UserFactory(username="curator", groups=(ROLE_ADMIN,), staff=True, superuser=True))
+    change = f"/admin/knowledge/document/{document.pk}/change/"
+    data = {
+        "source": document.source,
+        "title": document.title,
+        "access_tier": "restricted",
+        "doc_type": document.doc_type,
+        "analyzer_version": document.analyzer_version,
+        "metadata": "{}",
+        "expires_at_0": "",
+        "expires_at_1": "",
+    }
+    for hidden in client.get(change).context["adminform"].form.hidden_fields():
+        data[hidden.html_name] = hidden.value()
+    for button in ({}, {"_continue": "1"}):
+        Document.objects.filter(pk=document.pk).update(access_tier="internal")  # open to the admin again
+        response = client.post(change, {**data, **button})
+        assert response.status_code == 302 and response["Location"] == "/admin/knowledge/document/", button
+        page = client.get(response["Location"])
+        html = page.content.decode()
+        assert change not in html, button  # no link to the page that no longer opens
+        assert "The document “Key ceremony” was changed successfully." in html
+        assert "can now be read by no one" in html
+        assert client.get(change).status_code != 200  # what such a link led to
+    # a save that leaves the document readable keeps Django's message, its link and "continue editing"
+    Document.objects.filter(pk=document.pk).update(access_tier="internal")
+    data["access_tier"] = "internal"
+    response = client.post(change, {**data, "_continue": "1"})
+    assert response["Location"] == change
+    assert f'<a href="{change}">Key ceremony</a>' in client.get(change).content.decode()
