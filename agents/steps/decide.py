@@ -22,7 +22,7 @@ from agents.evidence import EXPECTS_NUMBER, HAS_NUMBER, NUMBER, Evidence, Scored
 from agents.steps.evaluate import evaluate_pool
 from agents.steps.retrieve import merge_results
 from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, QuestionTerms, ablated
-from knowledge.text import analyze, identifiers, match_form, surface_word_of, surface_words
+from knowledge.text import IDENTIFIER_PREFIX, analyze, identifiers, match_form, surface_word_of, surface_words
 from retrieval.metrics import contains
 from retrieval.types import SearchConfig
 
@@ -41,12 +41,43 @@ def searched_words(question: str, terms: QuestionTerms) -> list[str]:
     word as rare as its rarest term; a term no chunk holds, with no idf, rarest of all), in the question's
     order: what an abstention says it searched for, without "after", "up" or "long" taking the places of the
     words that mattered. Ranked by word, not term: an identifier yields several terms ("nw_http_healthz" ->
-    nw, http, healthz, =nw_http_healthz) and would otherwise fill every place."""
+    nw, http, healthz, =nw_http_healthz) and would otherwise fill every place.
+
+    A word the spelling correction read as another is shown as typed with what it was read as ("recieve (read
+    as receive)"); the correction is not listed as a word of its own, which the asker never typed. A
+    correction is a term of chunks the asker may read (retrieval.search.correct_terms), so naming it tells
+    them nothing of documents they cannot read.
+
+    Args:
+        question: the question as searched (the rewritten one for a follow-up).
+        terms: its search terms with their idf and the spelling corrections retrieval made.
+    Returns:
+        The words to name, in the question's order.
+    """
+    typed = set(analyze(question))
+    # a correction the question does not also hold itself was searched for a word of the asker's, not typed
+    corrections = {term: read_as for term, read_as in terms.corrections.items() if term in terms.search}
+    added = {read_as for read_as in corrections.values() if read_as not in typed}
+    searched = [term for term in terms.search if term not in added]
+    word_of = surface_word_of(question, searched)
     rarity: dict[str, float] = {}
-    for term, word in surface_word_of(question, terms.search).items():
+    for term, word in word_of.items():
         rarity[word] = max(rarity.get(word, -math.inf), terms.idf.get(term, math.inf))
     rarest = set(sorted(rarity, key=lambda word: -rarity[word])[:SEARCHED_SHOWN])
-    return [word for word in rarity if word in rarest]
+    shown = {
+        word_of[term]: f"{word_of[term]} (read as {_read_as(word_of[term], term, read_as)})"
+        for term, read_as in corrections.items()
+    }
+    return [shown.get(word, word) for word in rarity if word in rarest]
+
+
+def _read_as(word: str, term: str, correction: str) -> str:
+    """The word as the correction read it: the typed word's ending on the corrected term ("recieving", term
+    "reciev", correction "receiv" -> "receiving"), or the corrected term when the word does not start with its
+    own term (folding changed its letters)."""
+    term, correction = term.removeprefix(IDENTIFIER_PREFIX), correction.removeprefix(IDENTIFIER_PREFIX)
+    written = word.lower()
+    return correction + written[len(term) :] if written.startswith(term) else correction
 
 
 @dataclass(frozen=True)

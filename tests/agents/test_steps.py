@@ -118,6 +118,48 @@ def test_an_abstention_names_the_most_distinctive_words_it_searched_for():
     assert "zzfrob" in searched_words(f"{question} zzfrob", unknown)
 
 
+def test_an_abstention_names_a_corrected_word_as_typed_with_what_it_was_read_as(twin_kb):  # noqa: F811
+    # the spelling correction searched "switch" for the typed "swithces"; the abstention listed the corrected
+    # term as a word of its own, one the asker never typed
+    state = _state("How many minutes does a restore of the lab swithces take?")
+    for step in ANSWERING[:7]:
+        state = step.run(state)
+    assert state.terms is not None and state.terms.corrections == {"swithc": "switch"}
+    decided = Decide().run(state)
+    assert decided.verdict == "abstained"
+    searched = decided.answer.split("I searched the documents you can access for: ")[1]
+    assert "swithces (read as switches)" in searched, searched
+    assert "switch," not in searched and not searched.endswith("switch.")
+
+
+def test_a_corrected_word_is_named_once_and_a_word_typed_as_well_keeps_its_place():
+    from agents.steps.decide import searched_words
+    from agents.steps.state import QuestionTerms
+    from knowledge.text import analyze
+
+    def shown(question: str, corrections: dict[str, str]) -> list[str]:
+        search = tuple(dict.fromkeys([*analyze(question), *corrections.values()]))
+        idf = {term: 3.0 for term in search if term not in corrections}
+        return searched_words(question, QuestionTerms(search, (), idf, corrections))
+
+    assert shown("Which port do the collectors recieve on?", {"reciev": "receiv"}) == [
+        "port",
+        "collectors",
+        "recieve (read as receive)",
+        "on",
+    ]
+    # an identifier is read as the identifier, without the lane's prefix
+    assert shown("Is persistance_timeout per pool?", {"=persistance_timeout": "=persistence_timeout"}) == [
+        "persistance_timeout (read as persistence_timeout)",
+        "pool",
+    ]
+    # the corrected word typed elsewhere in the question is one of the asker's words
+    assert shown("Do they recieve what we receive?", {"reciev": "receiv"}) == [
+        "recieve (read as receive)",
+        "receive",
+    ]
+
+
 def test_an_ablated_step_is_skipped_and_an_unknown_part_is_refused(twin_kb, settings):  # noqa: F811
     settings.ATHENA_ABLATE = ["decompose", "neighbours"]
     final = run_steps(ANSWERING, _state())
