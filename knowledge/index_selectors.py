@@ -114,17 +114,23 @@ def terms_indexed(terms: Collection[str]) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
-def terms_similar(term: str, *, min_df: int) -> list[str]:
-    """Up to 8 index terms in at least `min_df` chunks that share trigrams with `term`, most similar first
-    (candidates for a spelling correction; whoever may read them: check with :func:`terms_readable`)."""
+def terms_similar_readable(term: str, principal: Principal, *, min_df: int) -> list[str]:
+    """Up to 8 index terms that share trigrams with `term` and occur in at least `min_df` chunks `principal` may
+    read, most similar first (candidates for a spelling correction). Counted and cut among the chunks the
+    principal may read: a count of every chunk let a term appear suggested because a document they cannot read
+    also holds it, and a cut at 8 before the access check let terms only such documents hold push a readable
+    one out. Either told them something of those documents."""
+    where, params = visibility_sql(principal)
     with connection.cursor() as cursor:
         # pg_trgm's default threshold (.3) misses a swap of two letters in a short word ("reciev"/"receiv" share
         # 3 of 11 trigrams); the caller's edit distance decides, the threshold only bounds the candidates
         cursor.execute("SET pg_trgm.similarity_threshold = 0.2")
         cursor.execute(
-            "SELECT term FROM knowledge_termstat WHERE term %% %s AND df >= %s "
-            "ORDER BY similarity(term, %s) DESC, term LIMIT 8",
-            [term, min_df, term],
+            "SELECT t.term FROM knowledge_termstat t WHERE t.term %% %s AND t.df >= %s AND ("
+            "SELECT count(*) FROM (SELECT 1 FROM knowledge_posting p JOIN knowledge_chunk c ON c.id = p.chunk_id "
+            f"WHERE p.term = t.term AND {where} LIMIT %s) AS seen) >= %s "
+            "ORDER BY similarity(t.term, %s) DESC, t.term LIMIT 8",
+            [term, min_df, *params, min_df, min_df, term],
         )
         return [row[0] for row in cursor.fetchall()]
 

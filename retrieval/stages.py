@@ -16,8 +16,7 @@ from knowledge.index_selectors import (
     chunks_of_linked_documents,
     chunks_readable_among,
     posting_blocks,
-    terms_readable,
-    terms_similar,
+    terms_similar_readable,
 )
 from knowledge.postings import unpack_postings
 from knowledge.text import edit_distance
@@ -27,11 +26,10 @@ from retrieval.types import Filters, SearchConfig
 
 
 def near_readable_terms(term: str, principal: Principal, *, limit: int, min_df: int = 1) -> list[str]:
-    """Index terms within `limit` edits of `term` (pg_trgm candidates in at least `min_df` chunks) that the
-    principal can read, closest first."""
-    candidates = [c for c in terms_similar(term, min_df=min_df) if edit_distance(term, c, limit) <= limit]
-    readable = terms_readable(candidates, principal)
-    return [c for c in candidates if c in readable]
+    """Index terms within `limit` edits of `term` (pg_trgm candidates in at least `min_df` chunks the principal
+    can read), closest first."""
+    candidates = terms_similar_readable(term, principal, min_df=min_df)
+    return [c for c in candidates if edit_distance(term, c, limit) <= limit]
 
 
 def dense_search(

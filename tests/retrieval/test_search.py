@@ -235,6 +235,31 @@ def test_a_misspelt_word_is_also_searched_as_the_readable_word_closest_to_it(tmp
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_correction_is_offered_on_what_the_asker_may_read_alone(tmp_path):
+    """Whether a word is suggested for a misspelt one depended on documents the asker cannot read: their chunks
+    were counted against the two a word correction needs, and the eight candidates nearest by trigrams were cut
+    before the access check, so terms only restricted documents hold could push a readable one out."""
+    _ingest(
+        write_docs(tmp_path / "public", {"nat.md": "# NAT\n\nThe router keeps the translated address.\n"})
+    )
+    vault = {"vault.md": "# Vault\n\nThe router of the vault network is rotated monthly.\n"}
+    _ingest(write_docs(tmp_path / "restricted", vault), access_tier="restricted", acl_groups=("noc-admins",))
+    who = _principal("outsider", "employees")
+    insider = _principal("insider", "noc-admins")
+    # "router" is in one chunk the outsider may read: one short of the two a word correction needs
+    assert correct_terms(["ruoter"], who) == {}
+    assert correct_terms(["ruoter"], insider) == {"ruoter": "router"}
+
+    # nine terms nearer "ruoter" by trigrams than "router" (two edits away, so never a correction themselves),
+    # each in two chunks that only the insider may read; and a second chunk with "router" that anyone may read
+    near = " ".join(f"ruoter{letter}x" for letter in "bcdfhjkmp")
+    crowd = {f"near{i}.md": f"# Near {i}\n\nLinks {near}.\n" for i in range(2)}
+    _ingest(write_docs(tmp_path / "crowd", crowd), access_tier="restricted", acl_groups=("noc-admins",))
+    _ingest(write_docs(tmp_path / "public2", {"edge.md": "# Edge\n\nEach router answers ARP.\n"}))
+    assert correct_terms(["ruoter"], who) == {"ruoter": "router"}
+
+
+@pytest.mark.django_db(transaction=True)
 def test_dense_search_reads_only_vectors_the_configured_embedder_made(corpus):
     """After an upgrade or a change of ATHENA_EMBEDDER_*, the chunks keep the vectors of the model that made them
     until `manage.py reembed` has reached them (bootstrap runs it; a deploy runs it as a job, while questions
