@@ -348,3 +348,27 @@ def test_dev_text_scan_names_our_lines_that_a_dev_document_holds(tmp_path: Path)
         timeout=120,
     )
     assert missing.returncode == 2 and "cannot read the questions" in missing.stderr
+
+
+def test_parse_benchmark_counts_every_file_and_names_one_that_fails(tmp_path: Path):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(FIXTURES, corpus, ignore=shutil.ignore_patterns("*.py"))
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "athena.settings.test", "HF_HUB_OFFLINE": "1"}
+    argv = [
+        sys.executable,
+        "tests/benchmarks/parse.py",
+        "--corpus",
+        str(corpus),
+        "--save",
+        str(tmp_path / "a.json"),
+    ]
+    failing = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "FAILED: corrupt.pdf" in failing.stdout
+    assert json.loads((tmp_path / "a.json").read_text())["failed"] == 1
+
+    (corpus / "corrupt.pdf").unlink()
+    result = _run(env, *argv[1:-1], str(tmp_path / "b.json"), "--compare", str(tmp_path / "a.json"))
+    saved = json.loads((tmp_path / "b.json").read_text())
+    assert saved["files"] == len(list(corpus.iterdir())) and saved["failed"] == saved["empty"] == 0
+    assert "files parsed in" in result.stdout and "== compare with" in result.stdout

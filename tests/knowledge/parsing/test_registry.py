@@ -4,7 +4,6 @@ does for every format (size limits, unsupported files, fallbacks for dates and t
 from __future__ import annotations
 
 import os
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,8 +19,6 @@ from knowledge.parsing.registry import (
     parser_register,
 )
 from tests.knowledge.parsing.blocks import FIXTURES
-
-DEVCORPUS = Path(os.environ.get("ATHENA_DEVCORPUS", "/work/devcorpus"))
 
 pytestmark = pytest.mark.unit
 
@@ -115,18 +112,3 @@ def test_title_falls_back_to_the_file_name(tmp_path):
         path = tmp_path / name
         path.write_text("just a sentence.\n")
         assert parse_file(path).title == title
-
-
-# --------------------------------------------------------------------------------------- dev-set corpus
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not (DEVCORPUS / "corpus_manifest.tsv").exists(), reason="dev corpus not built")
-def test_devcorpus_parses_fast_and_without_errors():
-    files = sorted(p for p in DEVCORPUS.rglob("*") if p.suffix in (".html", ".txt"))
-    started = time.perf_counter()
-    docs = [parse_file(p) for p in files]
-    elapsed = time.perf_counter() - started
-    assert len(docs) == len(files) >= 500
-    assert all(d.blocks for d in docs)
-    assert elapsed < 60, f"parsing the dev corpus took {elapsed:.1f}s"
