@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.forms import ModelChoiceField
 from django.http import HttpRequest, HttpResponse
+from django.utils.text import capfirst
 
 from athena.admin import (
     JSON_FORM_FIELDS,
@@ -29,6 +30,7 @@ from knowledge.models import (
     Chunk,
     Document,
     DocumentLink,
+    DocumentStatus,
     Entity,
     EntityKind,
     IngestRun,
@@ -379,20 +381,36 @@ class DocumentAdmin(ReadableDocumentChoices):
         super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
-        for document in queryset:
-            self.delete_model(request, document)
+        """The "delete selected" action, which Django does not run in a transaction (the delete view does): all
+        or nothing, under one audit event naming every document, as the tombstone action records them."""
+        from knowledge.services import documents_remove
+
+        with transaction.atomic():
+            documents = list(_locked(queryset))
+            documents_remove(documents=documents, actor=request.user, how="deleted in the admin")
+            for document in documents:
+                super().delete_model(request, document)
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
-        """A document's chunks and outgoing links leave with it through the service (delete_model). Their own
-        admins are read-only, so Django refused every document delete, a superuser's too ("your account doesn't
-        have permission to delete ... chunk, document link"). The confirmation lists the documents and counts
-        the rest: a chunk's text or a link's target is not what the admin is confirming."""
-        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        removed_with = {str(Chunk._meta.verbose_name), str(DocumentLink._meta.verbose_name)}
-        perms_needed = {name for name in perms_needed if str(name) not in removed_with}
-        return [item for item in deleted if not isinstance(item, list)], counts, perms_needed, protected
+        """What the delete confirmation lists: the documents by name, and how many chunks and outgoing links go
+        with them (through the index service, delete_model). Django's own walk refused every document delete, a
+        superuser's too ("your account doesn't have permission to delete ... chunk, document link": their admins
+        are read-only), and loaded every chunk, posting and mention of the documents as objects, twice (the
+        page, then the POST), to list chunk texts that are not what the admin confirms. Nothing points at a
+        document in a way that would block its delete (the rest is cascaded or set to null)."""
+        documents = list(objs)
+        ids = [document.pk for document in documents]
+        refused = [document for document in documents if not self.has_delete_permission(request, document)]
+        perms_needed = {str(Document._meta.verbose_name)} if refused else set()
+        counts = {str(Document._meta.verbose_name_plural): len(documents)}
+        for model, field in ((Chunk, "document_id__in"), (DocumentLink, "source_id__in")):
+            count = model.objects.filter(**{field: ids}).count()
+            if count:
+                counts[str(model._meta.verbose_name_plural)] = count
+        named = [f"{capfirst(Document._meta.verbose_name)}: {document}" for document in documents]
+        return named, counts, perms_needed, []
 
-    @admin.action(description="Re-ingest selected documents from their source files")
+    @admin.action(description="Re-ingest selected documents from their source files", permissions=["change"])
     def reingest(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
         from athena.errors import dependency_unavailable
         from knowledge.services import document_reingest
@@ -415,12 +433,23 @@ class DocumentAdmin(ReadableDocumentChoices):
             count += 1
         self.message_user(request, f"queued {count} document(s) for re-ingestion", messages.SUCCESS)
 
-    @admin.action(description="Tombstone (exclude from retrieval)")
+    @admin.action(description="Tombstone (exclude from retrieval)", permissions=["delete"])
     def tombstone(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        """Staff who may only view documents are not offered it (permissions); a document tombstoned already is
+        left as it is (its tombstone time and the audit log would say it was removed again)."""
         from knowledge.services import documents_remove
 
-        documents_remove(documents=list(queryset), actor=request.user, how="tombstoned in the admin")
-        self.message_user(request, "tombstoned", messages.SUCCESS)
+        with transaction.atomic():
+            documents = list(_locked(queryset).exclude(status=DocumentStatus.TOMBSTONED))
+            documents_remove(documents=documents, actor=request.user, how="tombstoned in the admin")
+        self.message_user(request, f"tombstoned {len(documents)} document(s)", messages.SUCCESS)
+
+
+def _locked(queryset: QuerySet[Document]) -> QuerySet[Document]:
+    """The documents of an admin action's selection, read again under their row locks, in id order (the
+    selection's queryset may carry the changelist's DISTINCT, which FOR UPDATE refuses)."""
+    ids = list(queryset.values_list("pk", flat=True))
+    return Document.objects.select_for_update().filter(pk__in=ids).order_by("pk")
 
 
 @admin.register(Chunk)

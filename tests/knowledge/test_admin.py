@@ -190,6 +190,43 @@ def test_a_document_an_admin_deletes_or_tombstones_is_in_the_audit_log() -> None
         ("curator", ["factory/tombstoned.md"], "tombstoned in the admin"),
     ]
     assert Document.objects.get(pk=tombstoned.pk).status == "tombstoned"
+    # tombstoned again: left as it was, and not recorded as removed twice
+    client.post(changelist, {"action": "tombstone", "_selected_action": [tombstoned.pk]})
+    assert AuditEvent.objects.filter(kind="documents_removed").count() == 2
+
+
+def test_a_bulk_delete_is_one_audited_transaction_and_view_only_staff_remove_nothing() -> None:
+    from audit.models import AuditEvent
+    from knowledge.models import Chunk
+
+    first = DocumentFactory(source="factory/first.md", body="The first runbook restarts the resolver.")
+    second = DocumentFactory(source="factory/second.md", body="The second runbook drains the edge router.")
+    viewer = UserFactory(username="auditor-staff", staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_document"))
+    changelist = "/admin/knowledge/document/"
+    client = Client()
+    client.force_login(viewer)
+    # actions need the right they stand for: a staff member who may only view documents removes none
+    for action in ("tombstone", "delete_selected", "reingest"):
+        client.post(changelist, {"action": action, "_selected_action": [first.pk], "post": "yes"})
+    assert Document.objects.get(pk=first.pk).status == "indexed"
+    assert not AuditEvent.objects.filter(kind="documents_removed").exists()
+
+    client.force_login(UserFactory(username="curator", groups=(ROLE_ADMIN,), staff=True, superuser=True))
+    selected = {"action": "delete_selected", "_selected_action": [first.pk, second.pk]}
+    confirm = client.post(changelist, selected).content.decode()
+    # the documents by name and the rest counted, no chunk's text
+    assert "Are you sure" in confirm and confirm.count("Document: ") == 2 and "Chunks: 2" in confirm
+    assert "restarts the resolver" not in confirm
+    assert client.post(changelist, {**selected, "post": "yes"}).status_code == 302
+    assert not Document.objects.filter(pk__in=[first.pk, second.pk]).exists()
+    assert not Chunk.objects.filter(document_id__in=[first.pk, second.pk]).exists()
+    (event,) = AuditEvent.objects.filter(kind="documents_removed")
+    assert (event.actor, sorted(event.documents), event.payload["count"]) == (
+        "curator",
+        ["factory/first.md", "factory/second.md"],
+        2,
+    )
 
 
 def test_an_admin_who_closes_a_document_to_everyone_is_told_so() -> None:
