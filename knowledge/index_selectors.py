@@ -125,12 +125,16 @@ def terms_similar_readable(term: str, principal: Principal, *, min_df: int) -> l
         # pg_trgm's default threshold (.3) misses a swap of two letters in a short word ("reciev"/"receiv" share
         # 3 of 11 trigrams); the caller's edit distance decides, the threshold only bounds the candidates
         cursor.execute("SET pg_trgm.similarity_threshold = 0.2")
+        # the candidates in similarity order first (OFFSET 0 keeps that subquery whole), then read down it
+        # until 8 pass the access count: a short typo matches thousands of terms, and counting each one's
+        # readable chunks before the sort cost a posting scan per term
         cursor.execute(
-            "SELECT t.term FROM knowledge_termstat t WHERE t.term %% %s AND t.df >= %s AND ("
+            "SELECT t.term FROM (SELECT term, similarity(term, %s) AS near FROM knowledge_termstat "
+            "WHERE term %% %s AND df >= %s ORDER BY near DESC, term OFFSET 0) AS t WHERE ("
             "SELECT count(*) FROM (SELECT 1 FROM knowledge_posting p JOIN knowledge_chunk c ON c.id = p.chunk_id "
             f"WHERE p.term = t.term AND {where} LIMIT %s) AS seen) >= %s "
-            "ORDER BY similarity(t.term, %s) DESC, t.term LIMIT 8",
-            [term, min_df, *params, min_df, min_df, term],
+            "ORDER BY t.near DESC, t.term LIMIT 8",
+            [term, term, min_df, *params, min_df, min_df],
         )
         return [row[0] for row in cursor.fetchall()]
 
