@@ -64,20 +64,31 @@ def searched_words(question: str, terms: QuestionTerms) -> list[str]:
     for term, word in word_of.items():
         rarity[word] = max(rarity.get(word, -math.inf), terms.idf.get(term, math.inf))
     rarest = set(sorted(rarity, key=lambda word: -rarity[word])[:SEARCHED_SHOWN])
-    shown = {
-        word_of[term]: f"{word_of[term]} (read as {_read_as(word_of[term], term, read_as)})"
-        for term, read_as in corrections.items()
-    }
+    # each word with every correction made in it, an identifier's whole-name one first ("recieve_timout"
+    # -> "receive_timeout"; "recieve-timout" -> "receive-timeout")
+    made: dict[str, list[tuple[str, str]]] = {}
+    for term, read_as in sorted(
+        corrections.items(), key=lambda item: not item[0].startswith(IDENTIFIER_PREFIX)
+    ):
+        made.setdefault(word_of[term], []).append((term, read_as))
+    shown = {word: f"{word} (read as {_read_as(word, pairs)})" for word, pairs in made.items()}
     return [shown.get(word, word) for word in rarity if word in rarest]
 
 
-def _read_as(word: str, term: str, correction: str) -> str:
-    """The word as the correction read it: the typed word's ending on the corrected term ("recieving", term
-    "reciev", correction "receiv" -> "receiving"), or the corrected term when the word does not start with its
-    own term (folding changed its letters)."""
-    term, correction = term.removeprefix(IDENTIFIER_PREFIX), correction.removeprefix(IDENTIFIER_PREFIX)
-    written = word.lower()
-    return correction + written[len(term) :] if written.startswith(term) else correction
+def _read_as(word: str, pairs: list[tuple[str, str]]) -> str:
+    """The word as the corrections read it: each corrected term put in place of its misspelt one inside the
+    typed word, which keeps the rest ("recieving": "reciev" -> "receiv" gives "receiving"); the corrected terms
+    themselves where a term is not found in the word as typed (folding changed its letters)."""
+    reading, unplaced = word, []
+    for term, correction in pairs:
+        term, correction = term.removeprefix(IDENTIFIER_PREFIX), correction.removeprefix(IDENTIFIER_PREFIX)
+        at = reading.lower().find(term)
+        if at < 0:
+            if correction.lower() not in reading.lower():  # not already read so by a whole-name correction
+                unplaced.append(correction)
+            continue
+        reading = reading[:at] + correction + reading[at + len(term) :]
+    return ", ".join([reading] * (reading != word) + unplaced) or word
 
 
 @dataclass(frozen=True)

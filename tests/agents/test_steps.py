@@ -158,6 +158,13 @@ def test_a_corrected_word_is_named_once_and_a_word_typed_as_well_keeps_its_place
         "recieve (read as receive)",
         "receive",
     ]
+    # a word with two corrections is read with both, or with the whole name's reading when it has one
+    assert shown("Does recieve-timout apply?", {"reciev": "receiv", "timout": "timeout"})[0] == (
+        "recieve-timout (read as receive-timeout)"
+    )
+    assert shown("Is recieve_timout set?", {"=recieve_timout": "=receive_timeout", "timout": "timeout"})[
+        0
+    ] == ("recieve_timout (read as receive_timeout)")
 
 
 def test_an_ablated_step_is_skipped_and_an_unknown_part_is_refused(twin_kb, settings):  # noqa: F811
