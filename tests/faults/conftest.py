@@ -46,6 +46,17 @@ class FaultStack:
     started: list[str] = field(default_factory=list)
 
     # -- driving the stack as an operator would
+    def manage_started(self, *args: str) -> subprocess.Popen[str]:
+        """`manage.py <args>` of this stack, started and not waited for (its output, both streams, in stdout)."""
+        return subprocess.Popen(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
     def manage(
         self, *args: str, timeout: float = 300, check: bool = True, env: Mapping[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:

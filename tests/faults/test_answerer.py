@@ -4,13 +4,11 @@ waited for that task to end (seconds per batch during an ingest; here one long d
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 import pytest
 
-from tests.faults.conftest import ROOT, SAMPLE, FaultStack
+from tests.faults.conftest import SAMPLE, FaultStack
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
 
@@ -71,14 +69,7 @@ def test_a_question_is_answered_while_the_worker_runs_an_embed_task(
 
         folder = tmp_path / "long"
         _long_document(folder)
-        ingest = subprocess.Popen(
-            [sys.executable, "manage.py", "ingest", str(folder), "--prefix", PREFIX, "--wait"],
-            cwd=ROOT,
-            env=fault_stack.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        ingest = fault_stack.manage_started("ingest", str(folder), "--prefix", PREFIX, "--wait")
         try:
             deadline = time.monotonic() + 180
             while not (running := _embedding(fault_stack)):

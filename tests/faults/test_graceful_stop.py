@@ -140,14 +140,7 @@ def test_stack_down_of_a_worker_mid_ingest_finishes_the_batch_and_counts_it_once
     log = LogSince(fault_stack.log("worker"))
     # not waited for: on a fast machine the batch was received, run and done (60-100 ms) before the command's
     # own process had exited, and no task was ever seen running
-    ingest = subprocess.Popen(
-        [sys.executable, "manage.py", "ingest", str(folder), "--prefix", prefix, "--batch-size", "2"],
-        cwd=ROOT,
-        env=fault_stack.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    ingest = fault_stack.manage_started("ingest", str(folder), "--prefix", prefix, "--batch-size", "2")
     try:
         task_id, pid = _running_task(fault_stack, task, log)
     finally:

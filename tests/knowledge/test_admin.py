@@ -229,35 +229,40 @@ def test_a_bulk_delete_is_one_audited_transaction_and_view_only_staff_remove_not
     )
 
 
+def _change_data(client: Client, document: Document, **fields: str) -> dict[str, str]:
+    """The document change form's POST as the admin page sends it (its hidden fields included), with `fields`
+    changed."""
+    change = f"/admin/knowledge/document/{document.pk}/change/"
+    data = {
+        "source": document.source,
+        "title": document.title,
+        "access_tier": document.access_tier,
+        "doc_type": document.doc_type,
+        "analyzer_version": document.analyzer_version,
+        "metadata": "{}",
+        "expires_at_0": "",
+        "expires_at_1": "",
+        **fields,
+    }
+    for hidden in client.get(change).context["adminform"].form.hidden_fields():
+        data[hidden.html_name] = hidden.value()
+    return data
+
+
 def test_an_admin_who_closes_a_document_to_everyone_is_told_so() -> None:
     # saved "successfully", the document then vanished from the admin's own list with no word why
     document = DocumentFactory(source="factory/handover.md", title="Shift handover")
     client = Client()
     client.force_login(UserFactory(username="curator", groups=(ROLE_ADMIN,), staff=True, superuser=True))
     change = f"/admin/knowledge/document/{document.pk}/change/"
-    form = client.get(change).context["adminform"].form
-    data = {
-        "source": document.source,
-        "title": document.title,
-        "access_tier": "restricted",
-        "doc_type": document.doc_type,
-        "analyzer_version": document.analyzer_version,
-        "metadata": "{}",
-        "expires_at_0": "",
-        "expires_at_1": "",
-    }
-    for hidden in form.hidden_fields():
-        data[hidden.html_name] = hidden.value()
+    data = _change_data(client, document, access_tier="restricted")
     page = client.post(change, data, follow=True).content.decode()
     assert "can now be read by no one" in page
     assert f"PUT /api/v1/documents/{document.pk}/acl" in page
     # a change that leaves the document readable says nothing of the kind
     other = DocumentFactory(source="factory/open.md", title="Open notes")
     change = f"/admin/knowledge/document/{other.pk}/change/"
-    form = client.get(change).context["adminform"].form
-    data.update(source=other.source, title="Open notes, renamed", access_tier="internal")
-    for hidden in form.hidden_fields():
-        data[hidden.html_name] = hidden.value()
+    data = _change_data(client, other, title="Open notes, renamed", access_tier="internal")
     page = client.post(change, data, follow=True).content.decode()
     assert "was changed successfully" in page and "can now be read by" not in page
 
@@ -269,18 +274,7 @@ def test_a_save_that_hides_the_document_from_its_admin_links_to_no_page_they_can
     client = Client()
     client.force_login(UserFactory(username="curator", groups=(ROLE_ADMIN,), staff=True, superuser=True))
     change = f"/admin/knowledge/document/{document.pk}/change/"
-    data = {
-        "source": document.source,
-        "title": document.title,
-        "access_tier": "restricted",
-        "doc_type": document.doc_type,
-        "analyzer_version": document.analyzer_version,
-        "metadata": "{}",
-        "expires_at_0": "",
-        "expires_at_1": "",
-    }
-    for hidden in client.get(change).context["adminform"].form.hidden_fields():
-        data[hidden.html_name] = hidden.value()
+    data = _change_data(client, document, access_tier="restricted")
     for button in ({}, {"_continue": "1"}):
         Document.objects.filter(pk=document.pk).update(access_tier="internal")  # open to the admin again
         response = client.post(change, {**data, **button})
