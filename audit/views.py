@@ -32,6 +32,9 @@ QUERY_PARAMS = frozenset(field.name for field in fields(AuditQuery))
 # a results row names at most this many of an event's documents (every cited one, however many), the rest in a
 # list that opens under "and N more": a question's event names one per retrieved passage (ten by default)
 DOCUMENTS_SHOWN = 3
+# names behind a row's "and N more" at most: a documents_removed event of a folder can name thousands, which the
+# event's own page lists
+DOCUMENTS_MORE = 50
 
 
 def compliance_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -117,10 +120,11 @@ class EventDocuments:
 
     shown: tuple[ListedDocument, ...]
     more: tuple[ListedDocument, ...]
+    unlisted: int = 0  # beyond DOCUMENTS_MORE: named on the event's page only
 
     @property
     def total(self) -> int:
-        return len(self.shown) + len(self.more)
+        return len(self.shown) + len(self.more) + self.unlisted
 
 
 def event_documents_listed(event: AuditEvent) -> EventDocuments:
@@ -145,7 +149,8 @@ def event_documents_listed(event: AuditEvent) -> EventDocuments:
     head = max(DOCUMENTS_SHOWN, len(cited))
     if len(listed) == head + 1:  # "and 1 more" takes the room of the name it hides
         head += 1
-    return EventDocuments(tuple(listed[:head]), tuple(listed[head:]))
+    more = listed[head : head + DOCUMENTS_MORE]
+    return EventDocuments(tuple(listed[:head]), tuple(more), max(0, len(listed) - head - len(more)))
 
 
 def _never_recorded(params: dict[str, Any], recorded: dict[str, list[str]]) -> list[str]:

@@ -266,6 +266,17 @@ def test_a_results_row_names_every_document_with_the_cited_ones_first(client) ->
     audit_record(kind="login_failed", actor="bob")
     cells = _documents_cells(client.get("/compliance/").content.decode())
     assert [re.sub(r"<[^>]+>| ", "", cell) for cell in cells[:2]] == ["—", "uploads/1/a.md"]
+    # a folder's removal names thousands: the row's list stops at 50 and sends the reader to the event's page
+    removed = audit_record(
+        kind="documents_removed",
+        actor="ops",
+        verdict="removed",
+        documents=[f"old/{i:04d}.md" for i in range(1200)],
+    )
+    (cell,) = _documents_cells(client.get("/compliance/?kind=documents_removed").content.decode())
+    assert "1200 documents:" in cell and "<summary>and 1197 more</summary>" in cell
+    assert len(re.findall(r'<span class="document">', cell)) == 3 + 50
+    assert f'and 1147 others: <a href="/compliance/events/{removed.pk}">' in cell
 
 
 def _documents_cells(html: str) -> list[str]:
