@@ -295,6 +295,60 @@ def test_the_admin_names_no_document_its_admin_may_not_read(browser, web_server,
         _committed(lambda: Document.objects.filter(pk=public.pk).update(superseded_by=None))
 
 
+def test_an_admin_deletes_a_document_and_reads_a_curation_item(
+    browser, web_server, sample_site, shot
+) -> None:  # type: ignore[no-untyped-def]
+    """On the server people use: the delete confirmation names the document and counts its chunks (Django refused
+    the delete, a superuser's too, and would have listed every chunk's text), the delete is audited under the
+    admin's name, and a curation item's page shows the question and the thumbs-down comment to resolve it by."""
+    from django.contrib.auth import get_user_model
+
+    from agents.models import Answer, CurationItem, Feedback
+    from audit.models import AuditEvent
+    from knowledge.models import Document
+    from tests.factories import DocumentFactory
+
+    driver, base = browser, web_server
+    source = "public/retired-walkthrough.md"
+    body = "The retired walkthrough restarts the lab resolver before the drill."
+    _committed(lambda: DocumentFactory(source=source, title="Retired walkthrough", body=body))
+    document = Document.objects.get(source=source)
+
+    def downvoted() -> None:
+        alice = get_user_model().objects.get(username="alice")
+        answer = Answer.objects.create(user=alice, question="How do I drain the lab edge?", abstained=True)
+        Feedback.objects.create(answer=answer, user=alice, vote=-1, comment="nothing about the lab edge")
+        CurationItem.objects.create(answer=answer, reason="downvoted")
+
+    _committed(downvoted)
+    item = CurationItem.objects.get(answer__question="How do I drain the lab edge?")
+    try:
+        login(driver, base, "admin", next_path="/admin/")
+        driver.get(f"{base}/admin/knowledge/document/{document.pk}/delete/")
+        summary = wait(driver, present("#content")).text
+        shot("01-delete-confirmation")
+        assert "Document: Retired walkthrough" in summary and "Chunks: 1" in summary, summary
+        assert "Cannot delete" not in summary and "restarts the lab resolver" not in summary
+        one(driver, "#content form input[type=submit]").click()
+        wait(driver, present(".messagelist .success"))
+        shot("02-deleted")
+        assert not Document.objects.filter(pk=document.pk).exists()
+        event = AuditEvent.objects.filter(kind="documents_removed", documents=[source]).get()
+        assert (event.actor, event.payload["how"]) == ("admin", "deleted in the admin")
+
+        driver.get(f"{base}/admin/agents/curationitem/{item.pk}/change/")
+        page = wait(driver, present("#content")).text
+        shot("03-curation-item")
+        assert (
+            "How do I drain the lab edge?" in page
+            and "not helpful (alice): nothing about the lab edge" in page
+        )
+        assert "CurationItem object" not in page
+    finally:
+        _committed(lambda: CurationItem.objects.filter(pk=item.pk).delete())
+        _committed(lambda: Answer.objects.filter(question="How do I drain the lab edge?").delete())
+
+
 def test_errors_read_like_a_product(browser, web_server, sample_site, celery_worker_process, shot) -> None:  # type: ignore[no-untyped-def]
     from django.conf import settings
     from django.contrib.auth.models import User
