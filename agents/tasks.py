@@ -80,9 +80,9 @@ def _announce_realtime_worker(sender: Any, **_: Any) -> None:
     from django.conf import settings
 
     from agents.realtime import WorkerHeartbeat
+    from athena.consumers import worker_queues
 
-    queues = sender.app.amqp.queues.consume_from or sender.app.amqp.queues
-    if settings.ATHENA_REALTIME_QUEUE not in set(queues) or _heartbeat is not None:
+    if settings.ATHENA_REALTIME_QUEUE not in worker_queues(sender.app) or _heartbeat is not None:
         return
     concurrency = sender.concurrency if isinstance(sender.concurrency, int) else 1
     _heartbeat = WorkerHeartbeat(hostname=sender.hostname, concurrency=max(1, concurrency))

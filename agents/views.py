@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
-from athena.permissions import is_compliance, is_kb_admin
+from athena.permissions import is_kb_admin
 
 
 @login_required
@@ -21,6 +21,5 @@ def chat_page(request: HttpRequest) -> HttpResponse:
             "max_question_chars": settings.ATHENA_MAX_QUESTION_CHARS,
             "upload_ttl_hours": settings.ATHENA_UPLOAD_TTL_HOURS,
             "is_admin": is_kb_admin(request.user),
-            "is_compliance": is_compliance(request.user),
         },
     )

@@ -68,10 +68,9 @@ def _announce_queues(sender: object, **_: object) -> None:
     """The worker's main process tells the health check which queues it consumes (athena/consumers.py), once its
     consumer is ready: from then on it takes their tasks and answers a ping."""
     global _consumer_beat
-    from athena.consumers import ConsumerBeat
+    from athena.consumers import ConsumerBeat, worker_queues
 
-    amqp_queues = sender.app.amqp.queues  # type: ignore[attr-defined]
-    queues = sorted(amqp_queues.consume_from or amqp_queues)
+    queues = worker_queues(sender.app)  # type: ignore[attr-defined]
     if _consumer_beat is None and queues:
         _consumer_beat = ConsumerBeat(hostname=sender.hostname, queues=queues)  # type: ignore[attr-defined]
         _consumer_beat.start()

@@ -38,6 +38,12 @@ def expected_queues() -> tuple[str, ...]:
     return tuple(sorted(queues))
 
 
+def worker_queues(app: Any) -> list[str]:
+    """The queues a Celery worker of `app` consumes (its -Q, or every declared queue without one), sorted."""
+    queues = app.amqp.queues
+    return sorted(queues.consume_from or queues)
+
+
 def live_consumers() -> dict[str, list[str]]:
     """Queue -> the workers (hostnames) that beat for it within STALE_SECONDS, sorted."""
     client = redis_client()

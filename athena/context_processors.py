@@ -11,7 +11,8 @@ from athena.permissions import is_compliance
 
 
 def navigation(request: HttpRequest) -> dict[str, Any]:
-    """`is_compliance` for the top bar's Compliance link: before, only the chat and compliance views set it, so
-    the compliance staff's link was missing on the password, 403 and 404 pages. A callable, which the template
-    calls only when it shows the bar for a signed-in user (one query then, none otherwise)."""
+    """`is_compliance` for the top bar's Compliance link, on every page (before, the chat and compliance views
+    set it themselves, so the compliance staff's link was missing on the password, 403 and 404 pages). A
+    callable, which the template calls only when it shows the bar for a signed-in user (one query then, none
+    otherwise)."""
     return {"is_compliance": partial(is_compliance, request.user)}

@@ -57,7 +57,7 @@ def _workers() -> str:
     from athena.celery import app
     from athena.consumers import expected_queues, live_consumers
 
-    by_queue = live_consumers()
+    expected, by_queue = expected_queues(), live_consumers()
     beating = sorted({host for hosts in by_queue.values() for host in hosts})
     answered: set[str] = set()
     if beating:
@@ -65,13 +65,11 @@ def _workers() -> str:
         replies = app.control.ping(destination=beating, timeout=1.0, limit=len(beating))
         answered = {name for reply in replies for name in reply}
     serving = {queue: [host for host in hosts if host in answered] for queue, hosts in by_queue.items()}
-    detail = "; ".join(
-        f"{queue}: {', '.join(serving.get(queue, [])) or 'none'}" for queue in expected_queues()
-    )
+    detail = "; ".join(f"{queue}: {', '.join(serving.get(queue, [])) or 'none'}" for queue in expected)
     silent = sorted(set(beating) - answered)
     if silent:
         detail += f" (beating, no answer to a ping within 1s: {', '.join(silent)})"
-    missing = [queue for queue in expected_queues() if not serving.get(queue)]
+    missing = [queue for queue in expected if not serving.get(queue)]
     if missing:
         raise RuntimeError(f"no worker consumes {', '.join(missing)}: {detail}")
     return detail

@@ -102,7 +102,6 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
             "prev_offset": max(offset - PAGE_SIZE, 0) if offset else None,
             "querystring": urlencode(params),
             "chain": asdict(audit_verify_incremental()),
-            "is_compliance": True,
         },
     )
 
@@ -219,7 +218,6 @@ def audit_event_page(request: HttpRequest, event_id: int) -> HttpResponse:
         {
             "event": event,
             "sections": sections,
-            "is_compliance": True,
             "raw": json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True),
         },
     )

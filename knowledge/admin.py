@@ -344,7 +344,7 @@ class DocumentAdmin(ReadableDocumentChoices):
         from knowledge.services import document_acl_sync
 
         document_acl_sync(document=form.instance, actor=request.user)
-        if change and not Document.objects.filter(pk=form.instance.pk, pk__in=readable_document_ids(request)):
+        if change and not _readable_to(request, form.instance.pk):
             # saved "successfully", the document then vanished from the admin's list with no word why
             document = Document.objects.get(pk=form.instance.pk)
             nobody = document.access_tier in (AccessTier.RESTRICTED, AccessTier.CONFIDENTIAL) and (
@@ -353,7 +353,7 @@ class DocumentAdmin(ReadableDocumentChoices):
             who = (
                 "no one: a restricted or confidential document with no groups is closed to everyone"
                 if nobody
-                else ("only groups you are not in")
+                else "only groups you are not in"
             )
             self.message_user(
                 request,
@@ -363,9 +363,7 @@ class DocumentAdmin(ReadableDocumentChoices):
             )
 
     def response_change(self, request: HttpRequest, obj: Document) -> HttpResponse:
-        if IS_POPUP_VAR in request.POST or Document.objects.filter(
-            pk=obj.pk, pk__in=readable_document_ids(request)
-        ):
+        if IS_POPUP_VAR in request.POST or _readable_to(request, obj.pk):
             return super().response_change(request, obj)
         # the document is no longer this admin's to open (save_related warned why): the stock message links to
         # its change page, and "Save and continue editing" returns there, where it now reads as a document that
@@ -377,7 +375,7 @@ class DocumentAdmin(ReadableDocumentChoices):
         # chunks must leave through the service so BM25 statistics and graph weights stay exact
         from knowledge.services import documents_remove
 
-        documents_remove(documents=[obj], actor=request.user, how="deleted in the admin")
+        documents_remove(documents=[obj], actor=request.user, detail={"how": "deleted in the admin"})
         super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
@@ -387,7 +385,7 @@ class DocumentAdmin(ReadableDocumentChoices):
 
         with transaction.atomic():
             documents = list(_locked(queryset))
-            documents_remove(documents=documents, actor=request.user, how="deleted in the admin")
+            documents_remove(documents=documents, actor=request.user, detail={"how": "deleted in the admin"})
             for document in documents:
                 super().delete_model(request, document)
 
@@ -441,8 +439,15 @@ class DocumentAdmin(ReadableDocumentChoices):
 
         with transaction.atomic():
             documents = list(_locked(queryset).exclude(status=DocumentStatus.TOMBSTONED))
-            documents_remove(documents=documents, actor=request.user, how="tombstoned in the admin")
+            documents_remove(
+                documents=documents, actor=request.user, detail={"how": "tombstoned in the admin"}
+            )
         self.message_user(request, f"tombstoned {len(documents)} document(s)", messages.SUCCESS)
+
+
+def _readable_to(request: HttpRequest, document_id: int) -> bool:
+    """Whether the admin of `request` may read the document (and so open it here)."""
+    return Document.objects.filter(pk=document_id, pk__in=readable_document_ids(request)).exists()
 
 
 def _locked(queryset: QuerySet[Document]) -> QuerySet[Document]:

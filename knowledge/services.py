@@ -592,23 +592,26 @@ def document_tombstone(*, document: Document) -> None:
         )
 
 
-def documents_remove(*, documents: Sequence[Document], actor: Any, how: str) -> list[str]:
-    """Take documents out of the index at an admin's request (`how`: "deleted in the admin", "tombstoned in the
-    admin") and record one `documents_removed` event naming them, as `manage.py remove` records a folder's: a
-    document an admin deleted or tombstoned used to leave no trace in the audit log. Returns their source ids."""
+def documents_remove(
+    *, documents: Sequence[Document], actor: Any, detail: dict[str, Any], record_empty: bool = False
+) -> list[str]:
+    """Take documents out of the index and record one `documents_removed` event naming them, `detail` in its
+    payload with their count: an admin's delete or tombstone (`{"how": ...}`), `manage.py remove` of a folder
+    (`{"folder": ...}`, recorded even when nothing matched, with that verdict: someone asked for it). Returns
+    their source ids."""
     from audit.services import audit_record
 
     with transaction.atomic():
         for document in documents:
             document_tombstone(document=document)
         sources = [document.source for document in documents]
-        if sources:
+        if sources or record_empty:
             audit_record(
                 kind="documents_removed",
                 actor=actor,
                 documents=sources,
-                payload={"how": how, "count": len(sources)},
-                verdict="removed",
+                payload={**detail, "count": len(sources)},
+                verdict="removed" if sources else "nothing_matched",
             )
     return sources
 
@@ -1060,8 +1063,6 @@ def folder_remove(*, root: Path, actor: Any = None) -> list[str]:
     before loading one's own documents) and record one audit event naming them. Returns their source ids.
 
     Private uploads are left alone: they belong to their owner and expire by themselves."""
-    from audit.services import audit_record
-
     folder = str(root.resolve())
     with transaction.atomic():
         documents = list(
@@ -1072,18 +1073,9 @@ def folder_remove(*, root: Path, actor: Any = None) -> list[str]:
             .exclude(status=DocumentStatus.TOMBSTONED)
             .order_by("source")
         )
-        for document in documents:
-            document_tombstone(document=document)
-        sources = [document.source for document in documents]
-        audit_record(
-            kind="documents_removed",
-            actor=actor,
-            documents=sources,
-            payload={"folder": folder, "count": len(sources)},
-            # an empty removal is still recorded (someone asked for it), but not as one that removed something
-            verdict="removed" if sources else "nothing_matched",
+        return documents_remove(
+            documents=documents, actor=actor, detail={"folder": folder}, record_empty=True
         )
-    return sources
 
 
 def document_paths_relocate(*, moves: Sequence[tuple[str, str]]) -> int:
