@@ -1044,18 +1044,22 @@ def files_ingest(
     return summary
 
 
-def folder_tombstone_missing(*, root: str, prefix: str, present: set[str]) -> int:
-    """Documents ingested from this root (and prefix) whose file is gone are tombstoned."""
-    gone = (
-        Document.objects.filter(source_root=root, source__startswith=prefix)
-        .exclude(status=DocumentStatus.TOMBSTONED)
-        .exclude(source__in=present)
-    )
-    count = 0
-    for document in gone:
-        document_tombstone(document=document)
-        count += 1
-    return count
+def folder_tombstone_missing(*, root: str, prefix: str, present: set[str], run_id: int | None = None) -> int:
+    """Documents ingested from this root (and prefix) whose file is gone are tombstoned, in one transaction with
+    one `documents_removed` event naming them (none when nothing went): a document leaves the index on the
+    record whether an admin, `manage.py remove` or a folder sync took it out. `run_id` is the ingest run that
+    found them gone."""
+    with transaction.atomic():
+        gone = list(
+            Document.objects.filter(source_root=root, source__startswith=prefix)
+            .exclude(status=DocumentStatus.TOMBSTONED)
+            .exclude(source__in=present)
+            .order_by("source")
+        )
+        detail: dict[str, Any] = {"folder": root, "how": "file gone from the folder"}
+        if run_id is not None:
+            detail["ingest_run"] = run_id
+        return len(documents_remove(documents=gone, actor=None, detail=detail))
 
 
 def folder_remove(*, root: Path, actor: Any = None) -> list[str]:

@@ -410,7 +410,7 @@ def folder_ingest_enqueue(
     returns the ingest run's id."""
     run, files = services.ingest_run_start(root=root, options=options)
     run.counts["deleted"] = services.folder_tombstone_missing(
-        root=run.root, prefix=options.prefix, present={s for s, _ in files}
+        root=run.root, prefix=options.prefix, present={s for s, _ in files}, run_id=run.pk
     )
     run.save(update_fields=["counts"])
     services.ingest_run_finish_if_done(run)

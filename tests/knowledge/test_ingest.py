@@ -433,6 +433,41 @@ def test_ingest_command_through_celery_worker(small_corpus, celery_worker_proces
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_file_gone_from_a_synced_folder_leaves_the_index_on_the_record(small_corpus, celery_worker_process):
+    """A document taken out because its file left the folder was counted in the run and nowhere else: the admin's
+    deletes, `remove` and expiry were audited, a folder sync's removals were not. Both ways of running the
+    sync, inline and through the worker, record one event per run naming what went."""
+    from django.core.management import call_command
+
+    from audit.models import AuditEvent
+    from knowledge.models import IngestRun
+
+    call_command("ingest", str(small_corpus), "--inline", stdout=StringIO(), stderr=StringIO())
+    call_command("ingest", str(small_corpus), "--inline", stdout=StringIO(), stderr=StringIO())
+    assert not AuditEvent.objects.filter(kind="documents_removed").exists()  # nothing went: no event
+
+    folder = str(small_corpus.resolve())
+    for how, gone in (("--inline", "ntp.txt"), ("--wait", "bgp.md")):
+        (small_corpus / gone).unlink()
+        call_command("ingest", str(small_corpus), how, stdout=StringIO(), stderr=StringIO())
+        run = IngestRun.objects.latest("pk")
+        assert run.counts["deleted"] == 1, (how, run.counts)
+        assert Document.objects.get(source=gone).status == "tombstoned"
+        event = AuditEvent.objects.filter(kind="documents_removed").latest("pk")
+        assert (event.documents, event.actor, event.verdict) == ([gone], "", "removed"), how
+        assert event.payload == {
+            "folder": folder,
+            "how": "file gone from the folder",
+            "ingest_run": run.pk,
+            "count": 1,
+        }
+    assert AuditEvent.objects.filter(kind="documents_removed").count() == 2
+    # a sync finding the same file still gone records nothing again
+    call_command("ingest", str(small_corpus), "--inline", stdout=StringIO(), stderr=StringIO())
+    assert AuditEvent.objects.filter(kind="documents_removed").count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_rerun_with_access_options_says_they_skip_unchanged_documents(small_corpus):
     """An unchanged file is skipped before any option applies: a re-run meant to restrict a folder says that it
     did not, and --force applies the tighter tier."""

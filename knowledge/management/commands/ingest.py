@@ -117,8 +117,11 @@ class Command(BaseCommand):
         run, files = services.ingest_run_start(root=root, options=opts)
         total = services.IngestSummary()
         total.deleted = services.folder_tombstone_missing(
-            root=run.root, prefix=opts.prefix, present={s for s, _ in files}
+            root=run.root, prefix=opts.prefix, present={s for s, _ in files}, run_id=run.pk
         )
+        # on the run's record too, as the queued sync keeps it (batches add only what they indexed)
+        run.counts["deleted"] = total.deleted
+        run.save(update_fields=["counts"])
         started = time.perf_counter()
         with tqdm(total=len(files), unit="doc", file=sys.stderr, disable=None) as bar:
             for batch in services.batches(files, batch_size):
