@@ -139,6 +139,24 @@ def terms_similar_readable(term: str, principal: Principal, *, min_df: int) -> l
         return [row[0] for row in cursor.fetchall()]
 
 
+def terms_readable_df(terms: Collection[str], principal: Principal, *, cap: int) -> dict[str, int]:
+    """How many chunks `principal` may read hold each of `terms`, counted up to `cap` (a term in more chunks
+    reads as `cap`); terms no such chunk holds are left out. For ranking a question's words by how distinctive
+    they are where the ranking is shown to the asker: the index's own document frequencies count documents they
+    cannot read. Each count stops at `cap` readable postings, so a common word costs at most `cap` lookups."""
+    if not terms:
+        return {}
+    where, params = visibility_sql(principal)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT x.term, (SELECT count(*) FROM (SELECT 1 FROM knowledge_posting p JOIN knowledge_chunk c "
+            f"ON c.id = p.chunk_id WHERE p.term = x.term AND {where} LIMIT %s) AS seen) AS n "
+            "FROM unnest(%s::varchar[]) AS x(term)",
+            [*params, cap, list(dict.fromkeys(terms))],
+        )
+        return {term: int(n) for term, n in cursor.fetchall() if n}
+
+
 def term_df(terms: list[str]) -> dict[str, int]:
     """Document frequency (chunks) of each of `terms` that the index holds, whoever may read the chunks."""
     with connection.cursor() as cursor:

@@ -36,12 +36,16 @@ MIN_SENTENCE_SCORE = 0.35
 SEARCHED_SHOWN = 8
 
 
-def searched_words(question: str, terms: QuestionTerms) -> list[str]:
+def searched_words(question: str, terms: QuestionTerms, readable_df: dict[str, int]) -> list[str]:
     """The question's words as written that were searched for, the SEARCHED_SHOWN most distinctive ones (a
-    word as rare as its rarest term; a term no chunk holds, with no idf, rarest of all), in the question's
+    word as rare as its rarest term; a term no chunk the asker may read holds, rarest of all), in the question's
     order: what an abstention says it searched for, without "after", "up" or "long" taking the places of the
     words that mattered. Ranked by word, not term: an identifier yields several terms ("nw_http_healthz" ->
     nw, http, healthz, =nw_http_healthz) and would otherwise fill every place.
+
+    Rarity is counted in the chunks the asker may read (`readable_df`, capped: words past the cap are equally
+    common and keep the question's order). The index's own frequencies count every chunk, so which words were
+    named could tell how often documents they cannot read use them.
 
     A word the spelling correction read as another is shown as typed with what it was read as ("recieve (read
     as receive)"); the correction is not listed as a word of its own, which the asker never typed. A
@@ -50,7 +54,9 @@ def searched_words(question: str, terms: QuestionTerms) -> list[str]:
 
     Args:
         question: the question as searched (the rewritten one for a follow-up).
-        terms: its search terms with their idf and the spelling corrections retrieval made.
+        terms: its search terms and the spelling corrections retrieval made.
+        readable_df: the readable chunks holding each search term, up to a cap (`_readable_df`); a term
+            missing from it is held by none.
     Returns:
         The words to name, in the question's order.
     """
@@ -60,10 +66,10 @@ def searched_words(question: str, terms: QuestionTerms) -> list[str]:
     added = {read_as for read_as in corrections.values() if read_as not in typed}
     searched = [term for term in terms.search if term not in added]
     word_of = surface_word_of(question, searched)
-    rarity: dict[str, float] = {}
+    held: dict[str, float] = {}  # a word's rarest term: the fewest readable chunks that hold one of its terms
     for term, word in word_of.items():
-        rarity[word] = max(rarity.get(word, -math.inf), terms.idf.get(term, math.inf))
-    rarest = set(sorted(rarity, key=lambda word: -rarity[word])[:SEARCHED_SHOWN])
+        held[word] = min(held.get(word, math.inf), readable_df.get(term, 0))
+    rarest = set(sorted(held, key=lambda word: held[word])[:SEARCHED_SHOWN])
     # each word with every correction made in it, an identifier's whole-name one first ("recieve_timout"
     # -> "receive_timeout"; "recieve-timout" -> "receive-timeout")
     made: dict[str, list[tuple[str, str]]] = {}
@@ -72,7 +78,7 @@ def searched_words(question: str, terms: QuestionTerms) -> list[str]:
     ):
         made.setdefault(word_of[term], []).append((term, read_as))
     shown = {word: f"{word} (read as {_read_as(word, pairs)})" for word, pairs in made.items()}
-    return [shown.get(word, word) for word in rarity if word in rarest]
+    return [shown.get(word, word) for word in held if word in rarest]
 
 
 def _read_as(word: str, pairs: list[tuple[str, str]]) -> str:
@@ -102,14 +108,15 @@ class Decide:
             _observe(state)
         ok, why, selection = adequate(state, state.candidates, state.evidence)
         state = state.noted("adequacy", why)
+        readable_df = _readable_df(state) if not ok else {}
         if not ok and not terms.unknown and len(state.sub_questions) <= 1 and not ablated("reformulate"):
-            retried = _reformulated(state)
+            retried = _reformulated(state, readable_df)
             if retried is not None:
                 state = retried
                 ok, selection = True, state.selection
         if not ok:
             # the question's own words, not the analyser's stems ("configure", not "configur")
-            searched = ", ".join(searched_words(state.rewritten, terms))
+            searched = ", ".join(searched_words(state.rewritten, terms, readable_df))
             return state.abstained(
                 f"{ABSTAIN_MESSAGE} I searched the documents you can access for: {searched}."
             )
@@ -217,16 +224,34 @@ def adequate_by_rules(state: AnswerState, ranked: Sequence[ScoredSentence]) -> t
     return True, f"sufficient (coverage {best.coverage:.2f}, score {best.support:.2f})"
 
 
-def _reformulated(state: AnswerState) -> AnswerState | None:
+# a word in more readable chunks than this is common; counting further would only order common words
+READABLE_DF_CAP = 1000
+
+
+def _readable_df(state: AnswerState) -> dict[str, int]:
+    """The question's search terms with how many chunks the asker may read hold each, up to READABLE_DF_CAP:
+    what ranks the words that the asker is shown (the reformulated query in the trace, the words an
+    abstention names). A few milliseconds, only for a question whose first pool was not adequate."""
+    from knowledge.index_selectors import terms_readable_df
+
+    assert state.terms is not None
+    return terms_readable_df(state.terms.search, state.principal, cap=READABLE_DF_CAP)
+
+
+def _reformulated(state: AnswerState, readable_df: dict[str, int]) -> AnswerState | None:
     """One more search with the question's distinctive terms only (drops chatter that dilutes retrieval); the
-    state with its evidence when that pool is adequate, else None."""
+    state with its evidence when that pool is adequate, else None. The terms are the six held by the fewest
+    chunks the asker may read (`readable_df`; a term none of them holds last: it would find nothing), ties in
+    the question's order."""
     import time
 
     from retrieval.search import search
 
     assert state.terms is not None
-    idf = state.terms.idf
-    rare = sorted((t for t in state.terms.search if not t.startswith("=")), key=lambda t: -idf.get(t, 0))[:6]
+    rare = sorted(
+        (t for t in state.terms.search if not t.startswith("=")),
+        key=lambda t: readable_df.get(t) or math.inf,
+    )[:6]
     identifiers = [t.lstrip("=") for t in state.terms.search if t.startswith("=")]
     reformulated = " ".join(dict.fromkeys([*identifiers, *rare]))
     if not reformulated or reformulated == state.rewritten:

@@ -93,13 +93,14 @@ def test_an_abstention_names_the_most_distinctive_words_it_searched_for():
     )
     search = tuple(dict.fromkeys(analyze(question)))
     common = {"on", "after", "down", "mark", "when", "nobodi", "chang"}
-    # identifiers and their parts are the rarest terms; everyday words the most common
-    idf = {
-        term: (1.0 if term in common else 6.0 if term.startswith("=") or "_" in term else 3.0)
+    # how many readable chunks hold each term: identifiers and their parts the fewest, everyday words the most
+    held = {
+        term: (1000 if term in common else 2 if term.startswith("=") or "_" in term else 40)
         for term in search
     }
-    idf |= {"nw": 5.0, "http": 2.0, "healthz": 5.5, "lb": 4.0, "pool": 2.5, "webapp": 5.0, "failov": 4.5}
-    shown = searched_words(question, QuestionTerms(search, (), idf, {}))
+    held |= {"nw": 5, "http": 300, "healthz": 4, "lb": 20, "pool": 100, "webapp": 5, "failov": 10}
+    terms = QuestionTerms(search, (), {}, {})
+    shown = searched_words(question, terms, held)
     assert len(shown) == SEARCHED_SHOWN == 8
     # an identifier's several terms count once, as the word the asker wrote; the commonest words are left out;
     # the words keep the question's order
@@ -113,9 +114,13 @@ def test_an_abstention_names_the_most_distinctive_words_it_searched_for():
         "backup",
         "quorum",
     ], shown
-    # a term no chunk holds has no idf of its own: it is the most distinctive
-    unknown = QuestionTerms((*search, "zzfrob"), ("zzfrob",), idf, {})
-    assert "zzfrob" in searched_words(f"{question} zzfrob", unknown)
+    # a term no readable chunk holds is the most distinctive
+    assert "zzfrob" in searched_words(
+        f"{question} zzfrob", QuestionTerms((*search, "zzfrob"), (), {}, {}), held
+    )
+    # the idf that retrieval computed over every chunk, readable or not, ranks nothing here
+    skewed = replace(terms, idf={term: (9.0 if term in common else 0.1) for term in search})
+    assert searched_words(question, skewed, held) == shown
 
 
 def test_an_abstention_names_a_corrected_word_as_typed_with_what_it_was_read_as(twin_kb):  # noqa: F811
@@ -139,8 +144,8 @@ def test_a_corrected_word_is_named_once_and_a_word_typed_as_well_keeps_its_place
 
     def shown(question: str, corrections: dict[str, str]) -> list[str]:
         search = tuple(dict.fromkeys([*analyze(question), *corrections.values()]))
-        idf = {term: 3.0 for term in search if term not in corrections}
-        return searched_words(question, QuestionTerms(search, (), idf, corrections))
+        held = {term: 30 for term in search if term not in corrections}
+        return searched_words(question, QuestionTerms(search, (), {}, corrections), held)
 
     assert shown("Which port do the collectors recieve on?", {"reciev": "receiv"}) == [
         "port",
