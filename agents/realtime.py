@@ -136,22 +136,46 @@ def answer_collected(question_id: str, result: Any) -> None:
 
 
 class WorkerHeartbeat(RedisBeat):
-    """A daemon thread in the Celery worker's main process announcing that it consumes the realtime queue."""
+    """A daemon thread in the Celery worker's main process announcing that it consumes the realtime queue.
+
+    A worker that begins to stop (Celery's warm shutdown: it takes no new task and finishes the ones it runs)
+    is `drain`ed: it goes on beating, as `hostname|0`, until it exits. Askers whose questions it is finishing
+    keep waiting for them (a worker is alive), and admission counts none of its processes for the questions
+    still to come, which another worker, or this one restarted, will answer."""
 
     every = HEARTBEAT_SECONDS
     thread_name = "realtime-heartbeat"
 
     def __init__(self, *, hostname: str, concurrency: int) -> None:
         super().__init__()
-        self.member = f"{hostname}|{concurrency}"
+        self.hostname = hostname
+        self.concurrency = concurrency
+        self._draining = threading.Event()
+
+    def _member(self, concurrency: int) -> str:
+        return f"{self.hostname}|{concurrency}"
 
     def beat(self, client: Any, now: float) -> None:
-        client.zadd(workers_key(), {self.member: now})
-        # members of workers that died without saying goodbye are dropped here, not only ignored
-        client.zremrangebyscore(workers_key(), 0, now - 10 * WORKER_TTL_SECONDS)
+        draining = self._draining.is_set()
+        with client.pipeline() as pipe:
+            if draining:
+                pipe.zrem(workers_key(), self._member(self.concurrency))
+            pipe.zadd(workers_key(), {self._member(0 if draining else self.concurrency): now})
+            # members of workers that died without saying goodbye are dropped here, not only ignored
+            pipe.zremrangebyscore(workers_key(), 0, now - 10 * WORKER_TTL_SECONDS)
+            pipe.execute()
+
+    def drain(self) -> None:
+        """From now on announce no process for new questions; said at once, not at the next beat."""
+        self._draining.set()
+        try:
+            client = redis_client()
+            self.beat(client, redis_now(client))
+        except RedisError as exc:  # the beat thread says it again within a second
+            logger.warning("%s: the drain was not announced: %s", self.thread_name, exc)
 
     def retire(self, client: Any) -> None:
-        client.zrem(workers_key(), self.member)
+        client.zrem(workers_key(), self._member(self.concurrency), self._member(0))
 
 
 class _Refresher:
@@ -342,14 +366,17 @@ def _all_started(free_at: list[float], work: float) -> float:
     return math.inf  # no process at all (callers check first)
 
 
+def _member_processes(member: bytes | str) -> int:
+    """The processes a realtime worker's heartbeat offers for new questions: its concurrency, 0 while it stops
+    (WorkerHeartbeat.drain), 1 for a member that names none."""
+    try:
+        return max(0, int(_text(member).rsplit("|", 1)[1]))
+    except (IndexError, ValueError):
+        return 1
+
+
 def _processes(members: list[bytes]) -> int:
-    processes = 0
-    for member in members:
-        try:
-            processes += max(1, int(member.decode().rsplit("|", 1)[1]))
-        except (IndexError, ValueError):
-            processes += 1
-    return processes
+    return sum(_member_processes(member) for member in members)
 
 
 # Admission in one script, so that the per-user cap and the count cannot be raced by two questions of the same
@@ -398,7 +425,8 @@ def _others(
     """What the other queues hold back: the seconds left of each task a process of a live realtime worker
     runs (`others` members; a task past its expected end is counted as ending within OVERRUN_SECONDS), and the
     mean task time of the queues that have tasks waiting (0.0 when none waits)."""
-    live = {_text(member).rsplit("|", 1)[0] for member in workers}
+    # a stopping worker's processes take no question: what they run holds none back
+    live = {_text(member).rsplit("|", 1)[0] for member in workers if _member_processes(member)}
     left: list[float] = []
     for member in others:
         try:

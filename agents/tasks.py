@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Task, shared_task
-from celery.signals import task_postrun, task_prerun, worker_init, worker_process_init, worker_shutdown
+from celery.signals import (
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+    worker_shutdown,
+    worker_shutting_down,
+)
 
 _heartbeat: Any = None
 _other_leases: dict[str, Any] = {}  # task id -> OtherTaskLease, in a pool process
@@ -87,6 +94,14 @@ def _announce_realtime_worker(sender: Any, **_: Any) -> None:
     concurrency = sender.concurrency if isinstance(sender.concurrency, int) else 1
     _heartbeat = WorkerHeartbeat(hostname=sender.hostname, concurrency=max(1, concurrency))
     _heartbeat.start()
+
+
+@worker_shutting_down.connect
+def _drain_realtime_worker(**_: Any) -> None:
+    """A worker that begins to stop takes no new question: admission stops counting its processes, while the
+    askers of the questions it finishes still see it alive (WorkerHeartbeat.drain)."""
+    if _heartbeat is not None:
+        _heartbeat.drain()
 
 
 @worker_shutdown.connect

@@ -174,6 +174,44 @@ def test_tasks_waiting_in_the_other_queues_lengthen_the_wait_by_their_turn(clean
     assert capacity.queue_wait_seconds == 5.0
 
 
+def test_a_stopping_worker_counts_no_process_for_new_questions_and_stays_alive_for_its_own(
+    clean_realtime_keys,
+):
+    """A worker that began its warm shutdown takes no new question, yet admission kept counting its processes
+    (and the tasks they ran) until it exited: with another worker up, a question met a wait computed for
+    processes that would never take it. Its askers' questions under way must not be cut off meanwhile: the
+    worker still beats, as alive with no process to offer."""
+    client = clean_realtime_keys
+    _busy(client, processes=2, waiting=6, service_ms=1000)  # another worker, busy with the six ahead
+    now = time.time()
+    client.zadd(realtime.others_key(), {f"celery@stopping|300|embed|{now + 30}": now})
+    heartbeat = realtime.WorkerHeartbeat(hostname="celery@stopping", concurrency=2)
+    heartbeat.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not client.zscore(realtime.workers_key(), "celery@stopping|2") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        running = realtime.capacity_read(adding="probe")
+        assert running.processes == 4 and running.others_left and running.expected_wait_seconds == 1.5
+        client.zrem(realtime.pending_key(), "probe")
+
+        heartbeat.drain()  # what the worker_shutting_down signal calls
+        members = {member.decode() for member in client.zrange(realtime.workers_key(), 0, -1)}
+        assert members == {"celery@busy|2", "celery@stopping|0"}, members  # at once, not at the next beat
+        time.sleep(2 * realtime.HEARTBEAT_SECONDS)  # and the beats that follow keep it so
+        members = {member.decode() for member in client.zrange(realtime.workers_key(), 0, -1)}
+        assert members == {"celery@busy|2", "celery@stopping|0"}, members
+        stopping = realtime.capacity_read(adding="probe")
+        # the busy worker's two processes alone, the stopping one's embed batch not in their way: 2.5 s
+        assert stopping.processes == 2 and stopping.others_left == (), stopping
+        assert stopping.expected_wait_seconds == 2.5
+        assert realtime.workers_alive()  # the questions it is finishing are still waited for
+        client.zrem(realtime.pending_key(), "probe")
+    finally:
+        heartbeat.stop()
+    assert {member.decode() for member in client.zrange(realtime.workers_key(), 0, -1)} == {"celery@busy|2"}
+
+
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_real_workers_ingest_tasks_are_counted_while_they_run_and_timed(  # type: ignore[no-untyped-def]
