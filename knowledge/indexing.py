@@ -541,9 +541,16 @@ def _resolve_links(cursor, document: Document) -> None:  # type: ignore[no-untyp
 
 
 @transaction.atomic
-def document_remove_chunks(*, document: Document) -> None:
+def documents_remove_chunks(*, document_ids: Sequence[int]) -> None:
+    """Every chunk of these documents out of the index in one removal: the graph's edges and then BM25's
+    statistics are each written once, in the order an indexing transaction writes them. Removing the documents
+    one after another in one transaction held the statistics' lock from the first while it wrote the edges of
+    the next, the reverse order: a deadlock with an ingest writing those edges."""
+    if not document_ids:
+        return
     with connection.cursor() as cursor:
-        _remove_document_chunks(cursor, document)
+        cursor.execute("SELECT id FROM knowledge_chunk WHERE document_id = ANY(%s)", [list(document_ids)])
+        _remove_chunks(cursor, [row[0] for row in cursor.fetchall()])
 
 
 def document_sync_chunk_acl(*, document: Document) -> int:

@@ -28,9 +28,9 @@ from knowledge.indexing import (
     DocumentRemoved,
     StagedChunk,
     StagedDocument,
-    document_remove_chunks,
     document_replace_chunks,
     document_sync_chunk_acl,
+    documents_remove_chunks,
     embedding_input,
     embedding_key,
     index_statistics_refresh,
@@ -582,29 +582,50 @@ def database_now() -> datetime:
 def document_tombstone(*, document: Document) -> None:
     """Take the document out of the index, recording when (a batch whose ingest was requested before then does
     not bring it back: knowledge.indexing.document_replace_chunks)."""
+    documents_tombstone(document_ids=[document.pk])
+
+
+def documents_tombstone(*, document_ids: Sequence[int]) -> list[int]:
+    """Take the documents out of the index together (see document_tombstone); returns the ids of those that
+    exist. Their rows are locked first, in id order, with the lock document_replace_chunks takes: a version being
+    swapped in commits first and its chunks are removed here, one swapped in later sees the tombstone. Then all
+    their chunks leave in one removal (knowledge.indexing.documents_remove_chunks), so that the edges and BM25's
+    statistics are locked once each, in the order indexing locks them."""
     with transaction.atomic():
-        # the row lock document_replace_chunks takes: a version being swapped in commits first, and its chunks
-        # are removed here; one swapped in later sees the tombstone
-        Document.objects.select_for_update().filter(pk=document.pk).exists()
-        document_remove_chunks(document=document)
-        Document.objects.filter(pk=document.pk).update(
+        ids = list(
+            Document.objects.select_for_update()
+            .filter(pk__in=list(document_ids))
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        documents_remove_chunks(document_ids=ids)
+        Document.objects.filter(pk__in=ids).update(
             status=DocumentStatus.TOMBSTONED, chunk_count=0, tombstoned_at=database_now()
         )
+    return ids
 
 
 def documents_remove(
-    *, documents: Sequence[Document], actor: Any, detail: dict[str, Any], record_empty: bool = False
+    *,
+    documents: Sequence[Document],
+    actor: Any,
+    detail: dict[str, Any],
+    record_empty: bool = False,
+    live_only: bool = False,
 ) -> list[str]:
     """Take documents out of the index and record one `documents_removed` event naming them, `detail` in its
     payload with their count: an admin's delete or tombstone (`{"how": ...}`), `manage.py remove` of a folder
-    (`{"folder": ...}`, recorded even when nothing matched, with that verdict: someone asked for it). Returns
-    their source ids."""
+    (`{"folder": ...}`, recorded even when nothing matched, with that verdict: someone asked for it), a folder
+    sync that found their files gone. `live_only`: a document tombstoned meanwhile (seen under its row lock) is
+    left out, neither tombstoned again nor named. Returns their source ids, in the order given."""
     from audit.services import audit_record
 
     with transaction.atomic():
-        for document in documents:
-            document_tombstone(document=document)
-        sources = [document.source for document in documents]
+        locked = Document.objects.select_for_update().filter(pk__in=[d.pk for d in documents]).order_by("pk")
+        if live_only:
+            locked = locked.exclude(status=DocumentStatus.TOMBSTONED)
+        removed = set(documents_tombstone(document_ids=list(locked.values_list("pk", flat=True))))
+        sources = [document.source for document in documents if document.pk in removed]
         if sources or record_empty:
             audit_record(
                 kind="documents_removed",
@@ -1045,21 +1066,20 @@ def files_ingest(
 
 
 def folder_tombstone_missing(*, root: str, prefix: str, present: set[str], run_id: int | None = None) -> int:
-    """Documents ingested from this root (and prefix) whose file is gone are tombstoned, in one transaction with
-    one `documents_removed` event naming them (none when nothing went): a document leaves the index on the
-    record whether an admin, `manage.py remove` or a folder sync took it out. `run_id` is the ingest run that
-    found them gone."""
-    with transaction.atomic():
-        gone = list(
-            Document.objects.filter(source_root=root, source__startswith=prefix)
-            .exclude(status=DocumentStatus.TOMBSTONED)
-            .exclude(source__in=present)
-            .order_by("source")
-        )
-        detail: dict[str, Any] = {"folder": root, "how": "file gone from the folder"}
-        if run_id is not None:
-            detail["ingest_run"] = run_id
-        return len(documents_remove(documents=gone, actor=None, detail=detail))
+    """Documents ingested from this root (and prefix) whose file is gone are tombstoned, with one
+    `documents_removed` event naming them (none when nothing went): a document leaves the index on the record
+    whether an admin, `manage.py remove` or a folder sync took it out. `run_id` is the ingest run that found
+    them gone. Returns how many."""
+    gone = list(
+        Document.objects.filter(source_root=root, source__startswith=prefix)
+        .exclude(status=DocumentStatus.TOMBSTONED)
+        .exclude(source__in=present)
+        .order_by("source")
+    )
+    detail: dict[str, Any] = {"folder": root, "how": "file gone from the folder"}
+    if run_id is not None:
+        detail["ingest_run"] = run_id
+    return len(documents_remove(documents=gone, actor=None, detail=detail, live_only=True))
 
 
 def folder_remove(*, root: Path, actor: Any = None) -> list[str]:
@@ -1078,7 +1098,7 @@ def folder_remove(*, root: Path, actor: Any = None) -> list[str]:
             .order_by("source")
         )
         return documents_remove(
-            documents=documents, actor=actor, detail={"folder": folder}, record_empty=True
+            documents=documents, actor=actor, detail={"folder": folder}, record_empty=True, live_only=True
         )
 
 

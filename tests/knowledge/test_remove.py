@@ -85,3 +85,78 @@ def test_a_folder_whose_name_only_starts_like_another_is_not_removed(tmp_path: P
     ingest(tmp_path / "kb-archive", "")
     call_command("remove", str(tmp_path / "kb"), stdout=StringIO())
     assert dict(Document.objects.values_list("source", "status")) == {"a.md": "tombstoned", "b.md": "indexed"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_removing_several_documents_takes_the_index_locks_in_the_order_indexing_takes_them(
+    tmp_path: Path,
+) -> None:
+    """Documents removed together were removed one after another in one transaction: the first one's removal took
+    BM25's statistics lock, held to the commit, and the next one's then waited for graph edges. An indexing
+    transaction takes the edges first and the statistics lock last, so the two deadlocked and PostgreSQL aborted
+    one of them (an admin's "delete selected", `remove` of a folder or a folder sync, beside an ingest)."""
+    import threading
+
+    from django.db import connection, connections
+
+    from knowledge.indexing import BM25_STATS_LOCK
+    from knowledge.models import Mention
+    from knowledge.services import documents_remove
+
+    write_docs(
+        tmp_path / "kb",
+        {
+            "a.md": "# A\n\nCisco IOS runs OSPF and BGP on Juniper routers.\n",
+            "b.md": "# B\n\nArista EOS speaks LACP and LLDP to the access switches.\n",
+        },
+    )
+    ingest(tmp_path / "kb", "")
+    first, second = Document.objects.order_by("pk")
+    # an edge between two entities that only the second document mentions
+    mentioned = {
+        document.pk: set(Mention.objects.filter(chunk__document=document).values_list("entity_id", flat=True))
+        for document in (first, second)
+    }
+    only_second = mentioned[second.pk] - mentioned[first.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM knowledge_edge WHERE source_id = ANY(%s) AND target_id = ANY(%s) AND weight > 0 "
+            "LIMIT 1",
+            [list(only_second), list(only_second)],
+        )
+        row = cursor.fetchone()
+    assert row is not None, "the second document's entities co-occur"
+    edge = row[0]
+
+    outcome: dict[str, object] = {}
+
+    def remove() -> None:
+        try:
+            outcome["removed"] = documents_remove(
+                documents=[first, second], actor=None, detail={"how": "test"}
+            )
+        except Exception as exc:  # the deadlock's victim, when it is this side
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    # an ingest's transaction: it has written the edge and is about to take the statistics lock
+    indexer = connections.create_connection("default")
+    try:
+        indexer.set_autocommit(False)
+        with indexer.cursor() as cursor:
+            cursor.execute("UPDATE knowledge_edge SET weight = weight WHERE id = %s", [edge])
+            remover = threading.Thread(target=remove)
+            remover.start()
+            remover.join(timeout=3)  # it waits for the edge
+            assert remover.is_alive(), outcome
+            cursor.execute("SET LOCAL lock_timeout = '20s'")
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [BM25_STATS_LOCK])  # deadlocked here before
+        indexer.commit()
+    finally:
+        indexer.close()
+    remover.join(timeout=30)
+    assert "error" not in outcome, outcome
+    assert outcome["removed"] == ["a.md", "b.md"]
+    assert set(Document.objects.values_list("status", flat=True)) == {"tombstoned"}
+    assert not Chunk.objects.exists()
