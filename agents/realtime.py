@@ -5,7 +5,7 @@ idempotency key, then waits for the result in short slices. Between slices it lo
 workers keep in Redis (all under `athena:<database>:rt:`):
 
 - `workers` — a sorted set, one member per worker process that consumes the realtime queue
-  (`hostname|concurrency`), scored with the time of its last heartbeat (every HEARTBEAT_SECONDS) on Redis's
+  (`hostname|concurrency`; `hostname|0|k` while it stops, finishing k questions), scored with the time of its last heartbeat (every HEARTBEAT_SECONDS) on Redis's
   clock (redis_now: web and workers on other hosts may not agree on the time);
 - `lease:<id>` — set by the pool process computing question <id>, refreshed while it works and left to
   expire (LEASE_SECONDS) when it stops; `starts:<id>` counts the times a process began that question;
@@ -136,38 +136,50 @@ def answer_collected(question_id: str, result: Any) -> None:
 
 
 class WorkerHeartbeat(RedisBeat):
-    """A daemon thread in the Celery worker's main process announcing that it consumes the realtime queue.
+    """A daemon thread in the Celery worker's main process announcing that it consumes the realtime queue, as
+    `hostname|concurrency`.
 
     A worker that begins to stop (Celery's warm shutdown: it takes no new task and finishes the ones it runs)
-    is `drain`ed: it goes on beating, as `hostname|0`, until it exits. Askers whose questions it is finishing
-    keep waiting for them (a worker is alive), and admission counts none of its processes for the questions
-    still to come, which another worker, or this one restarted, will answer."""
+    is `drain`ed: until it exits it beats as `hostname|0|k`, alive with no process to offer and `k` questions
+    still to finish (`finishing()`, read at each beat). Askers of those questions keep waiting for them (a
+    worker is alive); admission counts none of its processes for the questions to come, which another worker,
+    or this one restarted, will answer, and does not count its `k` questions as waiting for those others."""
 
     every = HEARTBEAT_SECONDS
     thread_name = "realtime-heartbeat"
 
-    def __init__(self, *, hostname: str, concurrency: int) -> None:
+    def __init__(self, *, hostname: str, concurrency: int, finishing: Callable[[], int] = lambda: 0) -> None:
         super().__init__()
         self.hostname = hostname
         self.concurrency = concurrency
-        self._draining = threading.Event()
+        self.finishing = finishing
+        self._draining = False
+        self._written: set[str] = set()
+        # one beat at a time: a beat of the thread that read "not draining" must not write after the drain's
+        self._lock = threading.Lock()
 
-    def _member(self, concurrency: int) -> str:
-        return f"{self.hostname}|{concurrency}"
+    def _member(self) -> str:
+        if self._draining:
+            return f"{self.hostname}|0|{max(0, self.finishing())}"
+        return f"{self.hostname}|{self.concurrency}"
 
     def beat(self, client: Any, now: float) -> None:
-        draining = self._draining.is_set()
-        with client.pipeline() as pipe:
-            if draining:
-                pipe.zrem(workers_key(), self._member(self.concurrency))
-            pipe.zadd(workers_key(), {self._member(0 if draining else self.concurrency): now})
-            # members of workers that died without saying goodbye are dropped here, not only ignored
-            pipe.zremrangebyscore(workers_key(), 0, now - 10 * WORKER_TTL_SECONDS)
-            pipe.execute()
+        with self._lock:
+            member = self._member()
+            with client.pipeline() as pipe:
+                stale = self._written - {member}
+                if stale:
+                    pipe.zrem(workers_key(), *stale)
+                pipe.zadd(workers_key(), {member: now})
+                # members of workers that died without saying goodbye are dropped here, not only ignored
+                pipe.zremrangebyscore(workers_key(), 0, now - 10 * WORKER_TTL_SECONDS)
+                pipe.execute()
+            self._written = {member}
 
     def drain(self) -> None:
         """From now on announce no process for new questions; said at once, not at the next beat."""
-        self._draining.set()
+        with self._lock:
+            self._draining = True
         try:
             client = redis_client()
             self.beat(client, redis_now(client))
@@ -175,7 +187,10 @@ class WorkerHeartbeat(RedisBeat):
             logger.warning("%s: the drain was not announced: %s", self.thread_name, exc)
 
     def retire(self, client: Any) -> None:
-        client.zrem(workers_key(), self._member(self.concurrency), self._member(0))
+        with self._lock:
+            if self._written:
+                client.zrem(workers_key(), *self._written)
+            self._written = set()
 
 
 class _Refresher:
@@ -366,17 +381,27 @@ def _all_started(free_at: list[float], work: float) -> float:
     return math.inf  # no process at all (callers check first)
 
 
-def _member_processes(member: bytes | str) -> int:
-    """The processes a realtime worker's heartbeat offers for new questions: its concurrency, 0 while it stops
-    (WorkerHeartbeat.drain), 1 for a member that names none."""
+def _member_parts(member: bytes | str) -> tuple[str, int, int]:
+    """A realtime worker's heartbeat member read: (hostname, processes it offers for new questions, questions it
+    is finishing while it stops). `hostname|concurrency` for a running worker, `hostname|0|k` for a stopping one
+    (WorkerHeartbeat.drain); a member that names no number offers one process."""
+    parts = _text(member).split("|")
     try:
-        return max(0, int(_text(member).rsplit("|", 1)[1]))
+        if len(parts) == 3:
+            return parts[0], max(0, int(parts[1])), max(0, int(parts[2]))
+        return parts[0], max(0, int(parts[1])), 0
     except (IndexError, ValueError):
-        return 1
+        return parts[0], 1, 0
 
 
 def _processes(members: list[bytes]) -> int:
-    return sum(_member_processes(member) for member in members)
+    return sum(_member_parts(member)[1] for member in members)
+
+
+def _finishing(members: list[bytes]) -> int:
+    """Questions that stopping workers are finishing: counted among those waiting, yet no other worker's
+    process will take them."""
+    return sum(_member_parts(member)[2] for member in members)
 
 
 # Admission in one script, so that the per-user cap and the count cannot be raced by two questions of the same
@@ -426,7 +451,7 @@ def _others(
     runs (`others` members; a task past its expected end is counted as ending within OVERRUN_SECONDS), and the
     mean task time of the queues that have tasks waiting (0.0 when none waits)."""
     # a stopping worker's processes take no question: what they run holds none back
-    live = {_text(member).rsplit("|", 1)[0] for member in workers if _member_processes(member)}
+    live = {host for host, processes, _ in map(_member_parts, workers) if processes}
     left: list[float] = []
     for member in others:
         try:
@@ -485,7 +510,7 @@ def admission_try(*, question_id: str, user_id: int | None, user_cap: int = 0) -
         capacity=Capacity(
             workers=len(members),
             processes=_processes(members),
-            pending=int(pending),
+            pending=max(0, int(pending) - _finishing(members)),
             service_seconds=_mean_seconds(service_ms, 1.0),
             others_left=others_left,
             turn_seconds=turn_seconds,
@@ -536,7 +561,7 @@ def queue_position(*, user_id: int) -> QueuePosition:
     capacity = Capacity(
         workers=len(members),
         processes=_processes(members),
-        pending=ahead + 1,
+        pending=max(0, ahead - _finishing(members)) + 1,
         service_seconds=_mean_seconds(service_ms, 1.0),
         others_left=others_left,
         turn_seconds=turn_seconds,

@@ -92,8 +92,18 @@ def _announce_realtime_worker(sender: Any, **_: Any) -> None:
     if settings.ATHENA_REALTIME_QUEUE not in worker_queues(sender.app) or _heartbeat is not None:
         return
     concurrency = sender.concurrency if isinstance(sender.concurrency, int) else 1
-    _heartbeat = WorkerHeartbeat(hostname=sender.hostname, concurrency=max(1, concurrency))
+    _heartbeat = WorkerHeartbeat(
+        hostname=sender.hostname, concurrency=max(1, concurrency), finishing=_questions_running
+    )
     _heartbeat.start()
+
+
+def _questions_running() -> int:
+    """The questions this worker's pool processes are answering now (Celery's record of the requests its main
+    process handed to the pool and that have not ended)."""
+    from celery.worker import state
+
+    return sum(1 for request in list(state.active_requests) if request.name == answer_task.name)
 
 
 @worker_shutting_down.connect

@@ -179,37 +179,49 @@ def test_a_stopping_worker_counts_no_process_for_new_questions_and_stays_alive_f
 ):
     """A worker that began its warm shutdown takes no new question, yet admission kept counting its processes
     (and the tasks they ran) until it exited: with another worker up, a question met a wait computed for
-    processes that would never take it. Its askers' questions under way must not be cut off meanwhile: the
-    worker still beats, as alive with no process to offer."""
+    processes that would never take it. Its askers' questions under way must not be cut off meanwhile (the
+    worker still beats, alive with no process to offer), and must not count as waiting for the other worker's
+    processes either (it says how many it is finishing)."""
     client = clean_realtime_keys
-    _busy(client, processes=2, waiting=6, service_ms=1000)  # another worker, busy with the six ahead
+    _busy(client, processes=2, waiting=8, service_ms=1000)  # eight questions waiting or being answered
     now = time.time()
     client.zadd(realtime.others_key(), {f"celery@stopping|300|embed|{now + 30}": now})
-    heartbeat = realtime.WorkerHeartbeat(hostname="celery@stopping", concurrency=2)
+    finishing = [2]
+    heartbeat = realtime.WorkerHeartbeat(
+        hostname="celery@stopping", concurrency=2, finishing=lambda: finishing[0]
+    )
+
+    def members() -> set[str]:
+        return {member.decode() for member in client.zrange(realtime.workers_key(), 0, -1)}
+
     heartbeat.start()
     try:
         deadline = time.monotonic() + 10
-        while not client.zscore(realtime.workers_key(), "celery@stopping|2") and time.monotonic() < deadline:
+        while "celery@stopping|2" not in members() and time.monotonic() < deadline:
             time.sleep(0.05)
+        client.zadd(realtime.workers_key(), {"celery@busy|2": time.time()})
         running = realtime.capacity_read(adding="probe")
-        assert running.processes == 4 and running.others_left and running.expected_wait_seconds == 1.5
+        # four processes, one of them in a 30 s embed batch: 8 ahead on the other three, 2.17 s
+        assert running.processes == 4 and running.others_left, running
+        assert round(running.expected_wait_seconds, 2) == 2.17
         client.zrem(realtime.pending_key(), "probe")
 
         heartbeat.drain()  # what the worker_shutting_down signal calls
-        members = {member.decode() for member in client.zrange(realtime.workers_key(), 0, -1)}
-        assert members == {"celery@busy|2", "celery@stopping|0"}, members  # at once, not at the next beat
-        time.sleep(2 * realtime.HEARTBEAT_SECONDS)  # and the beats that follow keep it so
-        members = {member.decode() for member in client.zrange(realtime.workers_key(), 0, -1)}
-        assert members == {"celery@busy|2", "celery@stopping|0"}, members
+        assert members() == {"celery@busy|2", "celery@stopping|0|2"}  # at once, not at the next beat
+        finishing[0] = 1  # one of its two questions answered: the next beats say so
+        time.sleep(2 * realtime.HEARTBEAT_SECONDS)
+        client.zadd(realtime.workers_key(), {"celery@busy|2": time.time()})
+        assert members() == {"celery@busy|2", "celery@stopping|0|1"}
         stopping = realtime.capacity_read(adding="probe")
-        # the busy worker's two processes alone, the stopping one's embed batch not in their way: 2.5 s
-        assert stopping.processes == 2 and stopping.others_left == (), stopping
-        assert stopping.expected_wait_seconds == 2.5
-        assert realtime.workers_alive()  # the questions it is finishing are still waited for
+        # the busy worker's two processes alone, the stopping one's batch and the question it finishes not
+        # in their way: 7 ahead on two processes, 3 s
+        assert stopping.processes == 2 and stopping.others_left == () and stopping.pending == 8, stopping
+        assert stopping.expected_wait_seconds == 3.0
+        assert realtime.workers_alive()  # the question it is finishing is still waited for
         client.zrem(realtime.pending_key(), "probe")
     finally:
         heartbeat.stop()
-    assert {member.decode() for member in client.zrange(realtime.workers_key(), 0, -1)} == {"celery@busy|2"}
+    assert members() == {"celery@busy|2"}
 
 
 @pytest.mark.slow
