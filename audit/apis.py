@@ -27,6 +27,7 @@ from audit.selectors import (
     audit_event_as_dict,
     audit_event_get,
     audit_event_search,
+    audit_event_search_page,
 )
 from audit.services import audit_record, audit_verify
 
@@ -101,13 +102,13 @@ class AuditSearchApi(APIView):
         page = self.AuditSearchPageSerializer(data=request.query_params)
         page.is_valid(raise_exception=True)
         limit, offset = page.validated_data["limit"], page.validated_data["offset"]
-        qs = audit_event_search(query=query)
+        total, events = audit_event_search_page(query=query, offset=offset, limit=limit)
         return Response(
             {
-                "count": qs.count(),
+                "count": total,
                 "limit": limit,
                 "offset": offset,
-                "results": AuditEventSerializer(qs[offset : offset + limit], many=True).data,
+                "results": AuditEventSerializer(events, many=True).data,
             }
         )
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.db import models
+from django.db.models.functions import Cast, Upper
 
 
 class AuditEvent(models.Model):
@@ -27,7 +29,16 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["created_at"])]
+        indexes = [
+            models.Index(fields=["created_at"]),
+            # the compliance search's text (audit.selectors.audit_event_search): trigrams of the payload as the
+            # icontains lookup reads it, UPPER(payload::text), so that a phrase few events hold is found without
+            # reading every payload (migration 0005 builds it concurrently; tests/benchmarks/audit_search.py)
+            GinIndex(
+                OpClass(Upper(Cast("payload", models.TextField())), name="gin_trgm_ops"),
+                name="audit_payload_trgm",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.kind} by {self.actor or '-'}"

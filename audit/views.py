@@ -22,7 +22,7 @@ from athena.pagination import MAX_OFFSET
 from athena.permissions import is_compliance
 from audit.apis import SINCE_AFTER_UNTIL, audit_query_from
 from audit.models import AuditEvent
-from audit.selectors import AuditQuery, audit_event_get, audit_event_search, audit_event_values
+from audit.selectors import AuditQuery, audit_event_get, audit_event_search_page, audit_event_values
 from audit.services import audit_verify_incremental
 
 PAGE_SIZE = 50
@@ -78,11 +78,10 @@ def audit_search_page(request: HttpRequest) -> HttpResponse:
     if query is None:
         # a filter that does not parse shows no events: the log unfiltered, under a form that still shows the
         # other filters, would read as their result
-        events, total = [], 0
+        events: list[AuditEvent] = []
+        total = 0
     else:
-        qs = audit_event_search(query=query)
-        total = qs.count()
-        events = list(qs[offset : offset + PAGE_SIZE])
+        total, events = audit_event_search_page(query=query, offset=offset, limit=PAGE_SIZE)
         for event in events:
             event.documents_listed = event_documents_listed(event)  # type: ignore[attr-defined]
         if not total:

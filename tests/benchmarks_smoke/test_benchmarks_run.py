@@ -372,3 +372,44 @@ def test_parse_benchmark_counts_every_file_and_names_one_that_fails(tmp_path: Pa
     saved = json.loads((tmp_path / "b.json").read_text())
     assert saved["files"] == len(list(corpus.iterdir())) and saved["failed"] == saved["empty"] == 0
     assert "files parsed in" in result.stdout and "== compare with" in result.stdout
+
+
+def test_audit_search_benchmark_refuses_a_database_not_named_for_it_and_measures_one(
+    bench_env: dict[str, str], tmp_path: Path
+):
+    from django.conf import settings
+
+    argv = ["tests/benchmarks/audit_search.py", "--create", "--fill", "300", "--runs", "1", "--writes", "5"]
+    # its events can never be taken out of an append-only log: a database not named bench_* is refused, untouched
+    refused = subprocess.run(
+        [sys.executable, *argv], cwd=ROOT, env=bench_env, capture_output=True, text=True, timeout=120
+    )
+    assert refused.returncode == 1 and "refused" in refused.stderr, refused.stderr
+    db = settings.DATABASES["default"]
+    with psycopg.connect(
+        dbname=bench_env["ATHENA_DB_NAME"],
+        user=db["USER"] or None,
+        password=db["PASSWORD"] or None,
+        host=db["HOST"] or None,
+        port=db["PORT"] or None,
+    ) as bench:
+        assert bench.execute("SELECT to_regclass('audit_auditevent')").fetchone() == (None,)
+    before, after = tmp_path / "none.json", tmp_path / "trgm.json"
+    _run(bench_env, *argv, "--any-database", "--index", "none", "--save", str(before))
+    result = _run(
+        bench_env,
+        *argv[:2],
+        *("--fill", "0", "--runs", "1", "--writes", "0", "--index", "trgm", "--explain", "--any-database"),
+        *("--save", str(after), "--compare", str(before)),
+    )
+    none, trgm = json.loads(before.read_text()), json.loads(after.read_text())
+    assert none["fill"]["events"] == 300 and none["index"]["payload_indexes"] == []
+    assert none["audit_record"]["p50_ms"] > 0 and none["sizes"]["heap_bytes"] > 0
+    assert trgm["index"]["payload_indexes"] == ["audit_payload_trgm"]
+    assert "count SQL: SELECT COUNT(*)" in result.stdout and "== compare with" in result.stdout
+    # 300 filled, then 5 questions written by audit_record between the two runs (the common word may be in them)
+    assert (none["search"]["no_filter"]["matches"], trgm["search"]["no_filter"]["matches"]) == (300, 305)
+    for case in ("rare_phrase", "common_word", "absent_word"):
+        assert 0 <= trgm["search"][case]["matches"] - none["search"][case]["matches"] <= 5
+        assert trgm["search"][case]["one_pass_ms"] > 0
+    assert none["search"]["common_word"]["matches"] > 0 and trgm["search"]["absent_word"]["matches"] == 0
