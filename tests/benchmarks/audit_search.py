@@ -46,7 +46,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, owner_connection, percentile, results_save, setup_django
+from common import ROOT, database_create_migrated, owner_connection, percentile, results_save, setup_django
 
 # what is searched for: a phrase put in about one answer in RARE_EVERY, a word put in about one question in
 # COMMON_EVERY, and a word that no event holds (neither word is in the vocabulary, in any case or inside another)
@@ -207,26 +207,6 @@ def database_guard(any_database: bool) -> str:
             "be removed and breaks its audit chain (--any-database to go on anyway)"
         )
     return name
-
-
-def database_create() -> None:
-    """Create the database (as the owner role) if it is missing, and migrate it."""
-    import psycopg
-    from django.conf import settings
-    from django.core.management import call_command
-
-    db = settings.DATABASES.get("owner", settings.DATABASES["default"])
-    with psycopg.connect(
-        dbname="postgres",
-        user=db["USER"],
-        password=db["PASSWORD"] or None,
-        host=db["HOST"],
-        port=db["PORT"],
-        autocommit=True,
-    ) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone():
-            conn.execute(f'CREATE DATABASE "{db["NAME"]}"')
-    call_command("migrate", verbosity=0)
 
 
 def fill(target: int, seed: int) -> dict[str, Any]:
@@ -422,7 +402,7 @@ def main() -> None:
     setup_django()
     name = database_guard(args.any_database)
     if args.create:
-        database_create()
+        database_create_migrated()
     results: dict[str, Any] = {"database": name}
     # dropped before the fill and built after it: COPY into a table with the trigram index is much slower
     changed = index_set("none") if args.index == "none" else {}

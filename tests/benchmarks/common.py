@@ -32,6 +32,27 @@ def owner_connection() -> Any:
     return connections["owner" if "owner" in settings.DATABASES else "default"]
 
 
+def database_create_migrated() -> None:
+    """Create the configured database if it is missing (as the owner role: the application role may not, least
+    privilege) and migrate it."""
+    import psycopg
+    from django.conf import settings
+    from django.core.management import call_command
+
+    db = settings.DATABASES.get("owner", settings.DATABASES["default"])
+    with psycopg.connect(
+        dbname="postgres",
+        user=db["USER"],
+        password=db["PASSWORD"] or None,
+        host=db["HOST"],
+        port=db["PORT"],
+        autocommit=True,
+    ) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone():
+            conn.execute(f'CREATE DATABASE "{db["NAME"]}"')
+    call_command("migrate", verbosity=0)
+
+
 def percentile(values: list[float], q: float) -> float:
     """The value at share `q` (0..1) of the sorted values, nearest rank; NaN for no values."""
     ordered = sorted(values)

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import DEVSET, ROOT, setup_django
+from common import DEVSET, ROOT, database_create_migrated, setup_django
 
 SPLITS = ("train", "validation", "all")
 
@@ -112,25 +112,11 @@ def evaluate(
 def sample(out: Path) -> None:
     os.environ["ATHENA_DB_NAME"] = os.environ.get("ATHENA_SAMPLE_DB_NAME", "athena_sample")
     setup_django()
-    import psycopg
-    from django.conf import settings
     from django.core.management import call_command
 
     from athena.services import user_create_or_update
 
-    # the owner role creates the database (the application role may not: least privilege)
-    db = settings.DATABASES.get("owner", settings.DATABASES["default"])
-    with psycopg.connect(
-        dbname="postgres",
-        user=db["USER"],
-        password=db["PASSWORD"] or None,
-        host=db["HOST"],
-        port=db["PORT"],
-        autocommit=True,
-    ) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone():
-            conn.execute(f'CREATE DATABASE "{db["NAME"]}"')
-    call_command("migrate", verbosity=0)
+    database_create_migrated()
     kb = ROOT / "knowledge" / "sample_kb"
     call_command("ingest", str(kb / "public"), "--prefix", "public/", "--access-tier", "internal", "--inline")
     call_command(
