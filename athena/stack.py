@@ -154,6 +154,11 @@ def runner_refusal(pid: int) -> str:
     )
 
 
+# how long a launcher that finds the lock taken waits for its holder to write down what it is, before it refuses
+# without naming it (two `make run` in the same instant: the loser read the file before the winner wrote it)
+HOLDER_NAMES_ITSELF_SECONDS = 5.0
+
+
 @contextlib.contextmanager
 def launcher_held(
     role: str, *, wait_for_bootstrap: float = 0.0, echo: Callable[[str], None] = print
@@ -181,6 +186,8 @@ def launcher_held(
         if not stat.S_ISREG(found.st_mode) or found.st_uid != os.geteuid() or found.st_nlink != 1:
             raise StackError(f"{path} is not a plain file of this user's: remove it")
         deadline = time.monotonic() + wait_for_bootstrap
+        # a holder writes its role right after it takes the lock: the file read in that instant is empty
+        unnamed_until = time.monotonic() + HOLDER_NAMES_ITSELF_SECONDS
         said = False
         while True:
             try:
@@ -188,6 +195,9 @@ def launcher_held(
                 break
             except BlockingIOError:
                 holder, pid = _launcher_holder(path)
+                if not holder and time.monotonic() < unnamed_until:
+                    time.sleep(0.05)
+                    continue
                 if holder == "run" and pid:
                     raise StackError(runner_refusal(pid)) from None
                 if holder == "restore":

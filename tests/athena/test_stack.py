@@ -212,6 +212,40 @@ def test_two_make_runs_started_together_bootstrap_the_stack_once(stack_env):
     assert status.returncode == 0, status.stdout + status.stderr
 
 
+def test_a_launcher_that_finds_the_lock_taken_waits_for_its_holder_to_say_what_it_is(tmp_path, monkeypatch):
+    """The holder writes its role and pid right after it takes the lock; the second of two `make run` started
+    together read the file in between, found it empty, and refused naming no one ("pid unknown"), whatever the
+    holder was (a CI run on a loaded machine). It now waits for the holder to name itself."""
+    import fcntl
+    import threading
+
+    from athena.stack import StackError
+
+    monkeypatch.setenv("ATHENA_VAR_DIR", str(tmp_path))
+    lock = tmp_path / "launcher.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken, not yet named
+        refusal: list[str] = []
+
+        def second() -> None:
+            try:
+                with launcher_held("bootstrap"):
+                    refusal.append("it took the lock")
+            except StackError as exc:
+                refusal.append(str(exc))
+
+        other = threading.Thread(target=second)
+        other.start()
+        time.sleep(0.5)
+        assert other.is_alive() and not refusal, refusal
+        os.pwrite(fd, b"bootstrap 4242", 0)
+        other.join(timeout=10)
+        assert refusal and "(`bootstrap`, pid 4242)" in refusal[0], refusal
+    finally:
+        os.close(fd)
+
+
 def test_a_run_waits_for_a_bootstrap_under_way_before_it_starts_anything(stack_env, monkeypatch):
     """The second of two `make run` started together may finish its bootstrap step while the first's is still
     under way: its foreground run waits for that bootstrap (saying so) instead of starting servers beside it."""
