@@ -5,8 +5,8 @@ idempotency key, then waits for the result in short slices. Between slices it lo
 workers keep in Redis (all under `athena:<database>:rt:`):
 
 - `workers` — a sorted set, one member per worker process that consumes the realtime queue
-  (`hostname|concurrency`; `hostname|0|k` while it stops, finishing k questions), scored with the time of its last heartbeat (every HEARTBEAT_SECONDS) on Redis's
-  clock (redis_now: web and workers on other hosts may not agree on the time);
+  (`hostname|concurrency`; `hostname|0|k` while it stops, finishing k questions), scored with the time of its
+  last heartbeat (every HEARTBEAT_SECONDS) on Redis's clock (redis_now: web and workers on other hosts may not agree on the time);
 - `lease:<id>` — set by the pool process computing question <id>, refreshed while it works and left to
   expire (LEASE_SECONDS) when it stops; `starts:<id>` counts the times a process began that question;
 - `pending` — questions published and not yet answered (scored with their publish time, Redis's), which
@@ -385,23 +385,34 @@ def _member_parts(member: bytes | str) -> tuple[str, int, int]:
     """A realtime worker's heartbeat member read: (hostname, processes it offers for new questions, questions it
     is finishing while it stops). `hostname|concurrency` for a running worker, `hostname|0|k` for a stopping one
     (WorkerHeartbeat.drain); a member that names no number offers one process."""
-    parts = _text(member).split("|")
+    host, _, rest = _text(member).partition("|")
     try:
-        if len(parts) == 3:
-            return parts[0], max(0, int(parts[1])), max(0, int(parts[2]))
-        return parts[0], max(0, int(parts[1])), 0
-    except (IndexError, ValueError):
-        return parts[0], 1, 0
+        processes, _, finishing = rest.partition("|")
+        return host, max(0, int(processes)), max(0, int(finishing or 0))
+    except ValueError:
+        return host, 1, 0
 
 
-def _processes(members: list[bytes]) -> int:
-    return sum(_member_parts(member)[1] for member in members)
-
-
-def _finishing(members: list[bytes]) -> int:
-    """Questions that stopping workers are finishing: counted among those waiting, yet no other worker's
+def _capacity(
+    *,
+    members: list[bytes],
+    pending: int,
+    service_ms: Any,
+    others_left: tuple[float, ...],
+    turn_seconds: float,
+) -> Capacity:
+    """The capacity that `pending` questions (waiting or being answered) meet among the live realtime workers
+    `members`. The questions that stopping workers are finishing are left out of `pending`: no other worker's
     process will take them."""
-    return sum(_member_parts(member)[2] for member in members)
+    parts = [_member_parts(member) for member in members]
+    return Capacity(
+        workers=len(members),
+        processes=sum(processes for _, processes, _ in parts),
+        pending=max(0, pending - sum(finishing for _, _, finishing in parts)),
+        service_seconds=_mean_seconds(service_ms, 1.0),
+        others_left=others_left,
+        turn_seconds=turn_seconds,
+    )
 
 
 # Admission in one script, so that the per-user cap and the count cannot be raced by two questions of the same
@@ -507,11 +518,10 @@ def admission_try(*, question_id: str, user_id: int | None, user_cap: int = 0) -
     return Admission(
         admitted=bool(admitted),
         in_flight=int(mine),
-        capacity=Capacity(
-            workers=len(members),
-            processes=_processes(members),
-            pending=max(0, int(pending) - _finishing(members)),
-            service_seconds=_mean_seconds(service_ms, 1.0),
+        capacity=_capacity(
+            members=members,
+            pending=int(pending),
+            service_ms=service_ms,
             others_left=others_left,
             turn_seconds=turn_seconds,
         ),
@@ -558,11 +568,11 @@ def queue_position(*, user_id: int) -> QueuePosition:
     others_left, turn_seconds = _others(
         now=now, workers=members, others=others, means=means, waiting=dict(zip(queues, waiting, strict=True))
     )
-    capacity = Capacity(
-        workers=len(members),
-        processes=_processes(members),
-        pending=max(0, ahead - _finishing(members)) + 1,
-        service_seconds=_mean_seconds(service_ms, 1.0),
+    # the questions ahead and the asker's own
+    capacity = _capacity(
+        members=members,
+        pending=ahead + 1,
+        service_ms=service_ms,
         others_left=others_left,
         turn_seconds=turn_seconds,
     )

@@ -242,8 +242,8 @@ def _acl_fields(document: Document) -> dict[str, object]:
     }
 
 
-def _remove_document_chunks(cursor, document: Document) -> None:  # type: ignore[no-untyped-def]
-    cursor.execute("SELECT id FROM knowledge_chunk WHERE document_id = %s", [document.pk])
+def _remove_documents_chunks(cursor, document_ids: Sequence[int]) -> None:  # type: ignore[no-untyped-def]
+    cursor.execute("SELECT id FROM knowledge_chunk WHERE document_id = ANY(%s)", [list(document_ids)])
     _remove_chunks(cursor, [row[0] for row in cursor.fetchall()])
 
 
@@ -420,7 +420,7 @@ def document_replace_chunks(*, staged: StagedDocument, document: Document) -> Do
     # the chunks carry this version's date, which is saved on the document below
     acl = {**_acl_fields(document), "updated_at": updated_at}
     with connection.cursor() as cursor:
-        _remove_document_chunks(cursor, document)
+        _remove_documents_chunks(cursor, [document.pk])
 
         ids = _insert_chunks(cursor, staged, document, acl)
         # postings
@@ -549,8 +549,7 @@ def documents_remove_chunks(*, document_ids: Sequence[int]) -> None:
     if not document_ids:
         return
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id FROM knowledge_chunk WHERE document_id = ANY(%s)", [list(document_ids)])
-        _remove_chunks(cursor, [row[0] for row in cursor.fetchall()])
+        _remove_documents_chunks(cursor, document_ids)
 
 
 def document_sync_chunk_acl(*, document: Document) -> int:

@@ -585,19 +585,18 @@ def document_tombstone(*, document: Document) -> None:
     documents_tombstone(document_ids=[document.pk])
 
 
-def documents_tombstone(*, document_ids: Sequence[int]) -> list[int]:
-    """Take the documents out of the index together (see document_tombstone); returns the ids of those that
-    exist. Their rows are locked first, in id order, with the lock document_replace_chunks takes: a version being
-    swapped in commits first and its chunks are removed here, one swapped in later sees the tombstone. Then all
-    their chunks leave in one removal (knowledge.indexing.documents_remove_chunks), so that the edges and BM25's
+def documents_tombstone(*, document_ids: Sequence[int], live_only: bool = False) -> list[int]:
+    """Take the documents out of the index together (see document_tombstone); returns the ids of those taken
+    out: those that exist and, with `live_only`, were not tombstoned already (seen under their row lock). Their
+    rows are locked first, in id order, with the lock document_replace_chunks takes: a version being swapped in
+    commits first and its chunks are removed here, one swapped in later sees the tombstone. Then all their
+    chunks leave in one removal (knowledge.indexing.documents_remove_chunks), so that the edges and BM25's
     statistics are locked once each, in the order indexing locks them."""
     with transaction.atomic():
-        ids = list(
-            Document.objects.select_for_update()
-            .filter(pk__in=list(document_ids))
-            .order_by("pk")
-            .values_list("pk", flat=True)
-        )
+        locked = Document.objects.select_for_update().filter(pk__in=list(document_ids)).order_by("pk")
+        if live_only:
+            locked = locked.exclude(status=DocumentStatus.TOMBSTONED)
+        ids = list(locked.values_list("pk", flat=True))
         documents_remove_chunks(document_ids=ids)
         Document.objects.filter(pk__in=ids).update(
             status=DocumentStatus.TOMBSTONED, chunk_count=0, tombstoned_at=database_now()
@@ -621,10 +620,7 @@ def documents_remove(
     from audit.services import audit_record
 
     with transaction.atomic():
-        locked = Document.objects.select_for_update().filter(pk__in=[d.pk for d in documents]).order_by("pk")
-        if live_only:
-            locked = locked.exclude(status=DocumentStatus.TOMBSTONED)
-        removed = set(documents_tombstone(document_ids=list(locked.values_list("pk", flat=True))))
+        removed = set(documents_tombstone(document_ids=[d.pk for d in documents], live_only=live_only))
         sources = [document.source for document in documents if document.pk in removed]
         if sources or record_empty:
             audit_record(

@@ -4,14 +4,10 @@ migrating back drops it."""
 
 from __future__ import annotations
 
-import subprocess
-import uuid
-
 import pytest
 from django.conf import settings
 
-from athena.stack import pg_ensure_database, psql_command
-from tests.knowledge.test_migrations_resume import _manage, _sql
+from tests.knowledge.test_migrations_resume import _manage, _sql, scratch_database
 
 pytestmark = [pytest.mark.integration]
 
@@ -23,11 +19,7 @@ INDEX = (
 
 @pytest.mark.skipif(not settings.EMBEDDED_POSTGRES, reason="needs the embedded server's superuser")
 def test_a_migrate_stopped_while_0005_built_the_payload_index_is_finished_by_the_next_one() -> None:
-    name = f"resume_{uuid.uuid4().hex[:8]}"
-    pg_ensure_database(
-        name, settings.PG_PORT, owner=settings.EMBEDDED_OWNER_ROLE, app=settings.EMBEDDED_APP_ROLE
-    )
-    try:
+    with scratch_database() as name:
         before = _manage(name, "migrate", "audit", "0004", "--verbosity", "0")
         assert before.returncode == 0, before.stderr
         # what a stopped build leaves: an index of that name, marked invalid (here on another expression)
@@ -47,9 +39,3 @@ def test_a_migrate_stopped_while_0005_built_the_payload_index_is_finished_by_the
         assert _sql(name, INDEX) == ""
         # the extension, which 0005 created here (no knowledge migration ran), stays: knowledge's indexes use it
         assert _sql(name, "SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'") == "pg_trgm"
-    finally:
-        subprocess.run(
-            [*psql_command(settings.PG_PORT), f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'],
-            check=False,
-            capture_output=True,
-        )

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from django.conf import settings
@@ -37,13 +39,26 @@ def _sql(database: str, sql: str) -> str:
     ).stdout.strip()
 
 
-@pytest.mark.skipif(not settings.EMBEDDED_POSTGRES, reason="needs the embedded server's superuser")
-def test_a_migrate_stopped_while_0016_built_its_index_is_finished_by_the_next_one() -> None:
+@contextmanager
+def scratch_database() -> Iterator[str]:
+    """The name of a new, empty database (owned as the stack's own), dropped afterwards."""
     name = f"resume_{uuid.uuid4().hex[:8]}"
     pg_ensure_database(
         name, settings.PG_PORT, owner=settings.EMBEDDED_OWNER_ROLE, app=settings.EMBEDDED_APP_ROLE
     )
     try:
+        yield name
+    finally:
+        subprocess.run(
+            [*psql_command(settings.PG_PORT), f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'],
+            check=False,
+            capture_output=True,
+        )
+
+
+@pytest.mark.skipif(not settings.EMBEDDED_POSTGRES, reason="needs the embedded server's superuser")
+def test_a_migrate_stopped_while_0016_built_its_index_is_finished_by_the_next_one() -> None:
+    with scratch_database() as name:
         before = _manage(name, "migrate", "knowledge", "0015", "--verbosity", "0")
         assert before.returncode == 0, before.stderr
         # what the stopped build leaves: the index under its new name, marked invalid; the old one still there
@@ -71,9 +86,3 @@ def test_a_migrate_stopped_while_0016_built_its_index_is_finished_by_the_next_on
         third = _manage(name, "migrate", "knowledge", "0016", "--verbosity", "0")
         assert third.returncode == 0, third.stderr[-2000:]
         assert _manage(name, "migrate", "--verbosity", "0").returncode == 0  # and on to the latest
-    finally:
-        subprocess.run(
-            [*psql_command(settings.PG_PORT), f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'],
-            check=False,
-            capture_output=True,
-        )
