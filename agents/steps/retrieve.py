@@ -233,6 +233,8 @@ def distinctive_unknown_terms(
             # as a whole
             if parts and all(len(p) <= 2 or (p in known and not p.isdigit()) for p in parts):
                 continue
+            if _stop_word_option(term):
+                continue
             missing.append(term)
         elif (
             len(term) > 3
@@ -246,6 +248,17 @@ def distinctive_unknown_terms(
             missing.append(term)
     named = naming_readable_documents(missing, principal) if missing else set()
     return [term for term in missing if term not in named]
+
+
+_OPTION_NAME = re.compile(r"=-{1,2}([a-z]+)")
+
+
+def _stop_word_option(term: str) -> bool:
+    """An option whose name is a word too common to index ("--which", "--the"). Mostly not an option at all:
+    a word processor's dash set against the next word of a sentence ("the router —which ...") is folded as
+    one, like a typeset long option. Its name says nothing about what the corpus holds."""
+    match = _OPTION_NAME.fullmatch(term)
+    return match is not None and not analyze(match.group(1))
 
 
 def naming_readable_documents(terms: Collection[str], principal: Principal) -> set[str]:

@@ -690,3 +690,20 @@ def test_a_question_that_quotes_an_ip_address_is_judged_on_the_evidence(sample_k
     decisions = _adequacy(body)
     unknown = [d.split(";")[0] for d in decisions if d.startswith("term(s) not in the knowledge base")]
     assert unknown == ["term(s) not in the knowledge base: qzvxwobbly"], decisions  # as written; no address
+
+
+@pytest.mark.django_db
+def test_a_dash_set_against_an_everyday_word_is_not_a_topic_the_corpus_lacks(sample_kb):
+    # a word processor's dash before "which" reads like an option ("--which"); its name is a word too common
+    # to index, so it says nothing about what the corpus holds
+    question = "What BGP keepalive and hold timers do we configure on IOS-XE routers \u2014which are the defaults?"
+    body = _answer(question, _user("eng-dash", "employees"))
+    decisions = _adequacy(body)
+    assert decisions and not any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
+        decisions
+    )
+    assert not body["abstained"], body["answer"]
+    # an option with a distinctive name that no document has still abstains
+    body = _answer("What does the \u2014qzvxwobbly option do on IOS-XE routers?", _user("eng-dash2", "employees"))
+    decisions = _adequacy(body)
+    assert any(d.startswith("term(s) not in the knowledge base") for d in decisions), decisions
