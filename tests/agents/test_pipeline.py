@@ -696,7 +696,9 @@ def test_a_question_that_quotes_an_ip_address_is_judged_on_the_evidence(sample_k
 def test_a_dash_set_against_an_everyday_word_is_not_a_topic_the_corpus_lacks(sample_kb):
     # a word processor's dash before "which" reads like an option ("--which"); its name is a word too common
     # to index, so it says nothing about what the corpus holds
-    question = "What BGP keepalive and hold timers do we configure on IOS-XE routers \u2014which are the defaults?"
+    question = (
+        "What BGP keepalive and hold timers do we configure on IOS-XE routers \u2014which are the defaults?"
+    )
     body = _answer(question, _user("eng-dash", "employees"))
     decisions = _adequacy(body)
     assert decisions and not any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
@@ -704,6 +706,8 @@ def test_a_dash_set_against_an_everyday_word_is_not_a_topic_the_corpus_lacks(sam
     )
     assert not body["abstained"], body["answer"]
     # an option with a distinctive name that no document has still abstains
-    body = _answer("What does the \u2014qzvxwobbly option do on IOS-XE routers?", _user("eng-dash2", "employees"))
+    body = _answer(
+        "What does the \u2014qzvxwobbly option do on IOS-XE routers?", _user("eng-dash2", "employees")
+    )
     decisions = _adequacy(body)
     assert any(d.startswith("term(s) not in the knowledge base") for d in decisions), decisions
