@@ -1,11 +1,14 @@
-"""Conversation memory in Redis: the last N turns per conversation, expiring after a TTL."""
+"""Conversation memory in Redis: the last N turns per conversation, expiring after a TTL; rebuilt from the
+conversation's stored answers where Redis has lost it."""
 
 from __future__ import annotations
 
 import json
 import logging
 import re
+import uuid
 from dataclasses import asdict, dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -53,10 +56,15 @@ def _opened(item: bytes) -> dict[str, Any] | None:
 
 
 def memory_load(conversation_id: str) -> list[Turn]:
+    """The conversation's last turns, oldest first. Redis holds them; where it holds none (a Redis restarted
+    without persistence, flushed, or unreachable) they are rebuilt from the conversation's stored answers, as
+    long as the last of those is younger than the memory's TTL: a follow-up keeps its context."""
     try:
         raw = redis_client().lrange(_key(conversation_id), 0, -1)
     except Exception:  # memory is a convenience: a Redis hiccup must not fail the question
-        return []
+        return memory_stored(conversation_id)
+    if not raw:
+        return memory_stored(conversation_id)
     opened = [fields for fields in map(_opened, raw) if fields is not None]
     if len(opened) < len(raw):
         # said, not raised: the follow-up is answered without those turns' context
@@ -68,6 +76,46 @@ def memory_load(conversation_id: str) -> list[Turn]:
             len(raw),
         )
     return [Turn(**fields) for fields in opened]
+
+
+def memory_stored(conversation_id: str) -> list[Turn]:
+    """The turns memory would hold, read from the conversation's stored answers: the last ATHENA_MEMORY_TURNS,
+    oldest first, or none when the last is older than ATHENA_MEMORY_TTL_SECONDS (Redis's key would have
+    expired; each turn renews it) or the conversation was deleted. A database error is logged, not raised."""
+    from django.db import DatabaseError
+    from django.utils import timezone
+
+    from agents.models import Answer
+
+    try:
+        uuid.UUID(conversation_id)
+    except ValueError:
+        return []
+    try:
+        rows = list(
+            Answer.objects.filter(conversation_id=conversation_id, conversation__deleted=False)
+            .order_by("-created_at", "-pk")
+            .only("question", "rewritten", "template", "response", "created_at")[
+                : settings.ATHENA_MEMORY_TURNS
+            ]
+        )
+    except DatabaseError as exc:
+        logger.warning("conversation memory not rebuilt (%s): %s", conversation_id, type(exc).__name__)
+        return []
+    if not rows or timezone.now() - rows[0].created_at > timedelta(
+        seconds=settings.ATHENA_MEMORY_TTL_SECONDS
+    ):
+        return []
+    return [
+        Turn(
+            question=row.question,
+            rewritten=row.rewritten or row.question,
+            answer=str(row.response.get("answer", ""))[:1000],
+            template=row.template,
+            chunk_ids=[c["chunk_id"] for c in row.response.get("citations", []) if "chunk_id" in c],
+        )
+        for row in reversed(rows)
+    ]
 
 
 def memory_append(conversation_id: str, turn: Turn) -> None:

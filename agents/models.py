@@ -27,6 +27,10 @@ class Answer(models.Model):
     )
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="answers")
     question = models.TextField()
+    # the question as answered: a follow-up joined to the turn before it (agents.memory.rewrite_follow_up);
+    # conversation memory is rebuilt from these when Redis has lost it. A default in the database too, so that
+    # a web host of the release before this column, during a rolling upgrade, still stores its answers
+    rewritten = models.TextField(blank=True, default="", db_default="")
     response = models.JSONField(default=dict, help_text="the ask API response body")
     abstained = models.BooleanField(default=False)
     template = models.CharField(max_length=40, blank=True)

@@ -591,6 +591,7 @@ def ask(
                     conversation=conversation,
                     user=user,
                     question=question,
+                    rewritten=result["rewritten"] if result["rewritten"] != question else "",
                     abstained=result["abstained"],
                     template=result["template"],
                     audit_event_id=event.pk,

@@ -711,3 +711,64 @@ def test_a_dash_set_against_an_everyday_word_is_not_a_topic_the_corpus_lacks(sam
     )
     decisions = _adequacy(body)
     assert any(d.startswith("term(s) not in the knowledge base") for d in decisions), decisions
+
+
+def _memory_lost(conversation_id: str) -> None:
+    """What a Redis restarted without persistence (or flushed) leaves of a conversation's memory: nothing."""
+    from athena.throttling import redis_client
+
+    redis_client().delete(f"athena:memory:{conversation_id}")
+
+
+def _rewrite(body) -> str:  # type: ignore[no-untyped-def]
+    return next(step["decision"] for step in body["trace"] if step["step"] == "follow_up_rewrite")
+
+
+@pytest.mark.django_db
+def test_a_follow_up_keeps_its_context_when_redis_has_lost_the_memory(sample_kb):
+    from datetime import timedelta
+
+    from django.conf import settings
+
+    from agents.models import Answer
+
+    user = _user("follow-lost")
+    first = _answer("How do I fail over the DNS primary?", user)
+    assert not first["abstained"], first["answer"]
+    _memory_lost(first["conversation_id"])
+    second = _answer("and what TTL should be set?", user, conversation_id=first["conversation_id"])
+    assert _rewrite(second) == "rewritten"
+    stored = Answer.objects.get(pk=second["answer_id"])
+    assert stored.rewritten.startswith("How do I fail over the DNS primary?"), stored.rewritten
+    assert stored.rewritten.endswith("and what TTL should be set?")
+
+    # past the memory's TTL the conversation has no memory, as Redis's expired key would have none
+    Answer.objects.filter(conversation_id=first["conversation_id"]).update(
+        created_at=stored.created_at - timedelta(seconds=settings.ATHENA_MEMORY_TTL_SECONDS + 60)
+    )
+    _memory_lost(first["conversation_id"])
+    third = _answer("and what TTL should be set?", user, conversation_id=first["conversation_id"])
+    assert _rewrite(third) != "rewritten"
+
+
+@pytest.mark.django_db
+def test_memory_rebuilt_from_stored_answers_when_redis_is_unreachable_and_never_for_a_deleted_conversation(
+    sample_kb,
+):
+    from django.test import override_settings
+
+    from agents.feedback import conversation_delete
+    from agents.memory import memory_load
+
+    user = _user("follow-unreachable")
+    first = _answer("How do I fail over the DNS primary?", user)
+    conversation = first["conversation_id"]
+    # nothing listens on port 1: the connection is refused
+    with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):
+        turns = memory_load(conversation)
+    assert [t.question for t in turns] == ["How do I fail over the DNS primary?"]
+    assert turns[0].rewritten == turns[0].question and turns[0].template == first["template"]
+    assert turns[0].chunk_ids == [c["chunk_id"] for c in first["citations"]]
+    conversation_delete(user=user, conversation_id=conversation)
+    _memory_lost(conversation)
+    assert memory_load(conversation) == []
