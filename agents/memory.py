@@ -18,11 +18,26 @@ from athena.sealing import InvalidToken, Purpose, seal_json, unseal_json
 from athena.throttling import redis_client
 
 logger = logging.getLogger(__name__)
-FOLLOW_UP = re.compile(
-    r"^(and|what about|how about|also|then|same for|and on|and for|what if)\b|\b(it|that|this|those|these|"
-    r"there|the (first|second|third|fourth|fifth|last|next|previous) (step|one|option))\b",
+# The opening of a question that goes on from the one before it ("and on IOS-XR?", "what about the timeout?"):
+# a follow-up, whatever else the question names.
+CONTINUATION = re.compile(
+    r"^(and|what about|how about|also|then|same for|and on|and for|what if)\b", re.IGNORECASE
+)
+# Words that may point back at the previous turn ("how do I roll it back?", "and the second step?"), but in a
+# question that says what it is about point inside it as often ("the process that holds the port", "does the
+# daemon need a restart when I change it"). They, and shortness, make a question a follow-up only when it
+# names nothing of its own that the previous turn did not (`_own_topic`).
+REFERENCE = re.compile(
+    r"\b(it|its|that|this|those|these|there)\b"
+    r"|\bthe (first|second|third|fourth|fifth|last|next|previous) (step|one|option)\b",
     re.IGNORECASE,
 )
+# "is there a limit", "there's no lease file": "there" that points at nothing
+EXISTENTIAL_THERE = re.compile(
+    r"\b(is|are|was|were|isn't|aren't|wasn't|weren't)\s+there\b|\bthere(\s+(is|are|was|were)\b|['’]s\b)",
+    re.IGNORECASE,
+)
+SHORT_WORDS = 4  # a question of at most this many words may be an ellipsis ("default port?")
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
 
 
@@ -167,11 +182,15 @@ def rewrite_follow_up(
     if not history:
         return question, {"follow_up": False}
     previous = history[-1]
-    is_follow_up = bool(FOLLOW_UP.search(question)) or len(question.split()) <= 4
-    if not is_follow_up:
+    cue = follow_up_cue(question)
+    if cue is None:
         return question, {"follow_up": False}
+    own = _own_topic(question, previous) if cue != "continuation" else []
+    if own:
+        # a question about something else, however short, is asked as it stands
+        return question, {"follow_up": False, "own_topic": own}
     ordinal = re.search(r"\b(first|second|third|fourth|fifth)\b (step|one|option)", question, re.IGNORECASE)
-    details: dict[str, Any] = {"follow_up": True, "previous": previous.rewritten}
+    details: dict[str, Any] = {"follow_up": True, "cue": cue, "previous": previous.rewritten}
     if ordinal and previous.template == "procedure_sop":
         details["step"] = ORDINALS[ordinal.group(1).lower()]
     rewritten = _bounded_join(previous.rewritten, question, limit=max_chars)
@@ -186,6 +205,55 @@ def rewrite_follow_up(
             "matches": list(combined.matches),
         }
     return rewritten, details
+
+
+def follow_up_cue(question: str) -> str | None:
+    """What may make `question` a follow-up: "continuation" (it goes on from the previous question: a follow-up
+    whatever it names), "reference" (a word that may point back) or "short"; None when nothing does.
+
+    A reference word or shortness alone is a weak cue: at 3 a.m. an engineer asks "unbound cache size?" right
+    after a question about the firewall, and "is there a limit on X?" or "the command that prints Y" point
+    at nothing earlier. Joined to the previous question, such a question would be searched with the other
+    topic's words and answered from its documents: `rewrite_follow_up` joins it only when it names no topic
+    of its own (`_own_topic`)."""
+    if CONTINUATION.search(question):
+        return "continuation"
+    if _refers_back(question):
+        return "reference"
+    if len(question.split()) <= SHORT_WORDS:
+        return "short"
+    return None
+
+
+def _refers_back(question: str) -> bool:
+    """A word that may refer to something earlier, other than an existential "there"."""
+    return bool(REFERENCE.search(EXISTENTIAL_THERE.sub(" ", question)))
+
+
+def _own_topic(question: str, previous: Turn) -> list[str]:
+    """The terms by which `question` names a topic the previous turn (its question as answered and its answer)
+    does not: identifiers and words that are not everyday English (product, tool and option names: "unbound",
+    "conntrack", "max_wal_size"; agents.steps.retrieve.is_everyday), other than chat words, numbers and
+    words of one or two letters. Empty for a question in everyday words ("how do I roll it back?") or one
+    that names only what the previous turn named."""
+    from agents.steps.retrieve import INFORMAL, everyday_terms
+    from knowledge.text import analyze
+
+    # a sentence's first word is capitalised as a matter of course, not as a name ("Is", "Which")
+    plain = re.sub(
+        r"(^|[.?!]\s+)([A-Z][a-z]+\b)", lambda m: m.group(1) + m.group(2).lower(), question.strip()
+    )
+    everyday = everyday_terms(plain)
+    known = set(analyze(f"{previous.question} {previous.rewritten} {previous.answer}"))
+    own = []
+    for term in dict.fromkeys(analyze(question)):
+        word = term.removeprefix("=")
+        if term in known or term in everyday or term in INFORMAL or word.isdigit():
+            continue
+        if not term.startswith("=") and len(word) <= 2:
+            continue
+        own.append(term)
+    return own
 
 
 def _bounded_join(context: str, question: str, *, limit: int) -> str:

@@ -138,6 +138,44 @@ def test_follow_up_is_resolved_from_memory(sample_kb):
     assert any("dns" in c["document"] for c in second["citations"]) or second["abstained"] is False
 
 
+def _rewrite_decision(body) -> str:  # type: ignore[no-untyped-def]
+    return next(step["decision"] for step in body["trace"] if step["step"] == "follow_up_rewrite")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "question",
+    [
+        "arista mlag reload-delay?",  # short, and names its own topic
+        "Is there an Arista setting that keeps MLAG ports down after a reload?",  # "there", "that" point nowhere
+    ],
+)
+def test_an_unrelated_question_in_the_same_conversation_is_answered_as_asked(sample_kb, question):
+    """An engineer keeps one chat open and asks about something else: a short question, or one with "there"
+    or "that" in it, is not glued to the previous question; it is answered as it would be on its own."""
+    user = _user("switcher")
+    first = _answer("How do I fail over the DNS primary?", user)
+    second = _answer(question, user, conversation_id=first["conversation_id"])
+    alone = _answer(question, user)
+    assert _rewrite_decision(second) == "standalone"
+    assert not second["abstained"], second["answer"]
+    assert any("arista" in c["document"] for c in second["citations"]), second["citations"]
+    assert "300" in second["answer"], second["answer"]
+    assert second["answer"] == alone["answer"]
+
+
+@pytest.mark.django_db
+def test_a_follow_up_that_points_back_with_a_pronoun_is_resolved(sample_kb):
+    """No "and ..." opening, but "it" and nothing the first question did not name: still a follow-up."""
+    user = _user("pointer")
+    first = _answer("What virtual_router_id does the keepalived instance VI_WEB use on lb-01/lb-02?", user)
+    assert not first["abstained"], first["answer"]
+    second = _answer("what priority does it use on lb-02?", user, conversation_id=first["conversation_id"])
+    assert _rewrite_decision(second) == "rewritten"
+    assert any("keepalived" in c["document"] for c in second["citations"]), second["citations"]
+    assert "120" in second["answer"], second["answer"]
+
+
 @pytest.mark.django_db
 def test_comparison_question_retrieves_and_cites_both_documents(sample_kb):
     body = _answer(
