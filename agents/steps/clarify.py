@@ -18,7 +18,10 @@ class Clarify:
         from agents import classify
 
         vague = len(state.question.split()) <= VAGUE_WORDS and not identifiers(state.question)
-        if state.hop == "ambiguous" and vague and not state.history:
+        # a follow-up joined to the turn before it (RewriteFollowUp) takes its subject from there; a question
+        # asked as it stands in a conversation is as vague as the first one of it
+        joined = bool(state.rewritten) and state.rewritten != state.question
+        if state.hop == "ambiguous" and vague and not joined:
             return replace(state, answer=classify.clarifying_question(state.question), verdict="clarify")
         return state
 

@@ -259,3 +259,29 @@ def test_a_citation_quotes_a_sentence_not_the_heading_above_it(twin_kb):  # noqa
         c for c in composed.citations if c["chunk_id"] == state.evidence[first.evidence_index].chunk_id
     )
     assert cited["quote"] == first.span and cited["quote"] != "SYNOPSIS"
+
+
+def test_a_vague_question_asked_as_it_stands_in_a_conversation_is_asked_back_and_a_joined_one_is_not(twin_kb):  # noqa: F811
+    from agents.memory import Turn
+
+    earlier = Turn(
+        question=QUESTION,
+        rewritten=QUESTION,
+        answer="VLAN 42 [1].",
+        template="parameter_lookup",
+        chunk_ids=[],
+    )
+
+    def clarified(question: str) -> AnswerState:
+        state = replace(_state(question), history=(earlier,))
+        for step in (GuardInput(), RewriteFollowUp(), Classify(), Clarify()):
+            state = step.run(state)
+        return state
+
+    # no word of it points back: the earlier turn is not its subject, and it names none of its own
+    alone = clarified("how do I configure the server")
+    assert alone.rewritten == alone.question and alone.hop == "ambiguous"
+    assert alone.verdict == "clarify", alone.answer
+    # "it" points back: joined to the earlier question, which says what it is about
+    joined = clarified("and how do I configure it")
+    assert joined.rewritten != joined.question and joined.verdict != "clarify"
