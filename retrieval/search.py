@@ -16,8 +16,8 @@ import psycopg
 from django.db import close_old_connections, connection
 
 from athena.principals import Principal
-from knowledge.index_selectors import chunk_neighbours, chunk_rows, terms_readable
-from knowledge.text import ATTACHED_VALUE, analyze, query_terms
+from knowledge.index_selectors import chunk_neighbours, chunk_rows, terms_readable, terms_readable_df
+from knowledge.text import ATTACHED_VALUE, STOPWORDS, analyze, query_terms, stem, surface_word_of
 from retrieval.fusion import FusionMode, Scored, fuse, minmax
 from retrieval.mmr import mmr
 from retrieval.stages import bm25_search, dense_search, graph_search, near_readable_terms
@@ -156,12 +156,13 @@ def understand(question: str) -> QueryAnalysis:
     return QueryAnalysis(terms=terms, vendors=vendors, entities=entities)
 
 
-def correct_terms(terms: list[str], principal: Principal) -> dict[str, str]:
+def correct_terms(terms: list[str], principal: Principal, question: str = "") -> dict[str, str]:
     """Misspelt terms of the question: option and setting names, and words, that no chunk the principal may
     read contains, each mapped to the closest term of the same lane that such chunks do contain
     ("retransmision_timeout" -> "retransmission_timeout", "reciev" -> "receiv"): one edit (a swap of two adjacent
     letters counts as one) under ten characters, two from ten on; a word must have five letters and its
-    correction occur in two chunks. Terms only readable elsewhere are never suggested."""
+    correction occur in two chunks. Terms only readable elsewhere are never suggested. With the `question` the
+    terms came from, a word whose stem is no such neighbour is also looked up as typed (`_typed_word_corrections`)."""
     names = [t for t in terms if t.startswith("=") and len(t) > 6]
     words = [t for t in terms if not t.startswith("=") and len(t) >= 5 and t.isalpha()]
     known = terms_readable([*names, *words], principal)
@@ -178,6 +179,69 @@ def correct_terms(terms: list[str], principal: Principal) -> dict[str, str]:
         ]
         if near:
             corrections[term] = near[0]
+    missed = [t for t in words if t not in known and t not in corrections]
+    if missed and question:
+        corrections.update(_typed_word_corrections(missed, question, principal))
+    return corrections
+
+
+# the fewest chunks the asker may read that must hold a word's correction, as for a stem's; they are counted up
+# to _WORD_CORRECTION_COUNTED (past it, two corrections are equally common)
+_WORD_CORRECTION_MIN_DF = 2
+_WORD_CORRECTION_COUNTED = 50
+
+
+def _one_edit_spellings(word: str) -> dict[str, int]:
+    """Every lower-case ASCII spelling one edit from `word` -> how likely a slip of the keyboard made `word` of
+    it, most likely first: two adjacent letters swapped (0), a letter changed (1), a letter dropped or added
+    (2)."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    ranked: dict[str, int] = {}
+    for rank, spellings in enumerate(
+        (
+            (a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1),
+            (a + c + b[1:] for a, b in splits if b for c in letters),
+            (s for a, b in splits for s in ([a + b[1:]] if b else []) + [a + c + b for c in letters]),
+        )
+    ):
+        for spelling in spellings:
+            ranked.setdefault(spelling, rank)
+    ranked.pop(word, None)
+    return ranked
+
+
+def _typed_word_corrections(terms: list[str], question: str, principal: Principal) -> dict[str, str]:
+    """Corrections of misspelt words looked up through the words as typed. The stemmer takes an ending off a
+    word spelt right only ("numeric" -> "numer", but "nuemric" stays whole; "configuration" -> "configur", but
+    "confiugration" -> "confiugr"), so a misspelt word's stem can be several edits from the right word's stem,
+    and the trigram candidates rank a swapped pair below shorter terms ("config", "confid") and cut it. The
+    word as typed, one edit from a word spelt right whose stem at least two chunks the principal may read hold
+    (as for a stem's correction), is that word misspelt: its term -> that stem, the likeliest slip first
+    (`_one_edit_spellings`), then the stem more such chunks hold."""
+    word_of = surface_word_of(question, terms)
+    options: dict[str, dict[str, int]] = {}
+    for term in terms:
+        word = word_of[term].lower()
+        if len(word) >= 5 and word.isascii() and word.isalpha():
+            found: dict[str, int] = {}
+            for spelling, rank in _one_edit_spellings(word).items():
+                if spelling not in STOPWORDS:
+                    stemmed = stem(spelling)
+                    found[stemmed] = min(rank, found.get(stemmed, rank))
+            found.pop(term, None)
+            options[term] = found
+    wanted = {stemmed for found in options.values() for stemmed in found}
+    if not wanted:
+        return {}
+    df = terms_readable_df(wanted, principal, cap=_WORD_CORRECTION_COUNTED)
+    corrections: dict[str, str] = {}
+    for term, found in options.items():
+        held = sorted(
+            (t for t in found if df.get(t, 0) >= _WORD_CORRECTION_MIN_DF), key=lambda t: (found[t], -df[t], t)
+        )
+        if held:
+            corrections[term] = held[0]
     return corrections
 
 
@@ -298,7 +362,7 @@ def search(
     t0 = time.perf_counter()
     analysis = understand(question)
 
-    corrections = correct_terms([t for t, _ in analysis.terms], principal)
+    corrections = correct_terms([t for t, _ in analysis.terms], principal, question)
     if corrections:
         analysis = replace(
             analysis, terms=[*analysis.terms, *((c, SYNONYM_WEIGHT) for c in corrections.values())]

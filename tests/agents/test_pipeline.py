@@ -810,3 +810,16 @@ def test_memory_rebuilt_from_stored_answers_when_redis_is_unreachable_and_never_
     conversation_delete(user=user, conversation_id=conversation)
     _memory_lost(conversation)
     assert memory_load(conversation) == []
+
+
+@pytest.mark.django_db
+def test_a_slip_of_the_keyboard_in_a_word_is_not_a_topic_the_corpus_lacks(sample_kb):
+    # two letters swapped break the word's ending, so its stem is two edits from the right word's ("chceked"
+    # stays "chceke", "checked" is "check"): the word was taken for one no chunk holds, and the question
+    # abstained whatever the evidence said
+    body = _answer("What should be chceked during the NOC shift handover?", _user("eng-slip", "employees"))
+    decisions = _adequacy(body)
+    assert decisions and not any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
+        decisions
+    )
+    assert not body["abstained"], body["answer"]

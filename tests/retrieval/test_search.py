@@ -235,6 +235,30 @@ def test_a_misspelt_word_is_also_searched_as_the_readable_word_closest_to_it(tmp
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_misspelt_word_whose_stem_is_no_neighbour_of_the_right_stem_is_corrected_as_typed(tmp_path):
+    """The stemmer takes the ending off a word spelt right only: "numeric" is "numer", "nuemric" stays whole,
+    three edits away, and "configuration" is "configur" where "confiugration" is "confiugr"."""
+    docs = {
+        "table.md": "# Tables\n\nThe main table has the numeric ID 254.\n",
+        "ids.md": "# IDs\n\nEach route table has a numeric ID and a name.\n",
+        "conf.md": "# Configuration\n\nThe configuration lives in one file.\n",
+        "conf2.md": "# More configuration\n\nA configuration change needs a reload.\n",
+    }
+    _ingest(write_docs(tmp_path / "public", docs))
+    who = _principal("outsider", "employees")
+
+    question = "what nuemric ID does the main table have?"
+    result = search(question, who)
+    assert result.corrections == {"nuemric": "numer"}
+    assert "numer" in result.query_terms
+    question = "where does the confiugration live?"
+    assert correct_terms(query_terms(question), who, question) == {"confiugr": "configur"}
+    # a word that is no slip of a readable word, or whose correction only one chunk holds, is left alone
+    question = "which nuemric zyphraxx needs a relaod"
+    assert correct_terms(query_terms(question), who, question) == {"nuemric": "numer"}
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_correction_is_offered_on_what_the_asker_may_read_alone(tmp_path):
     """Whether a word is suggested for a misspelt one depended on documents the asker cannot read: their chunks
     were counted against the two a word correction needs, and the eight candidates nearest by trigrams were cut
