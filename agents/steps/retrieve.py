@@ -159,11 +159,17 @@ def is_everyday(word: str, words: frozenset[str] | None = None) -> bool:
     return False
 
 
+_CODE_SPAN = re.compile(r"`[^`]*`")
+
+
 def everyday_terms(question: str) -> set[str]:
     """The terms of the question's everyday words (`is_everyday`) written in lower case. A capitalised word is
     kept out: in "configured on Juniper routers" it names a product even though "juniper" is an everyday
-    word."""
+    word. A question typed in capitals (no lower-case letter outside its code spans) tells no name by its case:
+    its words are read in lower case."""
     words = everyday_words()
+    if not re.search("[a-z]", _CODE_SPAN.sub("", question)):
+        question = question.lower()
     return {
         term
         for word in re.findall(r"(?<![\w-])[a-z]+(?![\w-])", question)

@@ -636,6 +636,12 @@ def test_a_question_in_everyday_words_the_documents_do_not_use_is_answered_from_
     terms = everyday_terms("Do changes stop for the holidays on Juniper or dnsmasq boxes?")
     assert {*analyze("holidays"), *analyze("changes")} <= terms
     assert not terms & {*analyze("Juniper"), *analyze("dnsmasq")}  # a capitalised word, a tool's name
+    # typed with caps lock on, the question's case tells no name: its everyday words are everyday words still
+    assert {*analyze("holidays"), *analyze("changes")} <= everyday_terms("DO CHANGES STOP FOR THE HOLIDAYS?")
+    shouted = _answer("WHEN DO CHANGES STOP FOR THE END-OF-YEAR HOLIDAYS?", _user("eng9-caps", "employees"))
+    assert not any(d.startswith("term(s) not in the knowledge base") for d in _adequacy(shouted)), _adequacy(
+        shouted
+    )
     body = _answer("When do changes stop for the end-of-year holidays?", _user("eng9", "employees"))
     decisions = _adequacy(body)
     # the evidence decides (the selector's probability against its threshold), not the unknown-term rule; the
