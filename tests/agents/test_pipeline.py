@@ -829,3 +829,19 @@ def test_a_slip_of_the_keyboard_in_a_word_is_not_a_topic_the_corpus_lacks(sample
         decisions
     )
     assert not body["abstained"], body["answer"]
+
+
+@pytest.mark.django_db
+def test_a_greeting_or_thanks_around_a_question_does_not_change_its_answer(sample_kb):
+    # "quick", "pls" and "thanks" were searched as terms no evidence holds and moved the question's embedding:
+    # P(answerable) .62 bare, .21 after "quick q:" or with "pls?", which abstained
+    question = "How do I fail over the DNS primary?"
+    bare = _answer(question, _user("eng-bare", "employees"))
+    assert not bare["abstained"], bare["answer"]
+    for n, chatty in enumerate(
+        (f"quick q: {question}", "How do I fail over the DNS primary pls?", f"hi, {question} thanks!")
+    ):
+        body = _answer(chatty, _user(f"eng-chat{n}", "employees"))
+        assert not body["abstained"], (chatty, _adequacy(body))
+        assert _adequacy(body) == _adequacy(bare), chatty
+        assert body["answer"] == bare["answer"]

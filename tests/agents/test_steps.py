@@ -285,3 +285,17 @@ def test_a_vague_question_asked_as_it_stands_in_a_conversation_is_asked_back_and
     # "it" points back: joined to the earlier question, which says what it is about
     joined = clarified("and how do I configure it")
     assert joined.rewritten != joined.question and joined.verdict != "clarify"
+
+
+def test_a_greeting_an_aside_or_thanks_around_a_question_is_not_searched():
+    from agents.steps.rewrite import without_courtesy
+
+    assert without_courtesy("hi, what is the MTU?") == "what is the MTU?"
+    assert without_courtesy("Hey team - quick q: what is the MTU?") == "what is the MTU?"
+    assert without_courtesy("What is the MTU? thanks!") == "What is the MTU?"
+    assert without_courtesy("what is the MTU pls?") == "what is the MTU?"
+    assert without_courtesy("Please explain the MTU, thank you in advance") == "explain the MTU"
+    # a word of the question itself, or a question of nothing else, stays
+    assert without_courtesy("what does the `please` keyword do?") == "what does the `please` keyword do?"
+    assert without_courtesy("Hiding the banner: how?") == "Hiding the banner: how?"
+    assert without_courtesy("thanks!") == "thanks!"
