@@ -191,22 +191,16 @@ _WORD_CORRECTION_MIN_DF = 2
 _WORD_CORRECTION_COUNTED = 50
 
 
-def _one_edit_spellings(word: str) -> dict[str, int]:
-    """Every lower-case ASCII spelling one edit from `word` -> how likely a slip of the keyboard made `word` of
-    it, most likely first: two adjacent letters swapped (0), a letter changed (1), a letter dropped or added
-    (2)."""
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+def slips_undone(word: str) -> dict[str, int]:
+    """The spellings that one slip of the keyboard could have made `word` of -> how likely that slip, most likely
+    first: two adjacent letters swapped (0), a letter typed twice or a neighbouring key caught with it (1: the
+    letter dropped again). Not a letter changed or one missing: those reach far more words, and a name the corpus
+    lacks ("recursor") would too often read as a word it has ("recurser", stemmed "recurs")."""
     ranked: dict[str, int] = {}
-    for rank, spellings in enumerate(
-        (
-            (a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1),
-            (a + c + b[1:] for a, b in splits if b for c in letters),
-            (s for a, b in splits for s in ([a + b[1:]] if b else []) + [a + c + b for c in letters]),
-        )
-    ):
-        for spelling in spellings:
-            ranked.setdefault(spelling, rank)
+    for i in range(len(word) - 1):
+        ranked.setdefault(word[:i] + word[i + 1] + word[i] + word[i + 2 :], 0)
+    for i in range(len(word)):
+        ranked.setdefault(word[:i] + word[i + 1 :], 1)
     ranked.pop(word, None)
     return ranked
 
@@ -216,16 +210,16 @@ def _typed_word_corrections(terms: list[str], question: str, principal: Principa
     word spelt right only ("numeric" -> "numer", but "nuemric" stays whole; "configuration" -> "configur", but
     "confiugration" -> "confiugr"), so a misspelt word's stem can be several edits from the right word's stem,
     and the trigram candidates rank a swapped pair below shorter terms ("config", "confid") and cut it. The
-    word as typed, one edit from a word spelt right whose stem at least two chunks the principal may read hold
-    (as for a stem's correction), is that word misspelt: its term -> that stem, the likeliest slip first
-    (`_one_edit_spellings`), then the stem more such chunks hold."""
+    word as typed, one slip (`slips_undone`: a swap of two letters, a letter too many) from a word spelt right
+    whose stem at least two chunks the principal may read hold (as for a stem's correction), is that word
+    misspelt: its term -> that stem, the likeliest slip first, then the stem more such chunks hold."""
     word_of = surface_word_of(question, terms)
     options: dict[str, dict[str, int]] = {}
     for term in terms:
         word = word_of[term].lower()
         if len(word) >= 5 and word.isascii() and word.isalpha():
             found: dict[str, int] = {}
-            for spelling, rank in _one_edit_spellings(word).items():
+            for spelling, rank in slips_undone(word).items():
                 if spelling not in STOPWORDS:
                     stemmed = stem(spelling)
                     found[stemmed] = min(rank, found.get(stemmed, rank))

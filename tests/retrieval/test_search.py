@@ -243,6 +243,8 @@ def test_a_misspelt_word_whose_stem_is_no_neighbour_of_the_right_stem_is_correct
         "ids.md": "# IDs\n\nEach route table has a numeric ID and a name.\n",
         "conf.md": "# Configuration\n\nThe configuration lives in one file.\n",
         "conf2.md": "# More configuration\n\nA configuration change needs a reload.\n",
+        "walk.md": "# Walks\n\nThe walker will recurse into each folder.\n",
+        "walk2.md": "# More walks\n\nIt does not recurse into links.\n",
     }
     _ingest(write_docs(tmp_path / "public", docs))
     who = _principal("outsider", "employees")
@@ -256,6 +258,9 @@ def test_a_misspelt_word_whose_stem_is_no_neighbour_of_the_right_stem_is_correct
     # a word that is no slip of a readable word, or whose correction only one chunk holds, is left alone
     question = "which nuemric zyphraxx needs a relaod"
     assert correct_terms(query_terms(question), who, question) == {"nuemric": "numer"}
+    # nor a name the corpus lacks that a changed letter would make a word it has ("recurser" is "recurs")
+    question = "what does the recursor cache"
+    assert correct_terms(query_terms(question), who, question) == {}
 
 
 @pytest.mark.django_db(transaction=True)
