@@ -173,9 +173,17 @@ def everyday_terms(question: str) -> set[str]:
     return {
         term
         for word in re.findall(r"(?<![\w-])[a-z]+(?![\w-])", question)
-        if is_everyday(word, words)
+        if is_everyday(word, words) or _everyday_slipped(word, words)
         for term in analyze(word)
     }
+
+
+def _everyday_slipped(word: str, words: frozenset[str]) -> bool:
+    """`word` is an everyday word with one slip of the keyboard in it (`retrieval.search.slips_undone`:
+    "rewroking", "hoildays"): a word of six letters or more, as a shorter one is as likely a name."""
+    from retrieval.search import slips_undone
+
+    return len(word) >= 6 and any(is_everyday(spelling, words) for spelling in slips_undone(word))
 
 
 _MAC = re.compile(r"[0-9a-f]{2}(?:[:-][0-9a-f]{2}){5}", re.IGNORECASE)

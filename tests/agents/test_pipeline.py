@@ -829,6 +829,18 @@ def test_a_slip_of_the_keyboard_in_a_word_is_not_a_topic_the_corpus_lacks(sample
         decisions
     )
     assert not body["abstained"], body["answer"]
+    # an everyday word that no readable chunk holds has no correction to find, but is an everyday word
+    # misspelt ("hoildays"; "holidays" is nowhere in the readable documents), and the evidence decides
+    from agents.steps.retrieve import everyday_terms
+    from knowledge.text import analyze
+
+    assert set(analyze("hoildays")) <= everyday_terms("when do changes stop for the hoildays?")
+    assert not set(analyze("qzvxwobly")) & everyday_terms("when do changes stop for the qzvxwobly?")
+    body = _answer("When do changes stop for the end-of-year hoildays?", _user("eng-slip2", "employees"))
+    decisions = _adequacy(body)
+    assert decisions and not any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
+        decisions
+    )
 
 
 @pytest.mark.django_db
