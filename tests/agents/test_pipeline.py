@@ -176,6 +176,49 @@ def test_a_follow_up_that_points_back_with_a_pronoun_is_resolved(sample_kb):
     assert "120" in second["answer"], second["answer"]
 
 
+def _lead(answer: str) -> str:
+    """An answer's first sentence, without its citation mark."""
+    return answer.split(" [", 1)[0]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("first_question", "follow_up", "answer_lead"),
+    [
+        ("What is the Northwind standard for max_wal_size?", "and checkpoint_timeout?", "15min"),
+        (
+            "When does chronyd step the clock instead of slewing it?",
+            "and how often does it poll the servers?",
+            "between 64 and 1024 seconds",
+        ),
+    ],
+)
+def test_a_follow_up_is_answered_with_what_it_asks_not_the_previous_answer(
+    sample_kb, first_question, follow_up, answer_lead
+):
+    """A follow-up is searched with the previous question's words, which find the right document; its answer
+    leads with the sentence that answers the follow-up, not again with the one that answered the question
+    before it."""
+    user = _user(f"follower-{len(follow_up)}")
+    first = _answer(first_question, user)
+    assert not first["abstained"], first["answer"]
+    second = _answer(follow_up, user, conversation_id=first["conversation_id"])
+    assert _rewrite_decision(second) == "rewritten"
+    assert not second["abstained"], second["answer"]
+    assert answer_lead in _lead(second["answer"]), second["answer"]
+    assert _lead(second["answer"]) != _lead(first["answer"])
+
+
+@pytest.mark.django_db
+def test_a_follow_up_that_names_nothing_of_its_own_is_answered_from_the_joined_question(sample_kb):
+    """A follow-up "and why?" gives no words to judge a sentence by: the joined question's best sentence leads."""
+    user = _user("why")
+    first = _answer("What is the Northwind standard for random_page_cost?", user)
+    second = _answer("and why?", user, conversation_id=first["conversation_id"])
+    assert _rewrite_decision(second) == "rewritten"
+    assert "SAN with flash" in _lead(second["answer"]), second["answer"]
+
+
 @pytest.mark.django_db
 def test_comparison_question_retrieves_and_cites_both_documents(sample_kb):
     body = _answer(
