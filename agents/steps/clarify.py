@@ -16,15 +16,13 @@ class Clarify:
 
     def run(self, state: AnswerState) -> AnswerState:
         from agents import classify
-        from agents.steps.rewrite import without_courtesy
 
         # read without a greeting or thanks around it ("hi, ..."), as the follow-up step read it
-        asked = without_courtesy(state.question)
+        asked = state.asked or state.question
         vague = len(asked.split()) <= VAGUE_WORDS and not identifiers(asked)
         # a follow-up joined to the turn before it (RewriteFollowUp) takes its subject from there; a question
         # asked as it stands in a conversation is as vague as the first one of it
-        joined = bool(state.rewritten) and state.rewritten != asked
-        if state.hop == "ambiguous" and vague and not joined:
+        if state.hop == "ambiguous" and vague and not state.follow_up:
             return replace(state, answer=classify.clarifying_question(state.question), verdict="clarify")
         return state
 

@@ -131,7 +131,7 @@ class Decide:
             )
         if selection is not None:
             state = replace(state, selection=selection, candidates=tuple(selection.ranked))
-        if is_joined_follow_up(state):
+        if state.follow_up:
             state = follow_up_ordered(state)
         return state
 
@@ -139,11 +139,6 @@ class Decide:
         if state.verdict == "abstained":
             return "abstain"
         return state.selection.describe() if state.selection else "sufficient"
-
-
-def is_joined_follow_up(state: AnswerState) -> bool:
-    """Whether the question was asked as a follow-up joined to the previous turn's question."""
-    return bool(state.history) and bool(state.rewritten) and state.rewritten != state.question
 
 
 def follow_up_ordered(state: AnswerState) -> AnswerState:
@@ -157,21 +152,22 @@ def follow_up_ordered(state: AnswerState) -> AnswerState:
     sentence model when one is installed; whether to answer stays decided on the joined question. A follow-up
     that names nothing to judge a sentence by ("and why?") keeps the joined question's order."""
     assert state.terms is not None, "retrieve runs first"
-    if not query_terms(state.question):
+    asked = state.asked or state.question
+    if not query_terms(asked):
         return state
     pool = list(state.evidence[: state.pool_size])
     own = score_sentences(
-        state.question,
+        asked,
         pool,
         embed=state.cache.embed_windows,
         pooled=state.cache.pooled(pool),
-        query_vec=state.cache.query_vector(state.question),
+        query_vec=state.cache.query_vector(asked),
         idf=state.terms.idf,
         aliases=state.terms.corrections,
     )
-    answerer = get_answerer() if state.selection is not None else None
     if not own:
         return state
+    answerer = get_answerer() if state.selection is not None else None
     if answerer is None or state.selection is None:
         return replace(state, candidates=tuple(own))
     ranked = rank(answerer, own, state.evidence, chunk_scores(state))[0]

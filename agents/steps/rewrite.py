@@ -47,8 +47,9 @@ class RewriteFollowUp:
     def run(self, state: AnswerState) -> AnswerState:
         from agents.memory import rewrite_follow_up
 
-        rewritten, _details = rewrite_follow_up(without_courtesy(state.question), list(state.history))
-        return replace(state, rewritten=rewritten)
+        asked = without_courtesy(state.question)
+        rewritten, details = rewrite_follow_up(asked, list(state.history))
+        return replace(state, asked=asked, follow_up=bool(details.get("follow_up")), rewritten=rewritten)
 
     def describe(self, state: AnswerState) -> str:
-        return "rewritten" if state.rewritten != without_courtesy(state.question) else "standalone"
+        return "rewritten" if state.follow_up else "standalone"

@@ -280,18 +280,19 @@ def test_a_vague_question_asked_as_it_stands_in_a_conversation_is_asked_back_and
 
     # no word of it points back: the earlier turn is not its subject, and it names none of its own
     alone = clarified("how do I configure the server")
-    assert alone.rewritten == alone.question and alone.hop == "ambiguous"
+    assert not alone.follow_up and alone.rewritten == alone.question and alone.hop == "ambiguous"
     assert alone.verdict == "clarify", alone.answer
     # "it" points back: joined to the earlier question, which says what it is about
     joined = clarified("and how do I configure it")
-    assert joined.rewritten != joined.question and joined.verdict != "clarify"
+    assert joined.follow_up and joined.rewritten != joined.question and joined.verdict != "clarify"
     # a greeting or thanks around it joins it to nothing and makes it no less vague
     for chatty in (
         "hi, how do I configure the server, thanks!",
         "hey team - quick q: how do I configure the server pls",
     ):
         greeted = clarified(chatty)
-        assert greeted.rewritten == alone.rewritten and greeted.verdict == "clarify", (chatty, greeted.answer)
+        assert not greeted.follow_up and greeted.rewritten == alone.rewritten, chatty
+        assert greeted.verdict == "clarify", (chatty, greeted.answer)
 
 
 def test_a_greeting_an_aside_or_thanks_around_a_question_is_not_searched():
