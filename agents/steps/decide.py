@@ -29,6 +29,7 @@ from knowledge.text import (
     identifiers,
     match_form,
     query_terms,
+    stem,
     surface_word_of,
     surface_words,
 )
@@ -102,8 +103,19 @@ def _read_as(word: str, pairs: list[tuple[str, str]]) -> str:
             if correction.lower() not in reading.lower():  # not already read so by a whole-name correction
                 unplaced.append(correction)
             continue
+        if term == reading.lower():
+            correction = _spelled(reading, correction)
         reading = reading[:at] + correction + reading[at + len(term) :]
     return ", ".join([reading] * (reading != word) + unplaced) or word
+
+
+def _spelled(word: str, stemmed: str) -> str:
+    """The word spelt right that a word corrected as typed was read as (retrieval.search.slips_undone:
+    "nuemric", whose slip kept the stemmer from taking its ending off, was searched as "numer": it is shown as
+    "numeric"); `stemmed` when no one slip of `word` stems to it."""
+    from retrieval.search import slips_undone
+
+    return next((spelling for spelling in slips_undone(word.lower()) if stem(spelling) == stemmed), stemmed)
 
 
 @dataclass(frozen=True)

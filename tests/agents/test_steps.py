@@ -158,6 +158,9 @@ def test_a_corrected_word_is_named_once_and_a_word_typed_as_well_keeps_its_place
         "persistance_timeout (read as persistence_timeout)",
         "pool",
     ]
+    # a word corrected as typed (its stem kept the slip: "nuemric" stays whole, "numeric" is "numer") is read
+    # as the word spelt right, not as the stem searched
+    assert "nuemric (read as numeric)" in shown("Is the value nuemric?", {"nuemric": "numer"})
     # the corrected word typed elsewhere in the question is one of the asker's words
     assert shown("Do they recieve what we receive?", {"reciev": "receiv"}) == [
         "recieve (read as receive)",
