@@ -49,6 +49,18 @@ class Turn:
     template: str
     chunk_ids: list[int]
 
+    @classmethod
+    def of(cls, question: str, rewritten: str, template: str, response: dict[str, Any]) -> Turn:
+        """The turn an answer makes: `response` is its body (answer text, citations); `rewritten` the question
+        as answered, empty when it was the question itself."""
+        return cls(
+            question=question,
+            rewritten=rewritten or question,
+            answer=str(response.get("answer", ""))[:1000],
+            template=template,
+            chunk_ids=[c["chunk_id"] for c in response.get("citations", []) if "chunk_id" in c],
+        )
+
 
 def _key(conversation_id: str) -> str:
     return f"athena:memory:{conversation_id}"
@@ -97,7 +109,7 @@ def memory_stored(conversation_id: str) -> list[Turn]:
     """The turns memory would hold, read from the conversation's stored answers: the last ATHENA_MEMORY_TURNS,
     oldest first, or none when the last is older than ATHENA_MEMORY_TTL_SECONDS (Redis's key would have
     expired; each turn renews it) or the conversation was deleted. A database error is logged, not raised."""
-    from django.db import DatabaseError
+    from django.db import Error as DatabaseError  # InterfaceError too (a connection closed under it)
     from django.utils import timezone
 
     from agents.models import Answer
@@ -109,7 +121,9 @@ def memory_stored(conversation_id: str) -> list[Turn]:
     try:
         rows = list(
             Answer.objects.filter(conversation_id=conversation_id, conversation__deleted=False)
-            .order_by("-created_at", "-pk")
+            # stored in order under the conversation's row lock (agents.services.ask): the key orders them,
+            # where the hosts' clocks that stamped created_at may disagree
+            .order_by("-pk")
             .only("question", "rewritten", "template", "response", "created_at")[
                 : settings.ATHENA_MEMORY_TURNS
             ]
@@ -121,16 +135,7 @@ def memory_stored(conversation_id: str) -> list[Turn]:
         seconds=settings.ATHENA_MEMORY_TTL_SECONDS
     ):
         return []
-    return [
-        Turn(
-            question=row.question,
-            rewritten=row.rewritten or row.question,
-            answer=str(row.response.get("answer", ""))[:1000],
-            template=row.template,
-            chunk_ids=[c["chunk_id"] for c in row.response.get("citations", []) if "chunk_id" in c],
-        )
-        for row in reversed(rows)
-    ]
+    return [Turn.of(row.question, row.rewritten, row.template, row.response) for row in reversed(rows)]
 
 
 def memory_append(conversation_id: str, turn: Turn) -> None:
@@ -186,6 +191,8 @@ def rewrite_follow_up(
     if cue is None:
         return question, {"follow_up": False}
     own = _own_topic(question, previous) if cue != "continuation" else []
+    if own and _asks_of_it_elsewhere(question, own):
+        own = []
     if own:
         # a question about something else, however short, is asked as it stands
         return question, {"follow_up": False, "own_topic": own}
@@ -237,14 +244,19 @@ def _own_topic(question: str, previous: Turn) -> list[str]:
     words of one or two letters. Empty for a question in everyday words ("how do I roll it back?") or one
     that names only what the previous turn named."""
     from agents.steps.retrieve import INFORMAL, everyday_terms
-    from knowledge.text import analyze
+    from knowledge.text import STOPWORDS, analyze
 
-    # a sentence's first word is capitalised as a matter of course, not as a name ("Is", "Which")
+    # a sentence's first word is capitalised as a matter of course when it is a question word or a word of
+    # grammar ("Is", "Which", "How"), not when it names something ("Apache log location?")
     plain = re.sub(
-        r"(^|[.?!]\s+)([A-Z][a-z]+\b)", lambda m: m.group(1) + m.group(2).lower(), question.strip()
+        r"(^|[.?!]\s+)([A-Z][a-z]+\b)",
+        lambda m: m.group(1) + (m.group(2).lower() if m.group(2).lower() in STOPWORDS else m.group(2)),
+        question.strip(),
     )
     everyday = everyday_terms(plain)
-    known = set(analyze(f"{previous.question} {previous.rewritten} {previous.answer}"))
+    earlier = f"{previous.question} {previous.rewritten} {previous.answer}"
+    # an identifier's parts too: "lb-02" is named by an earlier "lb-01/lb-02", "IOS-XE" by "IOS XE"
+    known = set(analyze(earlier)) | set(analyze(_IDENTIFIER_SEPARATORS.sub(" ", earlier)))
     own = []
     for term in dict.fromkeys(analyze(question)):
         word = term.removeprefix("=")
@@ -252,8 +264,34 @@ def _own_topic(question: str, previous: Turn) -> list[str]:
             continue
         if not term.startswith("=") and len(word) <= 2:
             continue
+        if term.startswith("=") and set(analyze(_IDENTIFIER_SEPARATORS.sub(" ", word))) <= known:
+            continue
         own.append(term)
     return own
+
+
+_IDENTIFIER_SEPARATORS = re.compile(r"[-_/.,:=]+")
+# "it" or "they" as what the question is about: the subject after an auxiliary ("is it", "does it") or the
+# object at the end or before a place ("restart it", "restart it on lb-03")
+_IT_ASKED_OF = re.compile(
+    r"\b(?:is|was|does|do|did|can|could|will|would|should)\s+(?:it|they)\b"
+    r"|\b(?:it|them)\s+(?:on|in|for|with|at|under|from|across)\b|\b(?:it|them)\W*$",
+    re.IGNORECASE,
+)
+_PLACE = re.compile(r"\b(?:on|in|for|with|at|under|from|across)\s+", re.IGNORECASE)
+
+
+def _asks_of_it_elsewhere(question: str, own: list[str]) -> bool:
+    """ "Is it the same on Ubuntu?", "does it work on IOS-XR?", "how do I restart it on lb-03?": the question
+    asks about the previous turn's subject ("it") in another place, and names nothing of its own but that
+    place (its terms all in the phrase after the last on/in/for/with ...). "is it possible to run chrony on a
+    VM?" names chrony outside it and stands alone."""
+    from knowledge.text import analyze
+
+    places = list(_PLACE.finditer(question))
+    if not places or not _IT_ASKED_OF.search(question):
+        return False
+    return set(own) <= set(analyze(question[places[-1].end() :]))
 
 
 def _bounded_join(context: str, question: str, *, limit: int) -> str:

@@ -621,13 +621,7 @@ def ask(
                 # remembered while the UPDATE above holds the conversation: two questions answered at once in
                 # one conversation are remembered in the order they are stored (after commit, the second could
                 # be remembered first, and a follow-up read the older turn as the last)
-                turn = Turn(
-                    question=question,
-                    rewritten=result["rewritten"] or question,
-                    answer=result["answer"][:1000],
-                    template=result["template"],
-                    chunk_ids=[c["chunk_id"] for c in result["citations"]],
-                )
+                turn = Turn.of(question, result["rewritten"], result["template"], result)
                 memory_append(str(conversation.pk), turn)
             if blocked:
                 if not conversation_id:

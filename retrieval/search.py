@@ -200,9 +200,37 @@ def slips_undone(word: str) -> dict[str, int]:
     for i in range(len(word) - 1):
         ranked.setdefault(word[:i] + word[i + 1] + word[i] + word[i + 2 :], 0)
     for i in range(len(word)):
-        ranked.setdefault(word[:i] + word[i + 1 :], 1)
+        if _caught_with(word, i):
+            ranked.setdefault(word[:i] + word[i + 1 :], 1)
     ranked.pop(word, None)
     return ranked
+
+
+_KEY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+_KEY_AT = {key: (row, column) for row, keys in enumerate(_KEY_ROWS) for column, key in enumerate(keys)}
+
+
+def _caught_with(word: str, i: int) -> bool:
+    """Whether the letter at `i` reads as typed by mistake with a letter beside it: the same letter again, or a
+    key next to it on the keyboard. Not a first or last letter that differs from its neighbour: a name's own
+    ends ("auditd", "stunnel", "rclone") would read as everyday words ("audit", "tunnel", "clone")."""
+    letter = word[i]
+    beside = [word[j] for j in (i - 1, i + 1) if 0 <= j < len(word)]
+    if letter in beside:
+        return True
+    if i == 0 or i == len(word) - 1:
+        return False
+    return any(_keys_touch(letter, other) for other in beside)
+
+
+def _keys_touch(a: str, b: str) -> bool:
+    if a not in _KEY_AT or b not in _KEY_AT:
+        return False
+    (row_a, column_a), (row_b, column_b) = _KEY_AT[a], _KEY_AT[b]
+    # each row sits about half a key to the right of the one above it
+    return (row_a == row_b and abs(column_a - column_b) == 1) or (
+        abs(row_a - row_b) == 1 and (column_a - column_b) * (1 if row_a > row_b else -1) in (0, -1)
+    )
 
 
 def _typed_word_corrections(terms: list[str], question: str, principal: Principal) -> dict[str, str]:

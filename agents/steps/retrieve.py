@@ -166,10 +166,11 @@ def everyday_terms(question: str) -> set[str]:
     """The terms of the question's everyday words (`is_everyday`) written in lower case. A capitalised word is
     kept out: in "configured on Juniper routers" it names a product even though "juniper" is an everyday
     word. A question typed in capitals (no lower-case letter outside its code spans) tells no name by its case:
-    its words are read in lower case."""
+    its words of five letters or more are read in lower case."""
     words = everyday_words()
     if not re.search("[a-z]", _CODE_SPAN.sub("", question)):
-        question = question.lower()
+        # but a short word in capitals is as likely an acronym there as anywhere ("RIP TIMERS?")
+        question = re.sub(r"[A-Z]{5,}", lambda m: m.group(0).lower(), question)
     return {
         term
         for word in re.findall(r"(?<![\w-])[a-z]+(?![\w-])", question)
@@ -247,7 +248,7 @@ def distinctive_unknown_terms(
             # as a whole
             if parts and all(len(p) <= 2 or (p in known and not p.isdigit()) for p in parts):
                 continue
-            if _stop_word_option(term):
+            if _stop_word_option(term) or _dashed_everyday_word(term, everyday):
                 continue
             missing.append(term)
         elif (
@@ -273,6 +274,16 @@ def _stop_word_option(term: str) -> bool:
     one, like a typeset long option. Its name says nothing about what the corpus holds."""
     match = _OPTION_NAME.fullmatch(term)
     return match is not None and not analyze(match.group(1))
+
+
+def _dashed_everyday_word(term: str, everyday: Collection[str]) -> bool:
+    """An option whose name is an everyday word of the question ("routers —especially ..." read as
+    "--especially"). `everyday_terms` reads no word written against a hyphen, so the question set a
+    typographic dash against it, which folding reads as a typeset option's; typed with hyphens ("--force") it
+    is an option, and checked."""
+    match = _OPTION_NAME.fullmatch(term)
+    names = set(analyze(match.group(1))) if match else set()
+    return bool(names) and names <= set(everyday)
 
 
 def naming_readable_documents(terms: Collection[str], principal: Principal) -> set[str]:

@@ -11,17 +11,28 @@ from agents.steps.state import AnswerState
 # What people put around a question in a chat ("hi, ...", "quick q: ...", "... thanks!", "... pls?"). Searched
 # with it, "hi", "thanks" and "pls" were terms no evidence holds and moved the question's embedding, and the
 # same question was answered bare but abstained on with a greeting (or the other way round).
+# A greeting is taken off only with punctuation or a spaced dash after it ("hello," "hi team - "), or, for the
+# words that name nothing in a network's documents, a space ("hi what is ..."): "hello" alone opens "Hello
+# interval on OSPF?". An aside ("quick q:") needs its punctuation too, and a bare "q" a colon ("Q-in-Q").
 _GREETING = r"(?:hi|hey|hello|hiya|howdy|good\s+(?:morning|afternoon|evening))(?:\s+(?:all|there|team|folks|guys|everyone))?"
-_ASIDE = r"(?:(?:a\s+)?(?:quick|short|simple|small|dumb|silly|newbie)\s+(?:q|qn|question|one)|q|question)"
-_PUNCT = r"[,!.:;\u2013\u2014-]"
+_BARE_GREETING = r"(?:hi|hey|hiya|howdy)"
+_SEPARATOR = r"(?:\s*[,!.:;]+\s*|\s+[-\u2013\u2014]+\s+|\s*[\u2013\u2014]+\s*)"
+_ASIDE = r"(?:(?:a\s+)?(?:quick|short|simple|small|dumb|silly|newbie)\s+(?:q|qn|question|one){sep}|(?:q|question)\s*:\s*)"
 _OPENING = re.compile(
-    rf"^\s*(?:{_GREETING}(?:\s*{_PUNCT}+\s*|\s+))?(?:{_ASIDE}\s*{_PUNCT}+\s*)?(?:(?:please|pls|plz)\s*,?\s+)?",
+    rf"^\s*(?:{_GREETING}{_SEPARATOR}|{_BARE_GREETING}\s+)?"
+    + _ASIDE.format(sep=_SEPARATOR)
+    + r"?(?:(?:please|pls|plz)\s*,?\s+)?",
     re.IGNORECASE,
 )
 _THANKS = r"(?:thanks|thank\s+you|thx|thnx|ty|tia|cheers|please|pls|plz)"
 _CLOSING = re.compile(
-    rf"(?:\s*{_PUNCT})*\s*\b{_THANKS}(?:\s+(?:a\s+lot|so\s+much|very\s+much|in\s+advance|all|team|guys|everyone))?"
+    rf"(?:\s*[,!.:;\u2013\u2014-])*\s*\b{_THANKS}(?:\s+(?:a\s+lot|so\s+much|very\s+much|in\s+advance|all|team|guys|everyone))?"
     rf"[\s!.]*(\?*)\s*$",
+    re.IGNORECASE,
+)
+# a reply that says nothing but thanks or a greeting ("ok thanks", "great, thanks!", "cheers", "hi")
+_COURTESY_ONLY = re.compile(
+    rf"^\s*(?:(?:ok|okay|great|cool|nice|perfect|got\s+it|awesome|{_THANKS}|{_GREETING})[\s,!.:;]*)+$",
     re.IGNORECASE,
 )
 
@@ -40,6 +51,11 @@ def without_courtesy(question: str) -> str:
     return text if len(text.split()) >= 2 else question.strip()
 
 
+def courtesy_only(question: str) -> bool:
+    """Whether `question` says nothing but thanks, a greeting or an acknowledgement ("ok thanks", "cheers")."""
+    return bool(_COURTESY_ONLY.match(question))
+
+
 @dataclass(frozen=True)
 class RewriteFollowUp:
     name: str = "follow_up_rewrite"
@@ -48,6 +64,10 @@ class RewriteFollowUp:
         from agents.memory import rewrite_follow_up
 
         asked = without_courtesy(state.question)
+        if courtesy_only(asked):
+            # "thanks!" after an answer asks nothing of the previous question: joined, it was searched as that
+            # question again, re-ordered by "thanks", and remembered so for the next follow-up
+            return replace(state, asked=asked, follow_up=False, rewritten=asked)
         rewritten, details = rewrite_follow_up(asked, list(state.history))
         return replace(state, asked=asked, follow_up=bool(details.get("follow_up")), rewritten=rewritten)
 

@@ -71,6 +71,11 @@ def test_an_instruction_split_across_turns_is_not_combined(first: str, second: s
             "How do I fail over the DNS primary?",
             "In the F5 pool, how do I force new sessions to the next one in the list?",
         ),
+        # a product's name opening the question is a name, not a capitalised first word
+        ("How do I drop ICMP in nftables?", "Apache log location?"),
+        ("How do I drop ICMP in nftables?", "Oracle listener port?"),
+        # "it" is a dummy subject, and the question names its own topic outside the place it asks about
+        ("What VRRP priority do lb-01/lb-02 use?", "is it possible to run chrony on a VM?"),
     ],
 )
 def test_a_question_that_names_its_own_topic_stands_alone(previous: str, question: str) -> None:
@@ -87,6 +92,12 @@ def test_a_question_that_names_its_own_topic_stands_alone(previous: str, questio
         # short, and naming nothing the previous question did not
         ("What keepalived priority does lb-01 use?", "keepalived weight?", "short"),
         ("What is the unbound cache size on the resolvers?", "what about conntrack?", "continuation"),
+        # the previous question named it as part of another identifier
+        ("What VRRP priority do lb-01/lb-02 use?", "what priority does it use on lb-02?", "reference"),
+        ("What are the BGP timers on IOS XE?", "and the defaults on IOS-XE?", "continuation"),
+        # "it" asked of somewhere else: the only new name is the place
+        ("What VRRP priority do lb-01/lb-02 use?", "how do I restart it on lb-03?", "reference"),
+        ("How do I set the NTP servers on the core routers?", "Is it the same on Ubuntu?", "reference"),
     ],
 )
 def test_a_question_that_depends_on_the_previous_one_is_joined_to_it(

@@ -310,3 +310,29 @@ def test_a_greeting_an_aside_or_thanks_around_a_question_is_not_searched():
     assert without_courtesy("what does the `please` keyword do?") == "what does the `please` keyword do?"
     assert without_courtesy("Hiding the banner: how?") == "Hiding the banner: how?"
     assert without_courtesy("thanks!") == "thanks!"
+    # a greeting word that is part of the question stays: OSPF's hello interval, a Q-in-Q tunnel
+    for question in (
+        "Hello interval on OSPF?",
+        "hello-interval default on IOS?",
+        "hello timer for HSRP?",
+        "Q-in-Q tunnel on Juniper?",
+    ):
+        assert without_courtesy(question) == question
+
+
+def test_a_reply_of_nothing_but_thanks_is_not_joined_to_the_previous_question():
+    from agents.memory import Turn
+
+    earlier = Turn(
+        question=QUESTION,
+        rewritten=QUESTION,
+        answer="VLAN 42 [1].",
+        template="parameter_lookup",
+        chunk_ids=[],
+    )
+    for reply in ("thanks!", "ok thanks", "great, thanks!", "cheers", "hi"):
+        state = RewriteFollowUp().run(replace(_state(reply), history=(earlier,)))
+        assert not state.follow_up and state.rewritten == reply, reply
+    # a question with thanks after it is a question
+    state = RewriteFollowUp().run(replace(_state("and on the core switches? thanks!"), history=(earlier,)))
+    assert state.follow_up and state.rewritten.startswith(QUESTION)

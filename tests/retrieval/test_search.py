@@ -264,6 +264,33 @@ def test_a_misspelt_word_whose_stem_is_no_neighbour_of_the_right_stem_is_correct
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_word_is_corrected_as_typed_on_what_the_asker_may_read_alone(tmp_path):
+    _ingest(
+        write_docs(tmp_path / "public", {"nat.md": "# NAT\n\nThe router keeps the translated address.\n"})
+    )
+    vault = {f"vault{i}.md": f"# Vault {i}\n\nEach vault key has a numeric index {i}.\n" for i in range(2)}
+    _ingest(write_docs(tmp_path / "restricted", vault), access_tier="restricted", acl_groups=("noc-admins",))
+    question = "which nuemric index has the key"
+    assert correct_terms(query_terms(question), _principal("outsider", "employees"), question) == {}
+    insider = _principal("insider", "noc-admins")
+    assert correct_terms(query_terms(question), insider, question) == {"nuemric": "numer"}
+
+
+def test_a_letter_too_many_is_one_typed_with_its_neighbour_and_a_name_s_own_end_is_no_slip():
+    from agents.steps.retrieve import everyday_terms
+    from retrieval.search import slips_undone
+
+    # a letter typed twice, or a key beside the one meant caught with it, is undone
+    assert "configuration" in slips_undone("configuratiion")
+    assert "numeric" in slips_undone("nuemric") and "checked" in slips_undone("chceked")
+    assert "network" in slips_undone("netwoerk")
+    # a daemon's or a tool's own first or last letter is not taken for a slip of an everyday word
+    for name in ("systemd", "auditd", "fluentd", "stunnel", "rclone", "cgroups", "patroni", "autofs"):
+        assert name not in str(everyday_terms(f"how do I restart {name} now")), name
+        assert name[:-1] not in slips_undone(name) and name[1:] not in slips_undone(name), name
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_correction_is_offered_on_what_the_asker_may_read_alone(tmp_path):
     """Whether a word is suggested for a misspelt one depended on documents the asker cannot read: their chunks
     were counted against the two a word correction needs, and the eight candidates nearest by trigrams were cut
