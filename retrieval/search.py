@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -17,7 +17,15 @@ from django.db import close_old_connections, connection
 
 from athena.principals import Principal
 from knowledge.index_selectors import chunk_neighbours, chunk_rows, terms_readable, terms_readable_df
-from knowledge.text import ATTACHED_VALUE, STOPWORDS, analyze, query_terms, stem, surface_word_of
+from knowledge.text import (
+    ATTACHED_VALUE,
+    IDENTIFIER_PREFIX,
+    STOPWORDS,
+    analyze,
+    query_terms,
+    stem,
+    surface_word_of,
+)
 from retrieval.fusion import FusionMode, Scored, fuse, minmax
 from retrieval.mmr import mmr
 from retrieval.stages import bm25_search, dense_search, graph_search, near_readable_terms
@@ -156,6 +164,9 @@ def understand(question: str) -> QueryAnalysis:
     return QueryAnalysis(terms=terms, vendors=vendors, entities=entities)
 
 
+_DIGITS = re.compile(r"\d+")
+
+
 def correct_terms(terms: list[str], principal: Principal, question: str = "") -> dict[str, str]:
     """Misspelt terms of the question: option and setting names, and words, that no chunk the principal may
     read contains, each mapped to the closest term of the same lane that such chunks do contain
@@ -172,10 +183,11 @@ def correct_terms(terms: list[str], principal: Principal, question: str = "") ->
             continue
         name = term.startswith("=")
         limit = 1 if len(term.lstrip("=")) < 10 else 2
+        # a number is no misspelling of another ("10.20.0.53" is not "10.0.0.253", "vlan100" not "vlan101")
         near = [
             t
             for t in near_readable_terms(term, principal, limit=limit, min_df=1 if name else 2)
-            if t.startswith("=") == name
+            if t.startswith("=") == name and _DIGITS.findall(t) == _DIGITS.findall(term)
         ]
         if near:
             corrections[term] = near[0]
@@ -265,6 +277,64 @@ def _typed_word_corrections(terms: list[str], question: str, principal: Principa
         if held:
             corrections[term] = held[0]
     return corrections
+
+
+def word_read_as(word: str, pairs: Sequence[tuple[str, str]]) -> tuple[str, list[str]]:
+    """A typed word as the spelling corrections read it, and the corrections that could not be placed in it.
+
+    Args:
+        word: the word as typed ("recieving", "nuemric", "recieve_timout").
+        pairs: its (misspelt term, correction) pairs from `correct_terms`, an identifier's whole-name one first.
+    Returns:
+        The word with each corrected term put in place of its misspelt one, which keeps the rest ("recieving":
+        "reciev" -> "receiv" gives "receiving"; a whole word corrected as typed is spelt out, `spelled_as`), and
+        the corrected terms not found in the word as typed (folding changed its letters)."""
+    reading, unplaced = word, []
+    for term, correction in pairs:
+        term, correction = term.removeprefix(IDENTIFIER_PREFIX), correction.removeprefix(IDENTIFIER_PREFIX)
+        at = reading.lower().find(term)
+        if at < 0:
+            if correction.lower() not in reading.lower():  # not already read so by a whole-name correction
+                unplaced.append(correction)
+            continue
+        if term == reading.lower():
+            correction = spelled_as(reading, correction)
+        reading = reading[:at] + correction + reading[at + len(term) :]
+    return reading, unplaced
+
+
+def spelled_as(word: str, stemmed: str) -> str:
+    """The word spelt right that a word corrected as typed was read as (`slips_undone`: "nuemric", whose slip
+    kept the stemmer from taking its ending off, was searched as "numer": it reads "numeric"); `stemmed` when no
+    one slip of `word` stems to it."""
+    return next((spelling for spelling in slips_undone(word.lower()) if stem(spelling) == stemmed), stemmed)
+
+
+def question_as_meant(question: str, corrections: Mapping[str, str]) -> str:
+    """The question as the asker meant it: each word that `correct_terms` corrected spelt as it was read
+    ("what is the nuemric limit" -> "what is the numeric limit"), for what reads the question as a whole (its
+    embedding: the dense search, the reranker, the answer's sentence scores). The question itself, unchanged,
+    when nothing was corrected or a correction's word is not in it.
+
+    Args:
+        question: the question (or a part of it) as typed.
+        corrections: misspelt term -> the readable term searched instead (`SearchResult.corrections`).
+    Returns:
+        The question with the corrected words in place of the typed ones."""
+    if not corrections:
+        return question
+    word_of = surface_word_of(question, corrections)
+    made: dict[str, list[tuple[str, str]]] = {}
+    for term, correction in sorted(
+        corrections.items(), key=lambda item: not item[0].startswith(IDENTIFIER_PREFIX)
+    ):
+        made.setdefault(word_of[term], []).append((term, correction))
+    meant = question
+    for word, pairs in made.items():
+        reading = word_read_as(word, pairs)[0]
+        if reading != word:
+            meant = reading.join(re.split(rf"(?<!\w){re.escape(word)}(?!\w)", meant))
+    return meant
 
 
 _query_vectors: dict[str, np.ndarray] = {}
@@ -386,13 +456,20 @@ def search(
 
     corrections = correct_terms([t for t, _ in analysis.terms], principal, question)
     if corrections:
+        # a correction is the word the asker meant, not an expansion of it: it is searched with the weight of the
+        # term it corrects (which matches nothing the asker may read); at SYNONYM_WEIGHT the misspelt word counted
+        # half as much as each word spelt right (typo probe, train: 11 -> 7 questions losing their answer)
+        weight = dict(analysis.terms)
         analysis = replace(
-            analysis, terms=[*analysis.terms, *((c, SYNONYM_WEIGHT) for c in corrections.values())]
+            analysis, terms=[*analysis.terms, *((c, weight[t]) for t, c in corrections.items())]
         )
+    # the question's embedding reads it as meant: a slip of the keyboard in a word is a word the model never
+    # saw, and moves the question's vector away from the passages that answer it
+    meant = question_as_meant(question, corrections)
     timings["understand"] = (time.perf_counter() - t0) * 1000
 
     t0 = time.perf_counter()
-    runs = run_sources(question, principal, filters, config, analysis, timings)
+    runs = run_sources(meant, principal, filters, config, analysis, timings)
     timings["sources"] = (time.perf_counter() - t0) * 1000
 
     t0 = time.perf_counter()
@@ -419,11 +496,11 @@ def search(
     ranked = candidates
     if config.rerank and candidates:
         t0 = time.perf_counter()
-        ranked = rerank_candidates(question, candidates, rows, config)[: config.rerank_k]
+        ranked = rerank_candidates(meant, candidates, rows, config)[: config.rerank_k]
         timings["rerank"] = (time.perf_counter() - t0) * 1000
     if config.mmr and ranked:
         t0 = time.perf_counter()
-        query_vec = embed_query(question)
+        query_vec = embed_query(meant)
         ranked = diversify(query_vec, ranked[: max(config.rerank_k, config.final_k)], rows, config)
         timings["mmr"] = (time.perf_counter() - t0) * 1000
     ranked = ranked[: config.final_k]

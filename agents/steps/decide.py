@@ -29,7 +29,6 @@ from knowledge.text import (
     identifiers,
     match_form,
     query_terms,
-    stem,
     surface_word_of,
     surface_words,
 )
@@ -92,30 +91,12 @@ def searched_words(question: str, terms: QuestionTerms, readable_df: dict[str, i
 
 
 def _read_as(word: str, pairs: list[tuple[str, str]]) -> str:
-    """The word as the corrections read it: each corrected term put in place of its misspelt one inside the
-    typed word, which keeps the rest ("recieving": "reciev" -> "receiv" gives "receiving"); the corrected terms
-    themselves where a term is not found in the word as typed (folding changed its letters)."""
-    reading, unplaced = word, []
-    for term, correction in pairs:
-        term, correction = term.removeprefix(IDENTIFIER_PREFIX), correction.removeprefix(IDENTIFIER_PREFIX)
-        at = reading.lower().find(term)
-        if at < 0:
-            if correction.lower() not in reading.lower():  # not already read so by a whole-name correction
-                unplaced.append(correction)
-            continue
-        if term == reading.lower():
-            correction = _spelled(reading, correction)
-        reading = reading[:at] + correction + reading[at + len(term) :]
+    """The word as the corrections read it (`word_read_as`), with any correction not found in the word as typed
+    listed after it."""
+    from retrieval.search import word_read_as
+
+    reading, unplaced = word_read_as(word, pairs)
     return ", ".join([reading] * (reading != word) + unplaced) or word
-
-
-def _spelled(word: str, stemmed: str) -> str:
-    """The word spelt right that a word corrected as typed was read as (retrieval.search.slips_undone:
-    "nuemric", whose slip kept the stemmer from taking its ending off, was searched as "numer": it is shown as
-    "numeric"); `stemmed` when no one slip of `word` stems to it."""
-    from retrieval.search import slips_undone
-
-    return next((spelling for spelling in slips_undone(word.lower()) if stem(spelling) == stemmed), stemmed)
 
 
 @dataclass(frozen=True)
@@ -173,7 +154,7 @@ def follow_up_ordered(state: AnswerState) -> AnswerState:
         pool,
         embed=state.cache.embed_windows,
         pooled=state.cache.pooled(pool),
-        query_vec=state.cache.query_vector(asked),
+        query_vec=state.cache.query_vector(state.terms.meant(asked)),
         idf=state.terms.idf,
         aliases=state.terms.corrections,
     )

@@ -75,7 +75,7 @@ def evaluate_pool(state: AnswerState, hits: Sequence[Hit]) -> tuple[list[Evidenc
         expanded[: state.pool_size],
         embed=state.cache.embed_windows,
         pooled=state.cache.pooled(expanded[: state.pool_size]),
-        query_vec=state.cache.query_vector(state.rewritten),
+        query_vec=state.cache.query_vector(state.terms.meant(state.rewritten)),
         idf=state.terms.idf,
         aliases=state.terms.corrections,
     )

@@ -168,7 +168,7 @@ def part_candidates(state: AnswerState, evidence: Sequence[Evidence], sub: str) 
         evidence[: state.pool_size],
         embed=state.cache.embed_windows,
         pooled=state.cache.pooled(evidence[: state.pool_size]),
-        query_vec=state.cache.query_vector(own),
+        query_vec=state.cache.query_vector(state.terms.meant(own)),
         idf=state.terms.idf,
     )
 

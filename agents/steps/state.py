@@ -86,6 +86,13 @@ class QuestionTerms:
     idf: dict[str, float]
     corrections: dict[str, str]  # misspelt term -> the readable term retrieval searched instead
 
+    def meant(self, text: str) -> str:
+        """`text` (the question, or a part of it) as the asker meant it: the words retrieval corrected spelt as
+        they were read (retrieval.search.question_as_meant), for embedding it; `text` itself when none was."""
+        from retrieval.search import question_as_meant
+
+        return question_as_meant(text, self.corrections)
+
 
 @dataclass(frozen=True, slots=True)
 class AnswerState:

@@ -137,6 +137,19 @@ def test_an_abstention_names_a_corrected_word_as_typed_with_what_it_was_read_as(
     assert "switch," not in searched and not searched.endswith("switch.")
 
 
+def test_the_answer_stage_compares_sentences_with_the_question_as_meant(twin_kb):  # noqa: F811
+    # a corrected word was searched in BM25 only; the evidence sentences were compared with the embedding of
+    # the question as typed, a slip the model never saw
+    typed = "How many minutes does a restore of the lab swithces take?"
+    state = _state(typed)
+    for step in ANSWERING[:7]:
+        state = step.run(state)
+    assert state.terms is not None and state.terms.corrections == {"swithc": "switch"}
+    meant = "How many minutes does a restore of the lab switches take?"
+    assert state.terms.meant(typed) == meant
+    assert meant in state.cache.query_vectors and typed not in state.cache.query_vectors
+
+
 def test_a_corrected_word_is_named_once_and_a_word_typed_as_well_keeps_its_place():
     from agents.steps.decide import searched_words
     from agents.steps.state import QuestionTerms

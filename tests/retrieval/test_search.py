@@ -10,7 +10,14 @@ from django.test import override_settings
 from athena.principals import Principal
 from knowledge.services import IngestOptions, files_ingest, folder_scan
 from knowledge.text import query_terms
-from retrieval.search import SYNONYM_WEIGHT, correct_terms, embed_query, search, understand
+from retrieval.search import (
+    SYNONYM_WEIGHT,
+    correct_terms,
+    embed_query,
+    question_as_meant,
+    search,
+    understand,
+)
 from retrieval.stages import bm25_search, dense_search, graph_search
 from retrieval.types import Filters, SearchConfig
 from tests.factories import UserFactory
@@ -291,6 +298,39 @@ def test_a_letter_too_many_is_one_typed_with_its_neighbour_and_a_name_s_own_end_
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_misspelt_question_is_embedded_as_the_asker_meant_it(tmp_path):
+    """A corrected word was searched in BM25 only, as an expansion at SYNONYM_WEIGHT: the question's embedding
+    (the dense search, the reranker, MMR) still read the slip, a word the model never saw, and placed the
+    question away from what answers it."""
+    docs = {
+        "arp.md": "# ARP\n\nThe host will receive the reply on the same interface.\n",
+        "nat.md": "# NAT\n\nThe gateway will receive traffic for the translated address.\n",
+        "mtu.md": "# MTU\n\nA router that cannot forward a packet sends back an ICMP message.\n",
+    }
+    _ingest(write_docs(tmp_path / "public", docs))
+    who = _principal("outsider", "employees")
+
+    typed, meant = "when does the host recieve the reply", "when does the host receive the reply"
+    result = search(typed, who)
+    assert result.corrections == {"reciev": "receiv"}
+    assert question_as_meant(typed, result.corrections) == meant
+    spelt_right = search(meant, who)
+    # the question is embedded as meant, and the correction searched with the weight of the word it corrects
+    # (at SYNONYM_WEIGHT the rest of the question outweighed it): both read as the question spelt right
+    for source in ("dense", "bm25"):
+        scores = {hit.chunk_id: hit.scores[source] for hit in result.hits}
+        assert scores == {hit.chunk_id: hit.scores[source] for hit in spelt_right.hits}, source
+    # each corrected word keeps the rest of what was typed; a word corrected whole is spelt out; an identifier
+    # takes its whole-name correction
+    assert question_as_meant("stop recieving alerts?", {"reciev": "receiv"}) == "stop receiving alerts?"
+    assert question_as_meant("what nuemric ID", {"nuemric": "numer"}) == "what numeric ID"
+    named = {"=persistance_timeout": "=persistence_timeout"}
+    assert question_as_meant("default persistance_timeout?", named) == "default persistence_timeout?"
+    # a question with nothing corrected is the question as typed
+    assert question_as_meant(typed, {}) is typed
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_correction_is_offered_on_what_the_asker_may_read_alone(tmp_path):
     """Whether a word is suggested for a misspelt one depended on documents the asker cannot read: their chunks
     were counted against the two a word correction needs, and the eight candidates nearest by trigrams were cut
@@ -334,3 +374,20 @@ def test_dense_search_reads_only_vectors_the_configured_embedder_made(corpus):
         [source for source in stale if source in by_source]
     )
     assert any(hit.scores["dense"] > 0 for hit in result.hits if hit.source not in stale)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_number_is_never_corrected_to_another(tmp_path):
+    """An address or a numbered name the corpus lacks was 'corrected' to one an edit away ("10.20.0.53" to
+    "10.0.0.253"), and searched and embedded as that: the asker's own number read as another."""
+    docs = {
+        f"net{i}.md": f"# Net {i}\n\nThe resolver at 10.0.0.253 serves vlan_101 and sets retry_limit_3.\n"
+        for i in range(2)
+    }
+    _ingest(write_docs(tmp_path / "public", docs))
+    who = _principal("outsider", "employees")
+    question = "is vlan_100 served by 10.20.0.53"
+    assert correct_terms(query_terms(question), who, question) == {}
+    # a name misspelt around the same number is still corrected
+    question = "what does retyr_limit_3 do"
+    assert correct_terms(query_terms(question), who, question) == {"=retyr_limit_3": "=retry_limit_3"}
