@@ -1,5 +1,6 @@
 """A follow-up ("and how do I roll it back?") is rewritten with the conversation's earlier turns; a greeting or
-thanks around the question is left out of what is searched."""
+thanks around the question is left out of what is searched, and so is the asker's own context around it (a
+ticket number, a numbered host, an environment: agents/steps/context.py)."""
 
 from __future__ import annotations
 
@@ -62,8 +63,9 @@ class RewriteFollowUp:
 
     def run(self, state: AnswerState) -> AnswerState:
         from agents.memory import rewrite_follow_up
+        from agents.steps.context import without_own_context
 
-        asked = without_courtesy(state.question)
+        asked = without_own_context(without_courtesy(state.question), state.principal)
         if courtesy_only(asked):
             # "thanks!" after an answer asks nothing of the previous question: joined, it was searched as that
             # question again, re-ordered by "thanks", and remembered so for the next follow-up

@@ -905,3 +905,34 @@ def test_a_greeting_or_thanks_around_a_question_does_not_change_its_answer(sampl
         assert not body["abstained"], (chatty, _adequacy(body))
         assert _adequacy(body) == _adequacy(bare), chatty
         assert body["answer"] == bare["answer"]
+
+
+@pytest.mark.django_db
+def test_the_askers_own_ticket_host_and_environment_do_not_change_the_answer(sample_kb):
+    # a ticket number, a numbered host or an environment is the asker's own: no document holds it, and it
+    # says nothing about whether the documents answer the question
+    question = "What BGP keepalive and hold timers do we configure on IOS-XE routers?"
+    bare = _answer(question, _user("eng-ctx", "employees"))
+    assert not bare["abstained"], bare["answer"]
+    for asked in (
+        question + " Ticket INC-48213.",
+        question + " (on host core-rtr-09)",
+        question + " We hit this on web-07 last night.",
+        question + " This is on our prod-east cluster.",
+        question[:-1] + " on core-rtr-09?",
+    ):
+        body = _answer(asked, _user(f"eng-ctx{len(asked)}", "employees"))
+        assert not body["abstained"], (asked, _adequacy(body))
+        assert body["answer"] == bare["answer"], asked
+    # a name nobody wrote still abstains beside a ticket number, and so does a name with digits that no
+    # document holds, written as a topic is
+    for asked, unknown in (
+        ("How do I configure qzvxwobbly on IOS-XE routers? Ticket INC-48213.", "qzvxwobbly"),
+        ("Are our IOS-XE routers affected by CVE-2031-4477? Ticket INC-48213.", "CVE-2031-4477"),
+    ):
+        body = _answer(asked, _user(f"eng-ctx-{unknown[:8]}", "employees"))
+        decisions = [d.split(";")[0] for d in _adequacy(body)]
+        assert body["abstained"] and decisions[0] == f"term(s) not in the knowledge base: {unknown}", (
+            asked,
+            decisions,
+        )

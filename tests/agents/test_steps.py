@@ -349,3 +349,42 @@ def test_a_reply_of_nothing_but_thanks_is_not_joined_to_the_previous_question():
     # a question with thanks after it is a question
     state = RewriteFollowUp().run(replace(_state("and on the core switches? thanks!"), history=(earlier,)))
     assert state.follow_up and state.rewritten.startswith(QUESTION)
+
+
+@pytest.mark.unit
+def test_the_askers_own_references_are_told_by_shape_and_names_with_digits_are_not():
+    from agents.steps.context import context_removed, own_reference_shape
+
+    for token, previous in (
+        ("INC-48213", ""),
+        ("CHG0012345", "change"),
+        ("#48213", ""),
+        ("OPS-4412", "ticket"),
+        ("web-07", ""),
+        ("core-rtr-01", "on"),
+        ("db01", "host"),
+        ("prod-east", ""),
+    ):
+        assert own_reference_shape(token, previous), token
+    for token in ("ipv6", "md5", "x509", "http2", "ssh-ed25519", "rfc-1918", "RFC-1918", "CVE-2024-1234"):
+        assert not own_reference_shape(token), token
+    for token in (
+        "e1000e",
+        "raid-10",
+        "utf-8",
+        "SHA-256",
+        "port-channel-10",
+        "ge-0/0/1",
+        "802.1q",
+        "tls-1.3",
+    ):
+        assert not own_reference_shape(token), token
+    question = "Which MTU does the ens192 interface use?"
+    for context in (" Ticket INC-48213.", " (on host core-rtr-01)", " We hit this on web-07 last night."):
+        own = {"INC-48213", "core-rtr-01", "web-07"}
+        assert context_removed(question + context, own) == question, context
+    assert context_removed("Which MTU does ens192 use on web-07?", {"web-07"}) == "Which MTU does ens192 use?"
+    # the thing asked about, a name inside a sentence, and a sentence that says more are kept
+    assert context_removed("How do I drain web-07?", {"web-07"}) == "How do I drain web-07?"
+    kept = "The Juniper on web-07 drops MTU 9000 frames. Why?"
+    assert context_removed(kept, {"web-07"}) == "The Juniper drops MTU 9000 frames. Why?"

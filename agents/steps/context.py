@@ -1,0 +1,200 @@
+"""The asker's own context around a question ("Ticket INC-48213.", "(on host core-rtr-01)", "We hit this on
+web-07 last night.") is left out of what is searched and judged.
+
+A ticket or change number, a numbered host name or an environment name belongs to the asker's setup: no
+document is expected to hold it, and it says nothing about whether the documents answer the question. Searched
+with the question, such a name was a term no chunk holds (the question was turned away as being about a topic
+the knowledge base lacks) or an uncovered term of the highest idf and a shift of the question's embedding (a
+lower P(answerable)), so the same question was answered bare and abstained on with the asker's context.
+
+A name is taken for the asker's own only by its shape (`own_reference_shape`) AND when no chunk the asker may
+read holds it: a name with digits that is a topic ("http2", "x509", "ssh-ed25519", "rfc-1918", "CVE-2024-1234",
+"raid-10") has none of the shapes, and a host or ticket that the documents do name is a topic of theirs. What is
+left out: a sentence that asks nothing and says nothing else than such names, everyday words, times and dates;
+a parenthesis of the same; a name introduced by a preposition inside the asking sentence ("... on
+web-07?"); and a ticket named as one ("ticket INC-48213") wherever it stands. A name elsewhere in the asking sentence ("How do I drain web-07?") is kept: there it may be the
+very thing asked about.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from athena.principals import Principal
+from knowledge.text import IDENTIFIER_PREFIX, analyze
+
+# ticket and change numbers of the common service desks: INC0012345, CHG-48213, RITM0012345
+_DESK_TICKET = r"(?:INC|CHG|CR|RITM|REQ|PRB|TASK|SCTASK|SR|CS|TKT)-?\d{4,}"
+# an issue tracker's key (OPS-4412); standards and algorithms are written so too (RFC-1918, SHA-256), so a key
+# of theirs counts only after a word that says it is a ticket
+_TRACKER_KEY = re.compile(r"[A-Z][A-Z0-9]{1,9}-\d{2,}")
+_STANDARD_KEYS = frozenset(
+    {"RFC", "ISO", "IEC", "IEEE", "SHA", "AES", "DES", "MD", "CVE", "CWE", "UTF", "TLS", "SSL", "PCI", "NIST"}
+    | {
+        "SP",
+        "FIPS",
+        "ECMA",
+        "ANSI",
+        "ITU",
+        "CIS",
+        "RAID",
+        "DDR",
+        "USB",
+        "HTTP",
+        "X",
+        "EN",
+        "DIN",
+        "BS",
+        "SMB",
+    }
+)
+_TICKET_WORDS = r"(?:ticket|incident|inc|case|change|chg|cr|issue|bug|jira|request|req|problem|ref|reference)"
+# a host: name parts and a numbered suffix (web-07, core-rtr-01, db-03a), optionally with its domain; a
+# number without a leading zero only after a word that says it is a host ("raid-10", "port-channel-10")
+_HOST = re.compile(r"[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*-(\d{1,3})[a-z]?(?:\.[a-z][a-z0-9-]*)*", re.IGNORECASE)
+# a host written without a dash (web07, db01): only after a word that says it is a host
+_HOST_UNDASHED = re.compile(r"[a-z]{2,}\d{1,3}[a-z]?", re.IGNORECASE)
+_HOST_WORDS = r"(?:host|hostname|server|node|box|vm|machine|instance|router|switch|firewall)"
+_ENVIRONMENT = (
+    r"(?:prod|production|staging|stage|stg|dev|qa|uat|preprod|pre-prod|sandbox|lab|dr|nonprod|non-prod)"
+)
+# an environment alone or with its region or number ("prod-east", "staging-2", "eu-prod"); not "libc6-dev",
+# "dev-dbm1": a package or a device
+_REGION = r"(?:east|west|north|south|central|eu|us|uk|ap|apac|emea|amer|\d{1,2})"
+_ENVIRONMENT_NAME = re.compile(
+    rf"(?:{_REGION}-)*{_ENVIRONMENT}(?:-{_REGION})*",
+    re.IGNORECASE,
+)
+# times and dates in a context sentence ("since 02:00", "on 2026-03-14", "at 3am")
+_TIME_OR_DATE = re.compile(
+    r"\d{1,2}:\d{2}(?::\d{2})?(?:am|pm|z)?|\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|\d{1,2}(?:am|pm)",
+    re.IGNORECASE,
+)
+# a token: what lies between spaces, without the punctuation around it
+_TOKEN = re.compile(r"[#\w][\w.:/#-]*\w|[#\w]")
+
+
+def own_reference_shape(token: str, previous: str = "") -> bool:
+    """`token` is written like a reference to the asker's own setup: a ticket or change number ("INC-48213",
+    "CHG0012345", "#48213", "OPS-4412" after "ticket"), a numbered host ("web-07", "core-rtr-01"; "db01" after
+    "host") or an environment ("prod-east", "staging"). `previous`: the word before it, lower-cased.
+
+    Names with digits that are topics have none of these shapes: one name part and an unpadded number
+    ("raid-10", "utf-8", "sha-256"), digits that are not a suffix ("ipv6", "x509", "ssh-ed25519"), a number of
+    four digits ("rfc-1918", "CVE-2024-1234")."""
+    ticket_word = re.fullmatch(_TICKET_WORDS, previous) is not None
+    if re.fullmatch(_DESK_TICKET, token, re.IGNORECASE):
+        return True
+    key = _TRACKER_KEY.fullmatch(token)
+    if key and (
+        ticket_word or (len(token.split("-", 1)[1]) >= 3 and token.split("-")[0] not in _STANDARD_KEYS)
+    ):
+        return True
+    if re.fullmatch(r"#\d{3,}", token) or (ticket_word and re.fullmatch(r"#?\d{3,}", token)):
+        return True
+    host_word = re.fullmatch(_HOST_WORDS, previous) is not None
+    host = _HOST.fullmatch(token)
+    if host:
+        padded = host.group(1).startswith("0") and len(host.group(1)) > 1
+        if padded or host_word:
+            return True
+    if host_word and _HOST_UNDASHED.fullmatch(token):
+        return True
+    return _ENVIRONMENT_NAME.fullmatch(token) is not None
+
+
+def own_references(text: str, principal: Principal) -> set[str]:
+    """The tokens of `text` that are references to the asker's own setup: shaped so (`own_reference_shape`)
+    and held by no chunk the principal may read (as an identifier when the token is one)."""
+    from knowledge.index_selectors import terms_readable
+
+    tokens = _TOKEN.findall(text)
+    shaped = {
+        token
+        for previous, token in zip(["", *tokens], tokens, strict=False)
+        if own_reference_shape(token, previous.lower())
+    }
+    if not shaped:
+        return set()
+    keys = {token: _key_terms(token) for token in shaped}
+    readable = terms_readable({t for found in keys.values() for t in found}, principal)
+    return {token for token, found in keys.items() if found and not set(found) & readable}
+
+
+def _key_terms(token: str) -> list[str]:
+    terms = analyze(token)
+    whole = [t for t in terms if t.startswith(IDENTIFIER_PREFIX)]
+    return whole or terms
+
+
+# a sentence ends at . ! ? ; or a colon, before a space
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+_ASKING = re.compile(
+    r"\?|^\W*(?:how|what|why|when|where|which|who|whom|whose|can|could|does|do|did|is|are|was|were|should|"
+    r"would|will|may|shall)\b",
+    re.IGNORECASE,
+)
+_PARENTHESIS = re.compile(r"\s*\(([^()]*)\)")
+_LEAD = r"(?:on|at|from|for|in|across)"
+
+
+def without_own_context(question: str, principal: Principal) -> str:
+    """`question` without the asker's own context (see the module's docstring); `question` itself when it
+    names no reference of the asker's setup or when too little would be left (under two words)."""
+    own = own_references(question, principal)
+    if not own:
+        return question
+    return context_removed(question, own) or question
+
+
+def context_removed(question: str, own: Collection[str]) -> str:
+    """`question` without its context sentences, parentheses and preposition-led names made of the references
+    `own` (see the module's docstring); "" when too little would be left."""
+    from agents.steps.retrieve import everyday_words, is_everyday
+
+    words = everyday_words()
+
+    def neutral(token: str, first: bool) -> bool:
+        if token in own or _TIME_OR_DATE.fullmatch(token) or not analyze(token):
+            return True
+        # a capitalised word inside a sentence names something ("on our Juniper web-07")
+        if token[:1].isupper() and not first:
+            return False
+        # "we", "on", "is": too short to name a topic, and not all of them are stop words of the index
+        return token.isalpha() and (len(token) <= 2 or is_everyday(token.lower(), words))
+
+    def context_only(text: str) -> bool:
+        tokens = _TOKEN.findall(text)
+        return any(t in own for t in tokens) and all(neutral(t, i == 0) for i, t in enumerate(tokens))
+
+    text = _PARENTHESIS.sub(lambda m: "" if context_only(m.group(1)) else m.group(0), question)
+    sentences = [s for s in _SENTENCE_END.split(text.strip()) if s]
+    kept = [s for s in sentences if _ASKING.search(s) or not context_only(s)]
+    if not kept:
+        return ""
+    text = " ".join(kept)
+    text = _led_names_removed(text, own)
+    text = text.strip()
+    return text if len(text.split()) >= 2 else ""
+
+
+def _led_names_removed(text: str, own: Collection[str]) -> str:
+    """Each of `own` introduced by a preposition ("on web-07", "in prod-east", "for ticket INC-48213", "on host
+    core-rtr-01") taken out with its preposition and the words that say what it is."""
+    names = "|".join(re.escape(name) for name in sorted(own, key=len, reverse=True))
+    pattern = re.compile(
+        rf"\s+{_LEAD}\s+(?:(?:the|our|my|a|an)\s+)?(?:(?:{_HOST_WORDS}|{_TICKET_WORDS}|cluster|environment|env)"
+        rf"\s+)?(?:{names})(?![\w-])(?:\s+(?:{_HOST_WORDS}|cluster|environment|env)\b)?",
+        re.IGNORECASE,
+    )
+    text = pattern.sub("", text)
+    # a ticket named as one is never the topic, wherever it stands ("what does it mean ticket INC-48213")
+    tickets = [
+        name for name in own if re.fullmatch(rf"{_DESK_TICKET}|#?\d+", name) or _TRACKER_KEY.fullmatch(name)
+    ]
+    if not tickets:
+        return text
+    numbers = "|".join(re.escape(name) for name in sorted(tickets, key=len, reverse=True))
+    named_ticket = re.compile(rf"\s*\b{_TICKET_WORDS}\s+(?:{numbers})(?![\w-])", re.IGNORECASE)
+    return named_ticket.sub("", text)
