@@ -19,7 +19,7 @@ very thing asked about.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from athena.principals import Principal
 from knowledge.text import IDENTIFIER_PREFIX, analyze
@@ -170,13 +170,25 @@ def context_removed(question: str, own: Collection[str]) -> str:
 
     text = _PARENTHESIS.sub(lambda m: "" if context_only(m.group(1)) else m.group(0), question)
     sentences = [s for s in _SENTENCE_END.split(text.strip()) if s]
-    kept = [s for s in sentences if _ASKING.search(s) or not context_only(s)]
+    kept = [_context_tail_cut(s, context_only) for s in sentences if _ASKING.search(s) or not context_only(s)]
     if not kept:
         return ""
     text = " ".join(kept)
     text = _led_names_removed(text, own)
     text = text.strip()
     return text if len(text.split()) >= 2 else ""
+
+
+def _context_tail_cut(sentence: str, context_only: Callable[[str], bool]) -> str:
+    """`sentence` without a context sentence run on to it: a question typed without its end mark and the
+    context after it ("what does it mean We hit this on web-07 last night."), told by the capital letter of
+    the context's first word, a word too common to index ("We", "This", "It"; a capitalised word that is
+    indexed may be a name: "why does the Juniper on web-07 drop frames")."""
+    for start in re.finditer(r"(?<=[a-z0-9])\s+(?=[A-Z][a-z]*\b)", sentence):
+        tail = sentence[start.end() :]
+        if not analyze(tail.split()[0]) and not _ASKING.search(tail) and context_only(tail):
+            return sentence[: start.start()]
+    return sentence
 
 
 def _led_names_removed(text: str, own: Collection[str]) -> str:

@@ -384,7 +384,12 @@ def test_the_askers_own_references_are_told_by_shape_and_names_with_digits_are_n
         own = {"INC-48213", "core-rtr-01", "web-07"}
         assert context_removed(question + context, own) == question, context
     assert context_removed("Which MTU does ens192 use on web-07?", {"web-07"}) == "Which MTU does ens192 use?"
+    run_on = "what does exit code 5 mean We hit this on web-07 last night."
+    assert context_removed(run_on, {"web-07"}) == "what does exit code 5 mean"
     # the thing asked about, a name inside a sentence, and a sentence that says more are kept
     assert context_removed("How do I drain web-07?", {"web-07"}) == "How do I drain web-07?"
     kept = "The Juniper on web-07 drops MTU 9000 frames. Why?"
     assert context_removed(kept, {"web-07"}) == "The Juniper drops MTU 9000 frames. Why?"
+    assert context_removed("why does the Juniper on web-07 drop frames", {"web-07"}) == (
+        "why does the Juniper drop frames"
+    )
