@@ -53,6 +53,14 @@ def _answer(question: str, user: User, **kwargs):  # type: ignore[no-untyped-def
     return ask(user=user, question=question, **kwargs)
 
 
+def _judged_on_the_evidence(body) -> None:  # type: ignore[no-untyped-def]
+    """The question was decided on its evidence: no term of it was taken for a topic the corpus lacks."""
+    decisions = _adequacy(body)
+    assert decisions and not any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
+        decisions
+    )
+
+
 def _adequacy(body) -> list[str]:  # type: ignore[no-untyped-def]
     """The adequacy decisions an answer's trace records (one per evidence pool judged)."""
     return [s["decision"] for s in body["trace"] if s["step"] == "adequacy"]
@@ -766,10 +774,7 @@ def test_a_question_that_quotes_an_ip_address_is_judged_on_the_evidence(sample_k
     # the address is the asker's own; no document holds it, and that says nothing about the topic
     question = "Our primary at 198.51.100.77 uses which BGP keepalive and hold timers on IOS-XE routers?"
     body = _answer(question, _user("eng-ip", "employees"))
-    decisions = _adequacy(body)
-    assert decisions and not any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
-        decisions
-    )
+    _judged_on_the_evidence(body)
     # a name nobody wrote still abstains beside an address
     body = _answer(
         "Our qzvxwobbly at 198.51.100.77 uses which keepalive timer?", _user("eng-ip2", "employees")
@@ -787,20 +792,14 @@ def test_a_dash_set_against_an_everyday_word_is_not_a_topic_the_corpus_lacks(sam
         "What BGP keepalive and hold timers do we configure on IOS-XE routers \u2014which are the defaults?"
     )
     body = _answer(question, _user("eng-dash", "employees"))
-    decisions = _adequacy(body)
-    assert decisions and not any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
-        decisions
-    )
+    _judged_on_the_evidence(body)
     assert not body["abstained"], body["answer"]
     # nor against any everyday word, common enough to index or not
     body = _answer(
         "Which BGP keepalive do IOS-XE routers use \u2014frankly the defaults?",
         _user("eng-dash3", "employees"),
     )
-    decisions = _adequacy(body)
-    assert decisions and not any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
-        decisions
-    )
+    _judged_on_the_evidence(body)
     # an option with a distinctive name that no document has still abstains
     body = _answer(
         "What does the \u2014qzvxwobbly option do on IOS-XE routers?", _user("eng-dash2", "employees")
@@ -872,10 +871,7 @@ def test_a_slip_of_the_keyboard_in_a_word_is_not_a_topic_the_corpus_lacks(sample
     # stays "chceke", "checked" is "check"): the word was taken for one no chunk holds, and the question
     # abstained whatever the evidence said
     body = _answer("What should be chceked during the NOC shift handover?", _user("eng-slip", "employees"))
-    decisions = _adequacy(body)
-    assert decisions and not any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
-        decisions
-    )
+    _judged_on_the_evidence(body)
     assert not body["abstained"], body["answer"]
     # an everyday word that no readable chunk holds has no correction to find, but is an everyday word
     # misspelt ("hoildays"; "holidays" is nowhere in the readable documents), and the evidence decides
@@ -885,10 +881,7 @@ def test_a_slip_of_the_keyboard_in_a_word_is_not_a_topic_the_corpus_lacks(sample
     assert set(analyze("hoildays")) <= everyday_terms("when do changes stop for the hoildays?")
     assert not set(analyze("qzvxwobly")) & everyday_terms("when do changes stop for the qzvxwobly?")
     body = _answer("When do changes stop for the end-of-year hoildays?", _user("eng-slip2", "employees"))
-    decisions = _adequacy(body)
-    assert decisions and not any(d.startswith("term(s) not in the knowledge base") for d in decisions), (
-        decisions
-    )
+    _judged_on_the_evidence(body)
 
 
 @pytest.mark.django_db

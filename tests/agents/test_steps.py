@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from agents.evidence import Attribution, SentenceCheck
+from agents.memory import Turn
 from agents.steps import ANSWERING, AnswerState, run_steps
 from agents.steps.clarify import Clarify
 from agents.steps.classify import Classify
@@ -25,6 +26,17 @@ from tests.agents.test_abstention_twins import twin_kb  # noqa: F401 - the fixtu
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db]
 QUESTION = "Which VLAN is the management VLAN on the lab switches?"
+
+
+def _earlier_turn() -> Turn:
+    """A conversation's earlier turn: QUESTION, answered."""
+    return Turn(
+        question=QUESTION,
+        rewritten=QUESTION,
+        answer="VLAN 42 [1].",
+        template="parameter_lookup",
+        chunk_ids=[],
+    )
 
 
 def _state(question: str = QUESTION) -> AnswerState:
@@ -278,15 +290,7 @@ def test_a_citation_quotes_a_sentence_not_the_heading_above_it(twin_kb):  # noqa
 
 
 def test_a_vague_question_asked_as_it_stands_in_a_conversation_is_asked_back_and_a_joined_one_is_not(twin_kb):  # noqa: F811
-    from agents.memory import Turn
-
-    earlier = Turn(
-        question=QUESTION,
-        rewritten=QUESTION,
-        answer="VLAN 42 [1].",
-        template="parameter_lookup",
-        chunk_ids=[],
-    )
+    earlier = _earlier_turn()
 
     def clarified(question: str) -> AnswerState:
         state = replace(_state(question), history=(earlier,))
@@ -334,15 +338,7 @@ def test_a_greeting_an_aside_or_thanks_around_a_question_is_not_searched():
 
 
 def test_a_reply_of_nothing_but_thanks_is_not_joined_to_the_previous_question():
-    from agents.memory import Turn
-
-    earlier = Turn(
-        question=QUESTION,
-        rewritten=QUESTION,
-        answer="VLAN 42 [1].",
-        template="parameter_lookup",
-        chunk_ids=[],
-    )
+    earlier = _earlier_turn()
     for reply in ("thanks!", "ok thanks", "great, thanks!", "cheers", "hi"):
         state = RewriteFollowUp().run(replace(_state(reply), history=(earlier,)))
         assert not state.follow_up and state.rewritten == reply, reply
