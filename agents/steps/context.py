@@ -30,8 +30,22 @@ _DESK_TICKET = r"(?:INC|CHG|CR|RITM|REQ|PRB|TASK|SCTASK|SR|CS|TKT)-?\d{4,}"
 # of theirs counts only after a word that says it is a ticket
 _TRACKER_KEY = re.compile(r"[A-Z][A-Z0-9]{1,9}-\d{2,}")
 _STANDARD_KEYS = frozenset(
-    {"RFC", "ISO", "IEC", "IEEE", "SHA", "AES", "DES", "MD", "CVE", "CWE", "UTF", "TLS", "SSL", "PCI", "NIST"}
-    | {
+    [
+        "RFC",
+        "ISO",
+        "IEC",
+        "IEEE",
+        "SHA",
+        "AES",
+        "DES",
+        "MD",
+        "CVE",
+        "CWE",
+        "UTF",
+        "TLS",
+        "SSL",
+        "PCI",
+        "NIST",
         "SP",
         "FIPS",
         "ECMA",
@@ -47,7 +61,7 @@ _STANDARD_KEYS = frozenset(
         "DIN",
         "BS",
         "SMB",
-    }
+    ]
 )
 _TICKET_WORDS = r"(?:ticket|incident|inc|case|change|chg|cr|issue|bug|jira|request|req|problem|ref|reference)"
 # a host: name parts and a numbered suffix (web-07, core-rtr-01, db-03a), optionally with its domain; a

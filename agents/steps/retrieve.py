@@ -248,7 +248,7 @@ def distinctive_unknown_terms(
             # as a whole
             if parts and all(len(p) <= 2 or (p in known and not p.isdigit()) for p in parts):
                 continue
-            if _stop_word_option(term) or _dashed_everyday_word(term, everyday):
+            if _word_set_as_option(term, everyday):
                 continue
             missing.append(term)
         elif (
@@ -268,22 +268,17 @@ def distinctive_unknown_terms(
 _OPTION_NAME = re.compile(r"=-{1,2}([a-z]+)")
 
 
-def _stop_word_option(term: str) -> bool:
-    """An option whose name is a word too common to index ("--which", "--the"). Mostly not an option at all:
-    a word processor's dash set against the next word of a sentence ("the router —which ...") is folded as
-    one, like a typeset long option. Its name says nothing about what the corpus holds."""
+def _word_set_as_option(term: str, everyday: Collection[str]) -> bool:
+    """An option that names no topic: its name is a word too common to index ("--which") or an everyday word
+    of the question ("--especially"). Mostly not an option at all: a word processor's dash set against the
+    next word of a sentence ("the router —which ...") is folded like a typeset long option.
+    `everyday_terms` reads no word written against a hyphen, so an everyday name was set against a
+    typographic dash; typed with hyphens ("--force") it is an option, and checked."""
     match = _OPTION_NAME.fullmatch(term)
-    return match is not None and not analyze(match.group(1))
-
-
-def _dashed_everyday_word(term: str, everyday: Collection[str]) -> bool:
-    """An option whose name is an everyday word of the question ("routers —especially ..." read as
-    "--especially"). `everyday_terms` reads no word written against a hyphen, so the question set a
-    typographic dash against it, which folding reads as a typeset option's; typed with hyphens ("--force") it
-    is an option, and checked."""
-    match = _OPTION_NAME.fullmatch(term)
-    names = set(analyze(match.group(1))) if match else set()
-    return bool(names) and names <= set(everyday)
+    if match is None:
+        return False
+    names = set(analyze(match.group(1)))
+    return names <= set(everyday)
 
 
 def naming_readable_documents(terms: Collection[str], principal: Principal) -> set[str]:
