@@ -22,10 +22,12 @@ from knowledge.text import (
     IDENTIFIER_PREFIX,
     STOPWORDS,
     analyze,
+    edit_distance,
     query_terms,
     stem,
     surface_word_of,
 )
+from retrieval.everyday import is_everyday
 from retrieval.fusion import FusionMode, Scored, fuse, minmax
 from retrieval.mmr import mmr
 from retrieval.stages import bm25_search, dense_search, graph_search, near_readable_terms
@@ -171,23 +173,26 @@ def correct_terms(terms: list[str], principal: Principal, question: str = "") ->
     """Misspelt terms of the question: option and setting names, and words, that no chunk the principal may
     read contains, each mapped to the closest term of the same lane that such chunks do contain
     ("retransmision_timeout" -> "retransmission_timeout", "reciev" -> "receiv"): one edit (a swap of two adjacent
-    letters counts as one) under ten characters, two from ten on; a word must have five letters and its
-    correction occur in two chunks. Terms only readable elsewhere are never suggested. With the `question` the
+    letters counts as one) under ten characters, two from ten on, a word's one edit a slip and never a number's
+    (`near_misspelt_terms`); a word must have five letters and its correction occur in two chunks. Terms only readable elsewhere are never suggested. With the `question` the
     terms came from, a word whose stem is no such neighbour is also looked up as typed (`_typed_word_corrections`)."""
     names = [t for t in terms if t.startswith("=") and len(t) > 6]
     words = [t for t in terms if not t.startswith("=") and len(t) >= 5 and t.isalpha()]
     known = terms_readable([*names, *words], principal)
+    word_of = surface_word_of(question, words)
     corrections: dict[str, str] = {}
     for term in names + words:
         if term in known:
             continue
         name = term.startswith("=")
         limit = 1 if len(term.lstrip("=")) < 10 else 2
-        # a number is no misspelling of another ("10.20.0.53" is not "10.0.0.253", "vlan100" not "vlan101")
+        spelt_right = not name and is_everyday(word_of[term].lower())
         near = [
             t
-            for t in near_readable_terms(term, principal, limit=limit, min_df=1 if name else 2)
-            if t.startswith("=") == name and _DIGITS.findall(t) == _DIGITS.findall(term)
+            for t in near_misspelt_terms(
+                term, principal, limit=limit, min_df=1 if name else 2, everyday=spelt_right
+            )
+            if t.startswith("=") == name
         ]
         if near:
             corrections[term] = near[0]
@@ -243,6 +248,49 @@ def _keys_touch(a: str, b: str) -> bool:
     return (row_a == row_b and abs(column_a - column_b) == 1) or (
         abs(row_a - row_b) == 1 and (column_a - column_b) * (1 if row_a > row_b else -1) in (0, -1)
     )
+
+
+def near_misspelt_terms(
+    term: str, principal: Principal, *, limit: int, min_df: int, everyday: bool = False
+) -> list[str]:
+    """The readable terms `term` could be a misspelling of (`near_readable_terms`), closest first. A word one
+    edit from a readable word must be one slip of it (`one_slip_apart`): a name the corpus lacks is often one
+    changed or added letter from a word it has ("ocserv" / "observ", "rspamd" / "spamd", "mikro" / "micro"),
+    and read as that word it no longer tells that the corpus lacks the topic. Not so a word of `everyday`
+    English (`retrieval.everyday.is_everyday`), which is no name: spelt as the documents do not spell it
+    ("colour", "licence"), it is still read as they do. Nor is a number a slip of another
+    ("10.20.0.53" of "10.0.0.253"). Setting and option names
+    (identifiers) are typed from memory, not only mistyped ("vrrp_scripts"), and keep every edit."""
+    # a number is no misspelling of another ("10.20.0.53" is not "10.0.0.253", "vlan100" not "vlan101")
+    near = [
+        t
+        for t in near_readable_terms(term, principal, limit=limit, min_df=min_df)
+        if _DIGITS.findall(t) == _DIGITS.findall(term)
+    ]
+    if term.startswith("=") or everyday:
+        return near
+    return [t for t in near if edit_distance(term, t, 1) > 1 or one_slip_apart(term, t)]
+
+
+_VOWELS = frozenset("aeiouy")
+
+
+def one_slip_apart(typed: str, meant: str) -> bool:
+    """Whether one slip makes `typed` of `meant` (words an edit apart): two adjacent letters swapped, a letter
+    typed twice or with the key beside it (`slips_undone`), a letter left out but the first, a key beside the
+    right one hit, or one vowel written for another ("persistance"). Not any other letter changed, added or
+    left out at the start: those make a name the corpus lacks of a word it has."""
+    if meant in slips_undone(typed):
+        return True
+    if len(typed) + 1 == len(meant):
+        return any(typed == meant[:i] + meant[i + 1 :] for i in range(1, len(meant)))
+    if len(typed) != len(meant):
+        return False
+    changed = [(a, b) for a, b in zip(typed, meant, strict=True) if a != b]
+    if len(changed) != 1:
+        return False
+    (a, b) = changed[0]
+    return _keys_touch(a, b) or (a in _VOWELS and b in _VOWELS)
 
 
 def _typed_word_corrections(terms: list[str], question: str, principal: Principal) -> dict[str, str]:

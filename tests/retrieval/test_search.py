@@ -297,6 +297,54 @@ def test_a_letter_too_many_is_one_typed_with_its_neighbour_and_a_name_s_own_end_
         assert name[:-1] not in slips_undone(name) and name[1:] not in slips_undone(name), name
 
 
+def test_a_word_an_edit_from_a_readable_one_is_misspelt_only_where_one_slip_makes_it():
+    from retrieval.search import one_slip_apart
+
+    # two letters swapped, a letter typed twice or with its neighbour, one left out, a key beside the right one,
+    # one vowel for another
+    for typed, meant in [
+        ("reciev", "receiv"),
+        ("netwoerk", "network"),
+        ("adress", "address"),
+        ("retransmis", "retransmiss"),
+        ("roiter", "router"),
+        ("persistanc", "persistenc"),
+    ]:
+        assert one_slip_apart(typed, meant), (typed, meant)
+    # a letter changed to one far from it on the keyboard, one added at the start, or the first one left out:
+    # names the corpus lacks made of words it has
+    for typed, meant in [("ocserv", "observ"), ("mikro", "micro"), ("rspamd", "spamd"), ("pamd", "spamd")]:
+        assert not one_slip_apart(typed, meant), (typed, meant)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_name_the_corpus_lacks_is_not_read_as_a_word_it_has_that_a_changed_letter_makes(tmp_path):
+    """ "ocserv" is one changed letter from the stem of "observe": read as that word, a question on a product
+    the corpus lacks lost the sign that the corpus lacks it, and was searched and embedded as another."""
+    from agents.steps.retrieve import distinctive_unknown_terms
+
+    docs = {
+        f"obs{i}.md": f"# Monitoring {i}\n\nObserve the router before the change and watch the link {i}.\n"
+        for i in range(2)
+    }
+    _ingest(write_docs(tmp_path / "public", docs))
+    who = _principal("outsider", "employees")
+    question = "how do I push a full tunnel route with ocserv"
+    terms = query_terms(question)
+    assert correct_terms(terms, who, question) == {}
+    assert "ocserv" in distinctive_unknown_terms(terms, who)
+    # a key beside the right one is still a slip, and the word is read as meant
+    question = "what should I obsetve on the roiter"
+    assert correct_terms(query_terms(question), who, question) == {"obsetv": "observ", "roiter": "router"}
+    # and an everyday word spelt otherwise than the documents spell it is no name: read as they spell it
+    docs = {
+        f"ops{i}.md": f"# Triage {i}\n\nThe on-call engineer uses judgment on alarm {i}.\n" for i in range(2)
+    }
+    _ingest(write_docs(tmp_path / "ops", docs))
+    question = "whose judgement decides the alarm"
+    assert correct_terms(query_terms(question), who, question) == {"judgement": "judgment"}
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_misspelt_question_is_embedded_as_the_asker_meant_it(tmp_path):
     """A corrected word was searched in BM25 only, as an expansion at SYNONYM_WEIGHT: the question's embedding
