@@ -57,7 +57,8 @@ def searched_words(question: str, terms: QuestionTerms, readable_df: dict[str, i
     named could tell how often documents they cannot read use them.
 
     A word the spelling correction read as another is shown as typed with what it was read as ("recieve (read
-    as receive)"); the correction is not listed as a word of its own, which the asker never typed. A
+    as receive)"); the correction is not listed as a word of its own, which the asker never typed, nor is the
+    expansion of a synonym or an abbreviation. A
     correction is a term of chunks the asker may read (retrieval.search.correct_terms), so naming it tells
     them nothing of documents they cannot read.
 
@@ -70,10 +71,10 @@ def searched_words(question: str, terms: QuestionTerms, readable_df: dict[str, i
         The words to name, in the question's order.
     """
     typed = set(analyze(question))
-    # a correction the question does not also hold itself was searched for a word of the asker's, not typed
     corrections = {term: read_as for term, read_as in terms.corrections.items() if term in terms.search}
-    added = {read_as for read_as in corrections.values() if read_as not in typed}
-    searched = [term for term in terms.search if term not in added]
+    # the words the asker typed: not a correction the question does not also hold itself (searched for a word
+    # of theirs), nor a synonym's or an abbreviation's expansion ("gw" is searched as "gateway" too)
+    searched = [term for term in terms.search if term in typed]
     word_of = surface_word_of(question, searched)
     held: dict[str, float] = {}  # a word's rarest term: the fewest readable chunks that hold one of its terms
     for term, word in word_of.items():
@@ -275,22 +276,29 @@ def _readable_df(state: AnswerState) -> dict[str, int]:
     return terms_readable_df(state.terms.search, state.principal, cap=READABLE_DF_CAP)
 
 
+def retry_query(question: str, terms: QuestionTerms, readable_df: dict[str, int]) -> str:
+    """The question's distinctive words only, for one more search (drops chatter that dilutes retrieval): its
+    identifiers and the six words held by the fewest chunks the asker may read (`readable_df`; a word none of
+    them holds last: it would find nothing; ties in the question's order), as typed and in the question's order.
+    Words, not their stems: the retry is embedded and reranked as text, and "undeliver" or "gatewai" is no word
+    the models read. The words the asker typed alone: the retry's own search expands and corrects them again."""
+    typed = set(analyze(question))
+    own = [t for t in terms.search if t in typed]
+    rare = sorted((t for t in own if not t.startswith("=")), key=lambda t: readable_df.get(t) or math.inf)[:6]
+    chosen = {*rare, *(t for t in own if t.startswith("="))}
+    word_of = surface_word_of(question, chosen)
+    return " ".join(dict.fromkeys(word_of[t] for t in own if t in chosen))
+
+
 def _reformulated(state: AnswerState, readable_df: dict[str, int]) -> AnswerState | None:
-    """One more search with the question's distinctive terms only (drops chatter that dilutes retrieval); the
-    state with its evidence when that pool is adequate, else None. The terms are the six held by the fewest
-    chunks the asker may read (`readable_df`; a term none of them holds last: it would find nothing), ties in
-    the question's order."""
+    """One more search with the question's distinctive words only (`retry_query`); the state with its evidence
+    when that pool is adequate, else None."""
     import time
 
     from retrieval.search import search
 
     assert state.terms is not None
-    rare = sorted(
-        (t for t in state.terms.search if not t.startswith("=")),
-        key=lambda t: readable_df.get(t) or math.inf,
-    )[:6]
-    identifiers = [t.lstrip("=") for t in state.terms.search if t.startswith("=")]
-    reformulated = " ".join(dict.fromkeys([*identifiers, *rare]))
+    reformulated = retry_query(state.rewritten, state.terms, readable_df)
     if not reformulated or reformulated == state.rewritten:
         return None
     config = state.config or SearchConfig()
