@@ -240,7 +240,7 @@ def _refers_back(question: str) -> bool:
 def _own_topic(question: str, previous: Turn) -> list[str]:
     """The terms by which `question` names a topic the previous turn (its question as answered and its answer)
     does not: identifiers and words that are not everyday English (product, tool and option names: "unbound",
-    "conntrack", "max_wal_size"; retrieval.everyday.is_everyday), other than chat words, numbers and
+    "conntrack", "max_wal_size"; agents.steps.retrieve.is_everyday), other than chat words, numbers and
     words of one or two letters. Empty for a question in everyday words ("how do I roll it back?") or one
     that names only what the previous turn named."""
     from agents.steps.retrieve import INFORMAL, everyday_terms

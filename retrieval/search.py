@@ -27,7 +27,6 @@ from knowledge.text import (
     stem,
     surface_word_of,
 )
-from retrieval.everyday import is_everyday
 from retrieval.fusion import FusionMode, Scored, fuse, minmax
 from retrieval.mmr import mmr
 from retrieval.stages import bm25_search, dense_search, graph_search, near_readable_terms
@@ -179,19 +178,15 @@ def correct_terms(terms: list[str], principal: Principal, question: str = "") ->
     names = [t for t in terms if t.startswith("=") and len(t) > 6]
     words = [t for t in terms if not t.startswith("=") and len(t) >= 5 and t.isalpha()]
     known = terms_readable([*names, *words], principal)
-    word_of = surface_word_of(question, words)
     corrections: dict[str, str] = {}
     for term in names + words:
         if term in known:
             continue
         name = term.startswith("=")
         limit = 1 if len(term.lstrip("=")) < 10 else 2
-        spelt_right = not name and is_everyday(word_of[term].lower())
         near = [
             t
-            for t in near_misspelt_terms(
-                term, principal, limit=limit, min_df=1 if name else 2, everyday=spelt_right
-            )
+            for t in near_misspelt_terms(term, principal, limit=limit, min_df=1 if name else 2)
             if t.startswith("=") == name
         ]
         if near:
@@ -250,15 +245,11 @@ def _keys_touch(a: str, b: str) -> bool:
     )
 
 
-def near_misspelt_terms(
-    term: str, principal: Principal, *, limit: int, min_df: int, everyday: bool = False
-) -> list[str]:
+def near_misspelt_terms(term: str, principal: Principal, *, limit: int, min_df: int) -> list[str]:
     """The readable terms `term` could be a misspelling of (`near_readable_terms`), closest first. A word one
     edit from a readable word must be one slip of it (`one_slip_apart`): a name the corpus lacks is often one
     changed or added letter from a word it has ("ocserv" / "observ", "rspamd" / "spamd", "mikro" / "micro"),
-    and read as that word it no longer tells that the corpus lacks the topic. Not so a word of `everyday`
-    English (`retrieval.everyday.is_everyday`), which is no name: spelt as the documents do not spell it
-    ("colour", "licence"), it is still read as they do. Nor is a number a slip of another
+    and read as that word it no longer tells that the corpus lacks the topic. Nor is a number a slip of another
     ("10.20.0.53" of "10.0.0.253"). Setting and option names
     (identifiers) are typed from memory, not only mistyped ("vrrp_scripts"), and keep every edit."""
     # a number is no misspelling of another ("10.20.0.53" is not "10.0.0.253", "vlan100" not "vlan101")
@@ -267,7 +258,7 @@ def near_misspelt_terms(
         for t in near_readable_terms(term, principal, limit=limit, min_df=min_df)
         if _DIGITS.findall(t) == _DIGITS.findall(term)
     ]
-    if term.startswith("=") or everyday:
+    if term.startswith("="):
         return near
     return [t for t in near if edit_distance(term, t, 1) > 1 or one_slip_apart(term, t)]
 

@@ -165,7 +165,7 @@ def without_own_context(question: str, principal: Principal) -> str:
 def context_removed(question: str, own: Collection[str]) -> str:
     """`question` without its context sentences, parentheses and preposition-led names made of the references
     `own` (see the module's docstring); "" when too little would be left."""
-    from retrieval.everyday import everyday_words, is_everyday
+    from agents.steps.retrieve import everyday_words, is_everyday
 
     words = everyday_words()
 

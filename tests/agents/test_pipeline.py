@@ -431,7 +431,7 @@ def _restricted_only_word(*, everyday: bool = False) -> str:
     absent everyday word is left for the evidence to judge, see below), or only an everyday one."""
     import re
 
-    from retrieval.everyday import everyday_words
+    from agents.steps.retrieve import everyday_words
 
     restricted = " ".join(Chunk.objects.filter(acl_open=False).values_list("text", flat=True))
     found = {w.lower() for w in re.findall(r"\b[A-Za-z]{7,}\b", restricted)}
@@ -465,10 +465,9 @@ def test_an_everyday_word_only_restricted_documents_use_weighs_for_outsiders_as_
     """The words an abstention lists, the retried query and the trace's figures are ordered and weighed by idf:
     an everyday word that only restricted documents hold must weigh, for an outsider, what an everyday word no
     document holds weighs (nothing), and not what its count among documents they cannot read makes it."""
-    from agents.steps.retrieve import question_terms
+    from agents.steps.retrieve import everyday_words, question_terms
     from athena.principals import Principal
     from knowledge.text import analyze
-    from retrieval.everyday import everyday_words
     from retrieval.search import search
     from retrieval.types import SearchConfig
 
@@ -715,9 +714,8 @@ def test_a_question_in_everyday_words_the_documents_do_not_use_is_answered_from_
 
 
 def test_an_inflected_or_prefixed_everyday_word_is_an_everyday_word():
-    from agents.steps.retrieve import everyday_terms
+    from agents.steps.retrieve import everyday_terms, is_everyday
     from knowledge.text import analyze
-    from retrieval.everyday import is_everyday
 
     # inflections, derived words and verb forms with a prefix that the vocabulary lists only in another form
     for word in (
