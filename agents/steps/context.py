@@ -142,6 +142,71 @@ def _key_terms(token: str) -> list[str]:
     return whole or terms
 
 
+# what a log line starts with: a syslog or journal time stamp, the host, and the program (and its PID) that
+# logged it ("Dec  7 03:12:44 edge-rtr01 keepalived[2231]: ", "2026-12-07T02:19:05.026+01:00 ntp01 chronyd[37]: "),
+# then a kernel's uptime stamp ("[54123.007812] "); or that stamp alone (dmesg)
+_STAMP = (
+    r"(?:[A-Z][a-z]{2}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?"
+    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)"
+)
+_LOG_PREFIX = re.compile(
+    rf"^\s*(?:<\d{{1,3}}>\d?\s*)?{_STAMP}(?:\s+[\w.-]+)?\s+[\w./()@-]+(?:\[\d+\])?:\s+(?:\[\s*\d+\.\d+\]\s*)?"
+    r"|^\s*\[\s*\d+\.\d+\]\s+"
+)
+# a shell prompt: user@host and the working directory, then $ or # ("root@dns02:~# ", "[ops@web01 ~]$ ")
+_PROMPT = re.compile(r"^\s*\[?[\w.-]+@[\w.-]+(?:[: ][^\s#$\]]*)?\]?\s?[#$%]\s+(?=\S)")
+# a line of the asker's own that points back at what they pasted ("what does this mean?")
+_POINTS_BACK = re.compile(r"\b(?:this|these|above)\b", re.IGNORECASE)
+# a line that asks: it ends with a question mark, or opens with a question word or a request ("walk me
+# through ...", "explain ..."); output may hold a "?" elsewhere ("^? 10.10.0.5")
+_ASKS = re.compile(
+    r"\?\s*$|^\W*(?:how|what|why|when|where|which|who|can|could|does|do|did|is|are|should|would|will|"
+    r"explain|describe|tell|show|walk|help|give)\b",
+    re.IGNORECASE,
+)
+# the fewest words of a question that stands on its own without naming anything
+_STANDS_ALONE = 6
+
+
+def without_pasted_lines(question: str) -> str:
+    """`question` without what the asker pasted into it from a terminal or a log, when their own lines ask a
+    question of their own: log lines (`_LOG_PREFIX`), commands typed at a shell prompt (`_PROMPT`) and the
+    output that follows a command up to the next line that asks. Their time stamps, host names, PIDs, user names
+    and output read as terms no document holds (a topic the knowledge base lacks: every such question was
+    turned away) and lowered P(answerable). Where the asker's lines name no topic of their own ("what does this
+    mean?") or point back at the paste ("why does keepalived log this?"), the paste is what is asked about: it
+    is kept, without its time stamps, hosts and prompts. `question` itself when nothing is pasted."""
+    lines = [line for line in question.splitlines() if line.strip()]
+    pasted, own = [], []
+    after_command = False
+    for line in lines:
+        prompt, stamp = _PROMPT.match(line), _LOG_PREFIX.match(line)
+        if prompt:
+            pasted.append(line[prompt.end() :])
+            after_command = True
+        elif stamp:  # a log line on its own or in a command's output
+            pasted.append(line[stamp.end() :])
+        elif after_command and not _ASKS.search(line):
+            pasted.append(line)
+        else:
+            after_command = False
+            own.append(line.strip())
+    if not pasted:
+        return question
+    asked = " ".join(own)
+    stands_alone = _names_a_topic(asked) or len(asked.split()) >= _STANDS_ALONE
+    if own and stands_alone and not _POINTS_BACK.search(asked):
+        return asked
+    return "\n".join(line.strip() for line in [*pasted, *own] if line.strip())
+
+
+def _names_a_topic(text: str) -> bool:
+    """Whether `text` holds a search term that is not an everyday word: a name, an option, a setting."""
+    from agents.steps.retrieve import everyday_terms
+
+    return bool(set(analyze(text)) - everyday_terms(text))
+
+
 # a sentence ends at . ! ? ; or a colon, before a space
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
 _ASKING = re.compile(

@@ -63,9 +63,9 @@ class RewriteFollowUp:
 
     def run(self, state: AnswerState) -> AnswerState:
         from agents.memory import rewrite_follow_up
-        from agents.steps.context import without_own_context
+        from agents.steps.context import without_own_context, without_pasted_lines
 
-        asked = without_own_context(without_courtesy(state.question), state.principal)
+        asked = without_own_context(without_pasted_lines(without_courtesy(state.question)), state.principal)
         if courtesy_only(asked):
             # "thanks!" after an answer asks nothing of the previous question: joined, it was searched as that
             # question again, re-ordered by "thanks", and remembered so for the next follow-up
