@@ -219,12 +219,59 @@ _LEAD = r"(?:on|at|from|for|in|across)"
 
 
 def without_own_context(question: str, principal: Principal) -> str:
-    """`question` without the asker's own context (see the module's docstring); `question` itself when it
-    names no reference of the asker's setup or when too little would be left (under two words)."""
+    """`question` without the asker's own context (see the module's docstring) and without what it says after
+    it asks that names nothing the documents the asker may read hold (`situation_removed`); `question` itself
+    when too little would be left (under two words)."""
     own = own_references(question, principal)
-    if not own:
-        return question
-    return context_removed(question, own) or question
+    text = (context_removed(question, own) or question) if own else question
+    return situation_removed(text, own, principal) or text
+
+
+def situation_removed(question: str, own: Collection[str], principal: Principal) -> str:
+    """`question` without the sentences after its last asking one, and the parentheses with a path anywhere in
+    it, that name something the knowledge base lacks (`distinctive_unknown_terms`: the question would be turned
+    away) and nothing a chunk the principal may read holds beyond the asking part's own terms, everyday words
+    and the asker's own references `own`: the situation told after the question ("Running on core-sw-gw, a VM on
+    our Proxmox cluster; nobody touched it since the migration last week.", "(our config is at
+    /srv/ops/netplan/50-uplink.yaml)"). Its names are the asker's (a virtualisation platform, a release, a user,
+    a path of their own), read as topics the knowledge base lacks, and it cannot help find the answer. An
+    identifier counts as a whole ("/srv/ops/netplan/50-uplink.yaml", not "srv"). A sentence before the question
+    is kept: it sets the question up ("My laptop cannot reach the internet through the tunnel. Which setting
+    fixes it?"), and so is one after it that names a topic of the documents ("... This is for keepalived.") or
+    names nothing the knowledge base lacks ("... need a date for the upgrade plan": it turns nothing away, and
+    may say what is meant).
+    "" when nothing is left out or too little would be left."""
+    from agents.steps.retrieve import distinctive_unknown_terms, everyday_terms
+    from knowledge.index_selectors import terms_readable
+
+    sentences = [s for s in _SENTENCE_END.split(question.strip()) if s]
+    last_ask = max((i for i, s in enumerate(sentences) if _ASKING.search(s)), default=-1)
+    if last_ask < 0:
+        return ""
+    owned = {t for name in own for t in _key_terms(name)}
+
+    def adds_nothing(text: str) -> bool:
+        # a sentence's first word has its capital for the sentence's sake ("Running on ..."), not for a name's
+        everyday = everyday_terms(text[:1].lower() + text[1:])
+        # one that names nothing the unknown-term check reads as a topic the knowledge base lacks is kept: it
+        # turns no question away, and its words may say what is meant ("need a date for the upgrade plan")
+        if not distinctive_unknown_terms(analyze(text), principal, everyday=everyday):
+            return False
+        named = {t for token in _TOKEN.findall(text) for t in _key_terms(token) if len(t.lstrip("=")) > 2}
+        return not terms_readable(named - asked_terms - everyday - owned, principal)
+
+    def situation(match: re.Match[str]) -> str:
+        # a parenthesis inside the question is as often a name it asks about ("(ip helper-address)"): only one
+        # that gives a path of the asker's is their situation ("(our config is at /srv/ops/edge.nft)")
+        inside = match.group(1)
+        return "" if "/" in inside and adds_nothing(inside) else match.group(0)
+
+    asked_terms = set(analyze(" ".join(_PARENTHESIS.sub("", s) for s in sentences[: last_ask + 1])))
+    kept = sentences[: last_ask + 1] + [s for s in sentences[last_ask + 1 :] if not adds_nothing(s)]
+    text = _PARENTHESIS.sub(situation, " ".join(kept)).strip()
+    if text == question.strip() or len(text.split()) < 2:
+        return ""
+    return text
 
 
 def context_removed(question: str, own: Collection[str]) -> str:

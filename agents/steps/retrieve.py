@@ -165,18 +165,28 @@ _CODE_SPAN = re.compile(r"`[^`]*`")
 def everyday_terms(question: str) -> set[str]:
     """The terms of the question's everyday words (`is_everyday`) written in lower case. A capitalised word is
     kept out: in "configured on Juniper routers" it names a product even though "juniper" is an everyday
-    word. A question typed in capitals (no lower-case letter outside its code spans) tells no name by its case:
-    its words of five letters or more are read in lower case."""
+    word; the names of the days and months (`_CALENDAR`) are everyday however written. A question typed in
+    capitals (no lower-case letter outside its code spans) tells no name by its case: its words of five letters
+    or more are read in lower case."""
     words = everyday_words()
     if not re.search("[a-z]", _CODE_SPAN.sub("", question)):
         # but a short word in capitals is as likely an acronym there as anywhere ("RIP TIMERS?")
         question = re.sub(r"[A-Z]{5,}", lambda m: m.group(0).lower(), question)
-    return {
+    lower = {
         term
         for word in re.findall(r"(?<![\w-])[a-z]+(?![\w-])", question)
         if is_everyday(word, words) or _everyday_slipped(word, words)
         for term in analyze(word)
     }
+    return lower | {term for day in _CALENDAR.findall(question) for term in analyze(day)}
+
+
+# the days and months, which are written with a capital and name nothing but a date ("since Friday"); not "May"
+# and "March", which are words too
+_CALENDAR = re.compile(
+    r"\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b|\b(?:January|February|April|June|July|August|September|"
+    r"October|November|December)\b"
+)
 
 
 def _everyday_slipped(word: str, words: frozenset[str]) -> bool:

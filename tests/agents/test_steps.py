@@ -416,6 +416,40 @@ def test_a_question_after_a_pasted_log_line_or_command_is_answered_as_asked_alon
         assert state.rewritten == question and state.answer == alone.answer, (pasted, state.answer)
 
 
+def test_the_situation_told_after_a_question_is_left_out_when_it_names_nothing_the_documents_hold(twin_kb):  # noqa: F811
+    """Told after the question, the asker's situation named a virtualisation platform, a user, a path of their
+    own, a weekday: terms no document holds, and the question was turned away (train questions with such a
+    sentence after them: answered 132 -> 55)."""
+    from agents.steps.context import situation_removed
+    from agents.steps.retrieve import everyday_terms
+
+    question = "How many days does the archive server hold a copy of the switch configuration?"
+    who = _state().principal
+    for situation in (
+        " Running on arch-srv2, a VM on our Proxmox cluster.",
+        " Host arch-srv2 was rebuilt from the golden image yesterday, jdoe did the change.",
+    ):
+        assert situation_removed(question + situation, (), who) == question, situation
+    # a sentence of it in everyday words stays: it turns nothing away
+    told = " Running on arch-srv2, a VM on our Proxmox cluster; nobody touched it since the migration."
+    assert situation_removed(question + told, (), who) == f"{question} nobody touched it since the migration."
+    path = " (our copy is at /home/jdoe/backups/sw-lab.conf)"
+    assert situation_removed(question[:-1] + path + "?", (), who) == question
+    alone = run_steps(ANSWERING, _state(question))
+    told = run_steps(ANSWERING, _state(question + " Running on arch-srv2, a VM on our Proxmox cluster."))
+    assert told.verdict == "answered" and told.answer == alone.answer, told.answer
+    # kept: a sentence that names what the documents hold ("VLAN"), one before the question (it sets it up), a
+    # parenthesis that names no path of the asker's (it may name what is asked about)
+    kept = question + " It is for the VLAN plan too."
+    assert situation_removed(kept, (), who) == ""
+    # and one in everyday words: it turns nothing away, and may say what is meant
+    assert situation_removed(question + " I need a date for the audit.", (), who) == ""
+    assert situation_removed("We run Proxmox on arch-srv2. " + question, (), who) == ""
+    assert situation_removed(question[:-1] + " (Proxmox copies)?", (), who) == ""
+    # a weekday or a month names a date, whatever its capital
+    assert {"fridai", "decemb"} <= everyday_terms("It began on Friday, 4 December")
+
+
 @pytest.mark.unit
 def test_the_askers_own_references_are_told_by_shape_and_names_with_digits_are_not():
     from agents.steps.context import context_removed, own_reference_shape
