@@ -173,8 +173,9 @@ def correct_terms(terms: list[str], principal: Principal, question: str = "") ->
     read contains, each mapped to the closest term of the same lane that such chunks do contain
     ("retransmision_timeout" -> "retransmission_timeout", "reciev" -> "receiv"): one edit (a swap of two adjacent
     letters counts as one) under ten characters, two from ten on, a word's one edit a slip and never a number's
-    (`near_misspelt_terms`); a word must have five letters and its correction occur in two chunks. Terms only readable elsewhere are never suggested. With the `question` the
-    terms came from, a word whose stem is no such neighbour is also looked up as typed (`_typed_word_corrections`)."""
+    (`near_misspelt_terms`); a word must have five letters and its correction occur in two chunks. Terms only
+    readable elsewhere are never suggested. With the `question` the terms came from, a word whose stem is no
+    such neighbour is also looked up as typed (`_typed_word_corrections`)."""
     names = [t for t in terms if t.startswith("=") and len(t) > 6]
     words = [t for t in terms if not t.startswith("=") and len(t) >= 5 and t.isalpha()]
     known = terms_readable([*names, *words], principal)
@@ -250,9 +251,8 @@ def near_misspelt_terms(term: str, principal: Principal, *, limit: int, min_df: 
     edit from a readable word must be one slip of it (`one_slip_apart`): a name the corpus lacks is often one
     changed or added letter from a word it has ("ocserv" / "observ", "rspamd" / "spamd", "mikro" / "micro"),
     and read as that word it no longer tells that the corpus lacks the topic. Nor is a number a slip of another
-    ("10.20.0.53" of "10.0.0.253"). Setting and option names
-    (identifiers) are typed from memory, not only mistyped ("vrrp_scripts"), and keep every edit."""
-    # a number is no misspelling of another ("10.20.0.53" is not "10.0.0.253", "vlan100" not "vlan101")
+    ("10.20.0.53" of "10.0.0.253", "vlan100" of "vlan101"). Setting and option names (identifiers) are typed
+    from memory, not only mistyped ("vrrp_scripts"), and keep every other edit."""
     near = [
         t
         for t in near_readable_terms(term, principal, limit=limit, min_df=min_df)
@@ -280,7 +280,7 @@ def one_slip_apart(typed: str, meant: str) -> bool:
     changed = [(a, b) for a, b in zip(typed, meant, strict=True) if a != b]
     if len(changed) != 1:
         return False
-    (a, b) = changed[0]
+    a, b = changed[0]
     return _keys_touch(a, b) or (a in _VOWELS and b in _VOWELS)
 
 

@@ -14,6 +14,11 @@ left out: a sentence that asks nothing and says nothing else than such names, ev
 a parenthesis of the same; a name introduced by a preposition inside the asking sentence ("... on
 web-07?"); and a ticket named as one ("ticket INC-48213") wherever it stands. A name elsewhere in the asking sentence ("How do I drain web-07?") is kept: there it may be the
 very thing asked about.
+
+Two more kinds of the asker's own text are left out the same way: lines pasted from a terminal or a log
+(`without_pasted_lines`: time stamps, hosts, PIDs, prompts, a command's output), and the situation told after
+the question when it names only what the knowledge base lacks (`situation_removed`: a platform, a user, a
+weekday, a path of the asker's).
 """
 
 from __future__ import annotations
@@ -219,9 +224,9 @@ _LEAD = r"(?:on|at|from|for|in|across)"
 
 
 def without_own_context(question: str, principal: Principal) -> str:
-    """`question` without the asker's own context (see the module's docstring) and without what it says after
-    it asks that names nothing the documents the asker may read hold (`situation_removed`); `question` itself
-    when too little would be left (under two words)."""
+    """`question` without the asker's own context (see the module's docstring) and without the situation told
+    after it that names something the knowledge base lacks and nothing it holds (`situation_removed`);
+    `question` itself when too little would be left (under two words)."""
     own = own_references(question, principal)
     text = (context_removed(question, own) or question) if own else question
     return situation_removed(text, own, principal) or text
@@ -239,8 +244,7 @@ def situation_removed(question: str, own: Collection[str], principal: Principal)
     is kept: it sets the question up ("My laptop cannot reach the internet through the tunnel. Which setting
     fixes it?"), and so is one after it that names a topic of the documents ("... This is for keepalived.") or
     names nothing the knowledge base lacks ("... need a date for the upgrade plan": it turns nothing away, and
-    may say what is meant).
-    "" when nothing is left out or too little would be left."""
+    may say what is meant). "" when nothing is left out or too little would be left."""
     from agents.steps.retrieve import distinctive_unknown_terms, everyday_terms
     from knowledge.index_selectors import terms_readable
 

@@ -58,9 +58,8 @@ def searched_words(question: str, terms: QuestionTerms, readable_df: dict[str, i
 
     A word the spelling correction read as another is shown as typed with what it was read as ("recieve (read
     as receive)"); the correction is not listed as a word of its own, which the asker never typed, nor is the
-    expansion of a synonym or an abbreviation. A
-    correction is a term of chunks the asker may read (retrieval.search.correct_terms), so naming it tells
-    them nothing of documents they cannot read.
+    expansion of a synonym or an abbreviation. A correction is a term of chunks the asker may read
+    (retrieval.search.correct_terms), so naming it tells them nothing of documents they cannot read.
 
     Args:
         question: the question as searched (the rewritten one for a follow-up).

@@ -319,8 +319,8 @@ def test_a_word_an_edit_from_a_readable_one_is_misspelt_only_where_one_slip_make
 
 @pytest.mark.django_db(transaction=True)
 def test_a_name_the_corpus_lacks_is_not_read_as_a_word_it_has_that_a_changed_letter_makes(tmp_path):
-    """ "ocserv" is one changed letter from the stem of "observe": read as that word, a question on a product
-    the corpus lacks lost the sign that the corpus lacks it, and was searched and embedded as another."""
+    """The name "ocserv" is one changed letter from the stem of "observe": read as that word, a question on a
+    product the corpus lacks lost the sign that the corpus lacks it, and was searched and embedded as another."""
     from agents.steps.retrieve import distinctive_unknown_terms
 
     docs = {
