@@ -275,29 +275,22 @@ def _readable_df(state: AnswerState) -> dict[str, int]:
     return terms_readable_df(state.terms.search, state.principal, cap=READABLE_DF_CAP)
 
 
-def retry_query(question: str, terms: QuestionTerms, readable_df: dict[str, int]) -> str:
-    """The question's distinctive words only, for one more search (drops chatter that dilutes retrieval): its
-    identifiers and the six words held by the fewest chunks the asker may read (`readable_df`; a word none of
-    them holds last: it would find nothing; ties in the question's order), as typed and in the question's order.
-    Words, not their stems: the retry is embedded and reranked as text, and "undeliver" or "gatewai" is no word
-    the models read. The words the asker typed alone: the retry's own search expands and corrects them again."""
-    typed = set(analyze(question))
-    own = [t for t in terms.search if t in typed]
-    rare = sorted((t for t in own if not t.startswith("=")), key=lambda t: readable_df.get(t) or math.inf)[:6]
-    chosen = {*rare, *(t for t in own if t.startswith("="))}
-    word_of = surface_word_of(question, chosen)
-    return " ".join(dict.fromkeys(word_of[t] for t in own if t in chosen))
-
-
 def _reformulated(state: AnswerState, readable_df: dict[str, int]) -> AnswerState | None:
-    """One more search with the question's distinctive words only (`retry_query`); the state with its evidence
-    when that pool is adequate, else None."""
+    """One more search with the question's distinctive terms only (drops chatter that dilutes retrieval); the
+    state with its evidence when that pool is adequate, else None. The terms are the six held by the fewest
+    chunks the asker may read (`readable_df`; a term none of them holds last: it would find nothing), ties in
+    the question's order."""
     import time
 
     from retrieval.search import search
 
     assert state.terms is not None
-    reformulated = retry_query(state.rewritten, state.terms, readable_df)
+    rare = sorted(
+        (t for t in state.terms.search if not t.startswith("=")),
+        key=lambda t: readable_df.get(t) or math.inf,
+    )[:6]
+    identifiers = [t.lstrip("=") for t in state.terms.search if t.startswith("=")]
+    reformulated = " ".join(dict.fromkeys([*identifiers, *rare]))
     if not reformulated or reformulated == state.rewritten:
         return None
     config = state.config or SearchConfig()

@@ -135,23 +135,6 @@ def test_an_abstention_names_the_most_distinctive_words_it_searched_for():
     assert searched_words(question, skewed, held) == shown
 
 
-def test_the_retry_searches_the_rarest_words_as_typed_not_their_stems():
-    from agents.steps.decide import retry_query
-    from agents.steps.state import QuestionTerms
-    from knowledge.text import analyze
-
-    question = "How long does the mta keep trying an undeliverable message via the gw before giving up?"
-    # the search read "gw" as "gateway" too; "undeliver" and "gatewai" are stems, words to no model
-    search = (*analyze(question), "gatewai")
-    held = dict.fromkeys(search, 500) | {"mta": 3, "undeliver": 2, "messag": 40, "gw": 9, "gatewai": 1}
-    retry = retry_query(question, QuestionTerms(search, (), {}, {}), held)
-    assert retry == "long mta keep undeliverable message gw", retry
-    # an identifier is kept whatever its count, as written
-    question = "Does maximal_queue_lifetime apply to bounces?"
-    retry = retry_query(question, QuestionTerms(tuple(analyze(question)), (), {}, {}), {})
-    assert retry.split()[0] == "maximal_queue_lifetime" and "bounces" in retry.split(), retry
-
-
 def test_an_abstention_names_a_corrected_word_as_typed_with_what_it_was_read_as(twin_kb):  # noqa: F811
     # the spelling correction searched "switch" for the typed "swithces"; the abstention listed the corrected
     # term as a word of its own, one the asker never typed
