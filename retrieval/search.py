@@ -249,10 +249,10 @@ def _keys_touch(a: str, b: str) -> bool:
 def near_misspelt_terms(term: str, principal: Principal, *, limit: int, min_df: int) -> list[str]:
     """The readable terms `term` could be a misspelling of (`near_readable_terms`), closest first. A word one
     edit from a readable word must be one slip of it (`one_slip_apart`): a name the corpus lacks is often one
-    changed or added letter from a word it has ("ocserv" / "observ", "rspamd" / "spamd", "mikro" / "micro"),
+    changed or added letter from a word it has ("obcerv" / "observ", "fastd" / "fast", "mailu" / "mail"),
     and read as that word it no longer tells that the corpus lacks the topic. Nor is a number a slip of another
     ("10.20.0.53" of "10.0.0.253", "vlan100" of "vlan101"). Setting and option names (identifiers) are typed
-    from memory, not only mistyped ("vrrp_scripts"), and keep every other edit."""
+    from memory, not only mistyped (a plural: "ssl_ciphers"), and keep every other edit."""
     near = [
         t
         for t in near_readable_terms(term, principal, limit=limit, min_df=min_df)
@@ -269,7 +269,7 @@ _VOWELS = frozenset("aeiouy")
 def one_slip_apart(typed: str, meant: str) -> bool:
     """Whether one slip makes `typed` of `meant` (words an edit apart): two adjacent letters swapped, a letter
     typed twice or with the key beside it (`slips_undone`), a letter left out but the first, a key beside the
-    right one hit, or one vowel written for another ("persistance"). Not any other letter changed, added or
+    right one hit, or one vowel written for another ("seperate"). Not any other letter changed, added or
     left out at the start: those make a name the corpus lacks of a word it has."""
     if meant in slips_undone(typed):
         return True

@@ -243,7 +243,7 @@ def situation_removed(question: str, own: Collection[str], principal: Principal)
     identifier counts as a whole ("/srv/ops/netplan/50-uplink.yaml", not "srv"). A sentence before the question
     is kept: it sets the question up ("My laptop cannot reach the internet through the tunnel. Which setting
     fixes it?"), and so is one after it that names a topic of the documents ("... This is for keepalived.") or
-    names nothing the knowledge base lacks ("... need a date for the upgrade plan": it turns nothing away, and
+    names nothing the knowledge base lacks ("... I need it before the change window": it turns nothing away, and
     may say what is meant). "" when nothing is left out or too little would be left."""
     from agents.steps.retrieve import distinctive_unknown_terms, everyday_terms
     from knowledge.index_selectors import terms_readable
@@ -258,7 +258,7 @@ def situation_removed(question: str, own: Collection[str], principal: Principal)
         # a sentence's first word has its capital for the sentence's sake ("Running on ..."), not for a name's
         everyday = everyday_terms(text[:1].lower() + text[1:])
         # one that names nothing the unknown-term check reads as a topic the knowledge base lacks is kept: it
-        # turns no question away, and its words may say what is meant ("need a date for the upgrade plan")
+        # turns no question away, and its words may say what is meant ("I need it before the change window")
         if not distinctive_unknown_terms(analyze(text), principal, everyday=everyday):
             return False
         named = {t for token in _TOKEN.findall(text) for t in _key_terms(token) if len(t.lstrip("=")) > 2}

@@ -308,18 +308,18 @@ def test_a_word_an_edit_from_a_readable_one_is_misspelt_only_where_one_slip_make
         ("adress", "address"),
         ("retransmis", "retransmiss"),
         ("roiter", "router"),
-        ("persistanc", "persistenc"),
+        ("seperat", "separat"),
     ]:
         assert one_slip_apart(typed, meant), (typed, meant)
     # a letter changed to one far from it on the keyboard, one added at the start, or the first one left out:
     # names the corpus lacks made of words it has
-    for typed, meant in [("ocserv", "observ"), ("mikro", "micro"), ("rspamd", "spamd"), ("pamd", "spamd")]:
+    for typed, meant in [("obcerv", "observ"), ("bixel", "pixel"), ("xfastd", "fastd"), ("astd", "fastd")]:
         assert not one_slip_apart(typed, meant), (typed, meant)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_name_the_corpus_lacks_is_not_read_as_a_word_it_has_that_a_changed_letter_makes(tmp_path):
-    """The name "ocserv" is one changed letter from the stem of "observe": read as that word, a question on a
+    """The name "Obcerv" is one changed letter from the stem of "observe": read as that word, a question on a
     product the corpus lacks lost the sign that the corpus lacks it, and was searched and embedded as another."""
     from agents.steps.retrieve import distinctive_unknown_terms
 
@@ -329,10 +329,10 @@ def test_a_name_the_corpus_lacks_is_not_read_as_a_word_it_has_that_a_changed_let
     }
     _ingest(write_docs(tmp_path / "public", docs))
     who = _principal("outsider", "employees")
-    question = "how do I push a full tunnel route with ocserv"
+    question = "how do I install the Obcerv agent on a router"
     terms = query_terms(question)
     assert correct_terms(terms, who, question) == {}
-    assert "ocserv" in distinctive_unknown_terms(terms, who)
+    assert "obcerv" in distinctive_unknown_terms(terms, who)
     # a key beside the right one is still a slip, and the word is read as meant
     question = "what should I obsetve on the roiter"
     assert correct_terms(query_terms(question), who, question) == {"obsetv": "observ", "roiter": "router"}
