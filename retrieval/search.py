@@ -349,6 +349,19 @@ def spelled_as(word: str, stemmed: str) -> str:
     return next((spelling for spelling in slips_undone(word.lower()) if stem(spelling) == stemmed), stemmed)
 
 
+def corrections_by_word(
+    word_of: Mapping[str, str], corrections: Mapping[str, str]
+) -> dict[str, list[tuple[str, str]]]:
+    """Each typed word (`word_of`: term -> the word it came from) -> the (misspelt term, correction) pairs made
+    in it, an identifier's whole-name one first (`word_read_as` reads them in that order)."""
+    made: dict[str, list[tuple[str, str]]] = {}
+    for term, correction in sorted(
+        corrections.items(), key=lambda item: not item[0].startswith(IDENTIFIER_PREFIX)
+    ):
+        made.setdefault(word_of[term], []).append((term, correction))
+    return made
+
+
 def question_as_meant(question: str, corrections: Mapping[str, str]) -> str:
     """The question as the asker meant it: each word that `correct_terms` corrected spelt as it was read
     ("what is the nuemric limit" -> "what is the numeric limit"), for what reads the question as a whole (its
@@ -362,14 +375,8 @@ def question_as_meant(question: str, corrections: Mapping[str, str]) -> str:
         The question with the corrected words in place of the typed ones."""
     if not corrections:
         return question
-    word_of = surface_word_of(question, corrections)
-    made: dict[str, list[tuple[str, str]]] = {}
-    for term, correction in sorted(
-        corrections.items(), key=lambda item: not item[0].startswith(IDENTIFIER_PREFIX)
-    ):
-        made.setdefault(word_of[term], []).append((term, correction))
     meant = question
-    for word, pairs in made.items():
+    for word, pairs in corrections_by_word(surface_word_of(question, corrections), corrections).items():
         reading = word_read_as(word, pairs)[0]
         if reading != word:
             meant = reading.join(re.split(rf"(?<!\w){re.escape(word)}(?!\w)", meant))

@@ -19,12 +19,11 @@ from agents.answerer import (
     select,
     sentence_features,
 )
-from agents.evidence import EXPECTS_NUMBER, HAS_NUMBER, NUMBER, Evidence, ScoredSentence, score_sentences
-from agents.steps.evaluate import evaluate_pool
+from agents.evidence import EXPECTS_NUMBER, HAS_NUMBER, NUMBER, Evidence, ScoredSentence
+from agents.steps.evaluate import evaluate_pool, pool_sentences
 from agents.steps.retrieve import merge_results
 from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, QuestionTerms, ablated
 from knowledge.text import (
-    IDENTIFIER_PREFIX,
     analyze,
     identifiers,
     match_form,
@@ -69,6 +68,8 @@ def searched_words(question: str, terms: QuestionTerms, readable_df: dict[str, i
     Returns:
         The words to name, in the question's order.
     """
+    from retrieval.search import corrections_by_word
+
     typed = set(analyze(question))
     corrections = {term: read_as for term, read_as in terms.corrections.items() if term in terms.search}
     # the words the asker typed: not a correction the question does not also hold itself (searched for a word
@@ -81,11 +82,7 @@ def searched_words(question: str, terms: QuestionTerms, readable_df: dict[str, i
     rarest = set(sorted(held, key=lambda word: held[word])[:SEARCHED_SHOWN])
     # each word with every correction made in it, an identifier's whole-name one first ("recieve_timout"
     # -> "receive_timeout"; "recieve-timout" -> "receive-timeout")
-    made: dict[str, list[tuple[str, str]]] = {}
-    for term, read_as in sorted(
-        corrections.items(), key=lambda item: not item[0].startswith(IDENTIFIER_PREFIX)
-    ):
-        made.setdefault(word_of[term], []).append((term, read_as))
+    made = corrections_by_word(word_of, corrections)
     shown = {word: f"{word} (read as {_read_as(word, pairs)})" for word, pairs in made.items()}
     return [shown.get(word, word) for word in held if word in rarest]
 
@@ -148,19 +145,10 @@ def follow_up_ordered(state: AnswerState) -> AnswerState:
     asked = state.asked or state.question
     if not query_terms(asked):
         return state
-    pool = list(state.evidence[: state.pool_size])
-    own = score_sentences(
-        asked,
-        pool,
-        embed=state.cache.embed_windows,
-        pooled=state.cache.pooled(pool),
-        query_vec=state.cache.query_vector(state.terms.meant(asked)),
-        idf=state.terms.idf,
-        aliases=state.terms.corrections,
-    )
+    own = pool_sentences(state, asked, state.evidence[: state.pool_size])
     if not own:
         return state
-    answerer = get_answerer() if state.selection is not None else None
+    answerer = get_answerer()
     if answerer is None or state.selection is None:
         return replace(state, candidates=tuple(own))
     ranked = rank(answerer, own, state.evidence, chunk_scores(state))[0]

@@ -70,13 +70,22 @@ def evaluate_pool(state: AnswerState, hits: Sequence[Hit]) -> tuple[list[Evidenc
                     )
                 )
                 seen.add(row["chunk_id"])
-    ranked = score_sentences(
-        state.rewritten,
-        expanded[: state.pool_size],
+    return expanded, pool_sentences(state, state.rewritten, expanded[: state.pool_size])
+
+
+def pool_sentences(
+    state: AnswerState, question: str, pool: Sequence[Evidence], *, corrected: bool = True
+) -> list[ScoredSentence]:
+    """The sentences of `pool` scored for `question` (the whole question, a follow-up's own words or one part
+    of it) by the hand-made score, with the run's cached passage vectors and the question embedded as meant.
+    `corrected`: a misspelt term also matches the term retrieval read it as."""
+    assert state.terms is not None, "retrieve runs first"
+    return score_sentences(
+        question,
+        pool,
         embed=state.cache.embed_windows,
-        pooled=state.cache.pooled(expanded[: state.pool_size]),
-        query_vec=state.cache.query_vector(state.terms.meant(state.rewritten)),
+        pooled=state.cache.pooled(pool),
+        query_vec=state.cache.query_vector(state.terms.meant(question)),
         idf=state.terms.idf,
-        aliases=state.terms.corrections,
+        aliases=state.terms.corrections if corrected else None,
     )
-    return expanded, ranked

@@ -19,10 +19,10 @@ from agents.evidence import (
     ScoredSentence,
     compose_extractive,
     compose_ranked,
-    score_sentences,
     verify,
 )
 from agents.steps.decide import MIN_SENTENCE_SCORE, chunk_scores
+from agents.steps.evaluate import pool_sentences
 from agents.steps.state import ABSTAIN_MESSAGE, AnswerState, ablated
 from knowledge.text import sentences
 from retrieval.types import Hit
@@ -163,14 +163,7 @@ def part_candidates(state: AnswerState, evidence: Sequence[Evidence], sub: str) 
     that answers this part is judged on what the part itself asks."""
     assert state.terms is not None, "retrieve runs first"
     own = re.sub(r"\s*\([^()]*\)$", "", sub) or sub
-    return score_sentences(
-        own,
-        evidence[: state.pool_size],
-        embed=state.cache.embed_windows,
-        pooled=state.cache.pooled(evidence[: state.pool_size]),
-        query_vec=state.cache.query_vector(state.terms.meant(own)),
-        idf=state.terms.idf,
-    )
+    return pool_sentences(state, own, evidence[: state.pool_size], corrected=False)
 
 
 def continuations(evidence: Sequence[Evidence]) -> dict[int, int]:

@@ -104,8 +104,9 @@ class AnswerState:
     observe: dict[str, Any] | None = field(default=None, compare=False)
     cache: RunCache = field(default_factory=RunCache, compare=False)
     trace: tuple[dict[str, Any], ...] = ()
-    # set by RewriteFollowUp: the question as read (without a greeting or thanks around it), whether it was
-    # joined to the previous turn as a follow-up, and what is searched (the joined question, or `asked`)
+    # set by RewriteFollowUp: the question as read (without a greeting or thanks around it, nor the asker's own
+    # context: agents/steps/context.py), whether it was joined to the previous turn as a follow-up, and what
+    # is searched (the joined question, or `asked`)
     asked: str = ""
     follow_up: bool = False
     rewritten: str = ""
