@@ -244,10 +244,10 @@ def situation_removed(question: str, own: Collection[str], principal: Principal)
     /srv/ops/netplan/50-uplink.yaml)"). Its names are the asker's (a virtualisation platform, a release, a user,
     a path of their own), read as topics the knowledge base lacks, and it cannot help find the answer. An
     identifier counts as a whole ("/srv/ops/netplan/50-uplink.yaml", not "srv"). A sentence before the question
-    is kept: it sets the question up ("My laptop cannot reach the internet through the tunnel. Which setting
-    fixes it?"), and so is one after it that names a topic of the documents ("... This is for keepalived.") or
-    names nothing the knowledge base lacks ("... I need it before the change window": it turns nothing away, and
-    may say what is meant). "" when nothing is left out or too little would be left."""
+    is kept here: it may set the question up ("My laptop cannot reach the internet through the tunnel. Which
+    setting fixes it?"; `environment_removed` leaves out the one that only tells the setup), and so is one
+    after it that names a topic of the documents ("... This is for keepalived.") or names nothing the knowledge
+    base lacks ("... I need it before the change window": it turns nothing away, and may say what is meant). "" when nothing is left out or too little would be left."""
     from agents.steps.retrieve import distinctive_unknown_terms, everyday_terms
     from knowledge.index_selectors import terms_readable
 
@@ -326,9 +326,13 @@ def environment_removed(question: str, own: Collection[str], principal: Principa
         if lines and asked:
             return True  # a line of their configuration or output, pasted around a question of its own
         # the parts of a numbered host, a path or an address name the setup as the whole does ("jump" of
-        # "jump-fra1")
+        # "jump-fra1"), and so does an account named as one ("as user jdoe")
+        tokens = _TOKEN.findall(segment)
         setup = {
-            t for token in _TOKEN.findall(segment) if _names_setup(token.lower()) for t in analyze(token)
+            t
+            for previous, token in zip(["", *tokens], tokens, strict=False)
+            if _names_setup(token.lower()) or _ACCOUNT_WORDS.fullmatch(previous)
+            for t in analyze(token)
         }
         return all(term in setup or _names_setup(term) for term in unknown)
 
@@ -383,6 +387,10 @@ _PLATFORM_WORDS = (
     "lenovo thinkpad thinksystem supermicro intel amd epyc xeon mellanox realtek raspberry nuc virtio vcpu vcpus "
     "bare-metal baremetal"
 )
+
+
+# the words that say the next one is an account's name ("as user jdoe", "login netadm")
+_ACCOUNT_WORDS = re.compile(r"(?:user|username|login|account)", re.IGNORECASE)
 
 
 def _names_setup(term: str) -> bool:

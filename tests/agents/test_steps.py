@@ -449,6 +449,7 @@ def test_the_askers_platform_and_setup_around_a_question_that_names_its_topic_ar
         f"{question} The lab hosts are Ubuntu 22.04 VMs on a Supermicro X11 board.",
         f"switchport mode trunk\nspanning-tree portfast edge bpduguard\n{question}",
         f"I keep my notes in ~/ops/notes/vlans.md on jump-fra1. {question} We're on Debian 12.",
+        f"I changed /etc/ops/vlans.conf on lab-sw2 as user mkowalczyk. {question}",
     ):
         assert environment_removed(told, (), who) == question, told
         state = run_steps(ANSWERING, _state(told))
