@@ -18,8 +18,9 @@ very thing asked about.
 Two more kinds of the asker's own text are left out the same way: lines pasted from a terminal or a log
 (`without_pasted_lines`: time stamps, hosts, PIDs, prompts, a command's output), and the situation told after
 the question when it names only what the knowledge base lacks (`situation_removed`: a platform, a user, a
-weekday, a path of the asker's). Where what is asked names its own topic, the asker's setup told before or
-after it, or lines of their configuration pasted around it, are left out too (`environment_removed`).
+weekday, a path of the asker's). The sentences that tell only the asker's setup before or after what they
+ask (a release, a platform, a numbered host, a path, an account), and lines of their configuration or output
+pasted around a question that names its own topic, are left out too (`environment_removed`).
 """
 
 from __future__ import annotations
@@ -247,7 +248,8 @@ def situation_removed(question: str, own: Collection[str], principal: Principal)
     is kept here: it may set the question up ("My laptop cannot reach the internet through the tunnel. Which
     setting fixes it?"; `environment_removed` leaves out the one that only tells the setup), and so is one
     after it that names a topic of the documents ("... This is for keepalived.") or names nothing the knowledge
-    base lacks ("... I need it before the change window": it turns nothing away, and may say what is meant). "" when nothing is left out or too little would be left."""
+    base lacks ("... I need it before the change window": it turns nothing away, and may say what is meant). ""
+    when nothing is left out or too little would be left."""
     from agents.steps.retrieve import distinctive_unknown_terms, everyday_terms
     from knowledge.index_selectors import terms_readable
 
@@ -395,8 +397,9 @@ _ACCOUNT_WORDS = re.compile(r"(?:user|username|login|account)", re.IGNORECASE)
 
 def _names_setup(term: str) -> bool:
     """Whether an index term names the asker's setup rather than a topic: a release, a version, a model or a
-    numbered host (it holds a digit: "22.04", "6.1", "r640", "lbint1"), a path, an address or a domain name, or
-    a platform (`_PLATFORM_WORDS`)."""
+    numbered host (it holds a digit: "22.04", "6.1", "r640", "lbint1"), a path or a mail address, or a platform
+    (`_PLATFORM_WORDS`). Only a term that no chunk the asker may read holds is asked about: a name with digits
+    that the documents hold ("ipv6", "x509") is a topic of theirs and never reaches here."""
     bare = term.lstrip("=")
     return any(c.isdigit() for c in bare) or any(c in bare for c in "/@") or bare in _platform_terms()
 
