@@ -250,7 +250,7 @@ def situation_removed(question: str, own: Collection[str], principal: Principal)
     after it that names a topic of the documents ("... This is for keepalived.") or names nothing the knowledge
     base lacks ("... I need it before the change window": it turns nothing away, and may say what is meant). ""
     when nothing is left out or too little would be left."""
-    from agents.steps.retrieve import distinctive_unknown_terms, everyday_terms
+    from agents.steps.retrieve import distinctive_unknown_terms
     from knowledge.index_selectors import terms_readable
 
     sentences = [s for s in _SENTENCE_END.split(question.strip()) if s]
@@ -260,8 +260,7 @@ def situation_removed(question: str, own: Collection[str], principal: Principal)
     owned = {t for name in own for t in _key_terms(name)}
 
     def adds_nothing(text: str) -> bool:
-        # a sentence's first word has its capital for the sentence's sake ("Running on ..."), not for a name's
-        everyday = everyday_terms(text[:1].lower() + text[1:])
+        everyday = _everyday_in(text)
         # one that names nothing the unknown-term check reads as a topic the knowledge base lacks is kept: it
         # turns no question away, and its words may say what is meant ("I need it before the change window")
         if not distinctive_unknown_terms(analyze(text), principal, everyday=everyday):
@@ -307,22 +306,28 @@ def environment_removed(question: str, own: Collection[str], principal: Principa
     Ubuntu 22.04 on the edge. How do I upgrade it?"), and a sentence that names a product the documents lack
     ("The VPN between the offices is Tinc. Which option sets the keepalive interval?"): the topic may then be
     what the knowledge base lacks, and the question is still turned away. "" when nothing is left out."""
-    from agents.steps.retrieve import distinctive_unknown_terms, everyday_terms
+    from agents.steps.retrieve import distinctive_unknown_terms
+    from knowledge.index_selectors import terms_readable
 
     segments = [s for s in _SEGMENT_END.split(question.strip()) if s]
     asking = [i for i, s in enumerate(segments) if _ASKS_SEGMENT.search(s)]
     if not asking or len(asking) == len(segments):
         return ""
-    asked = _asked_parts(segments, asking, principal)
+    # which of the message's terms the asker may read, looked up once for every sentence and line of it
+    every = {t for s in segments for t in analyze(s)}
+    every |= {t for s in segments for token in _TOKEN.findall(s) for t in _key_terms(token)}
+    readable = terms_readable(every, principal)
+    asked = _asked_parts(segments, asking, readable)
     # what an asking sentence that names no topic of its own may be about: the sentences just before it
     leaned = {j for i in asking if i not in asked for j in range(max(i - _LEANS_ON, 0), i)}
     owned = {t for name in own for t in _key_terms(name)}
     lines = "\n" in question.strip()
 
     def environment(segment: str) -> bool:
-        everyday = everyday_terms(segment[:1].lower() + segment[1:])
         terms = [t for t in analyze(segment) if t not in owned]
-        unknown = distinctive_unknown_terms(terms, principal, everyday=everyday)
+        unknown = distinctive_unknown_terms(
+            terms, principal, everyday=_everyday_in(segment), readable=readable & set(terms)
+        )
         if not unknown:
             return False
         if lines and asked:
@@ -353,18 +358,19 @@ _ASKS_SEGMENT = re.compile(
 )
 
 
-def _asked_parts(segments: list[str], asking: list[int], principal: Principal) -> set[int]:
+def _asked_parts(segments: list[str], asking: list[int], readable: Collection[str]) -> set[int]:
     """The indexes of the segments that make up what is asked where it names its own topic: each asking segment
     (`asking`) with the ones before it that it leans on (up to `_LEANS_ON`), where the first of them names a
     term of a chunk the principal may read that is not an everyday word before any word that points back (an
     asking segment that points back anywhere leans on what came before: "How do I change the MTU of its
-    tunnel?"). An asking segment that names no topic so is left out."""
+    tunnel?"). An asking segment that names no topic so is left out. `readable`: the segments' terms that a
+    chunk the asker may read holds."""
     parts: set[int] = set()
     for i in asking:
         for start in range(i, max(i - _LEANS_ON, 0) - 1, -1):
             if start == i and _points_back(segments[i]):
                 continue
-            if _names_before_pointing(" ".join(segments[start : i + 1]), principal):
+            if _names_before_pointing(" ".join(segments[start : i + 1]), readable):
                 parts.update(range(start, i + 1))
                 break
     return parts
@@ -409,24 +415,26 @@ def _platform_terms() -> frozenset[str]:
     return frozenset(t.lstrip("=") for word in _PLATFORM_WORDS.split() for t in analyze(word))
 
 
-def _names_before_pointing(text: str, principal: Principal) -> bool:
-    """Whether `text` names a topic the documents hold (a term of a chunk the principal may read that is not an
-    everyday word) before any word that points back at what was said before it. A question in everyday words
-    alone does not: "Which flag must the program be built with?" asks about the program the sentence before it
-    names."""
-    from agents.steps.retrieve import everyday_terms
-    from knowledge.index_selectors import terms_readable
-
-    everyday = everyday_terms(text[:1].lower() + text[1:])
-    tokens = _TOKEN.findall(text)
-    named = {token: set(_key_terms(token)) - everyday for token in tokens}
-    readable = terms_readable({t for found in named.values() for t in found}, principal)
-    for token in tokens:
+def _names_before_pointing(text: str, readable: Collection[str]) -> bool:
+    """Whether `text` names a topic the documents hold (one of the terms `readable`, those of a chunk the asker
+    may read, that is not an everyday word) before any word that points back at what was said before it. A
+    question in everyday words alone does not: "Which flag must the program be built with?" asks about the
+    program the sentence before it names."""
+    everyday, known = _everyday_in(text), set(readable)
+    for token in _TOKEN.findall(text):
         if _POINTS_AT.fullmatch(token):
             return False
-        if named[token] & readable:
+        if (set(_key_terms(token)) - everyday) & known:
             return True
     return False
+
+
+def _everyday_in(sentence: str) -> set[str]:
+    """The terms of the everyday words of `sentence` (`everyday_terms`); its first word has its capital for the
+    sentence's sake ("Running on ..."), not for a name's."""
+    from agents.steps.retrieve import everyday_terms
+
+    return everyday_terms(sentence[:1].lower() + sentence[1:])
 
 
 def context_removed(question: str, own: Collection[str]) -> str:
