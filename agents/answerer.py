@@ -162,7 +162,7 @@ class QuestionFacts:
     # size and vocabulary, so a model fitted on one corpus would misjudge a smaller or larger one
     top_bm25: float
     wants_number: bool
-    question_words: int
+    question_words: int  # the question's length as agents.steps.decide.question_length counts it
     multi_hop: bool
     # identifiers and numbers the question quotes ("--max-port", "2.90") that no evidence passage contains:
     # the evidence may be about the topic and still not address the very thing asked
