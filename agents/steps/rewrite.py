@@ -1,6 +1,7 @@
 """A follow-up ("and how do I roll it back?") is rewritten with the conversation's earlier turns; a greeting or
 thanks around the question is left out of what is searched, and so is the asker's own context around it (a
-ticket number, a numbered host, an environment: agents/steps/context.py)."""
+ticket number, a numbered host, an environment: agents/steps/context.py); shorthand typed in a hurry ("dflt",
+"w/o") is written out (`written_out`)."""
 
 from __future__ import annotations
 
@@ -40,8 +41,11 @@ _COURTESY_ONLY = re.compile(
 
 
 # Shorthand typed in a hurry, written out. Clipped words only: each is read as its word only where the documents
-# the asker may read write that word out more often than they use the clipping (`written_out`), so a clipping
-# a corpus uses itself ("addr" in `ip addr`, "src" and "dev" in a route) stays as typed
+# the asker may read write that word out more often than they use the clipping (`written_out`), so a clipping a
+# corpus uses itself ("addr" in `ip addr`, "src" and "dev" in a route) stays as typed. Left out: clippings of
+# more than one word the documents name ("proc" for /proc or a process, "rec" for a record or recursion, "prob"
+# for a problem or a probability), and those whose word is a stop word ("u" for "you"), which would search for
+# nothing
 SHORTHAND: dict[str, str] = {
     "dflt": "default",
     "dflts": "defaults",
@@ -83,10 +87,7 @@ SHORTHAND: dict[str, str] = {
     "params": "parameters",
     "err": "error",
     "errs": "errors",
-    "prob": "problem",
     "avail": "available",
-    "rec": "record",
-    "recs": "records",
     "sess": "session",
     "secs": "seconds",
     "mins": "minutes",
@@ -105,13 +106,9 @@ SHORTHAND: dict[str, str] = {
     "chk": "check",
     "col": "column",
     "sig": "signal",
-    "proc": "process",
-    "procs": "processes",
     "prio": "priority",
     "dir": "directory",
     "dirs": "directories",
-    "u": "you",
-    "ur": "your",
 }
 # written the same way everywhere: no document names a thing so
 _CONNECTIVES = {"w/o": "without", "w/": "with", "b/w": "between", "b/c": "because", "&": "and"}
@@ -194,8 +191,9 @@ class RewriteFollowUp:
         from agents.memory import rewrite_follow_up
         from agents.steps.context import without_own_context, without_pasted_lines
 
-        asked = without_own_context(
-            without_pasted_lines(written_out(without_courtesy(state.question), state.principal)),
+        # shorthand written out last: the context steps judge the asker's text as typed
+        asked = written_out(
+            without_own_context(without_pasted_lines(without_courtesy(state.question)), state.principal),
             state.principal,
         )
         if courtesy_only(asked):
