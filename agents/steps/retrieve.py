@@ -159,7 +159,7 @@ def is_everyday(word: str, words: frozenset[str] | None = None) -> bool:
     return False
 
 
-_CODE_SPAN = re.compile(r"`[^`]*`")
+CODE_SPAN = re.compile(r"`[^`]*`")
 
 
 def everyday_terms(question: str) -> set[str]:
@@ -169,7 +169,7 @@ def everyday_terms(question: str) -> set[str]:
     capitals (no lower-case letter outside its code spans) tells no name by its case: its words of five letters
     or more are read in lower case."""
     words = everyday_words()
-    if not re.search("[a-z]", _CODE_SPAN.sub("", question)):
+    if not re.search("[a-z]", CODE_SPAN.sub("", question)):
         # but a short word in capitals is as likely an acronym there as anywhere ("RIP TIMERS?")
         question = re.sub(r"[A-Z]{5,}", lambda m: m.group(0).lower(), question)
     lower = {

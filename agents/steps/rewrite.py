@@ -117,7 +117,6 @@ _CLIPPED = re.compile(
     re.IGNORECASE,
 )
 _CONNECTIVE = re.compile(r"(?<!\S)(w/o|w/|b/w|b/c|&)(?!\S)", re.IGNORECASE)
-_CODE_SPAN = re.compile(r"`[^`]*`")
 # readable chunks counted per term, at most: past it both words are common and the clipping stays
 _SHORTHAND_DF_CAP = 500
 
@@ -130,38 +129,32 @@ def written_out(question: str, principal: Principal) -> str:
     A clipping is a rare term: searched and judged as typed it weighed most in what the evidence must cover, and
     the sentence that states the answer in full words covered the question least (train questions with one to
     three words clipped: answered 132 -> 115 of 134)."""
+    from agents.steps.retrieve import CODE_SPAN
     from knowledge.index_selectors import terms_readable_df
     from knowledge.text import query_terms
 
-    spans = [(m.start(), m.end()) for m in _CODE_SPAN.finditer(question)]
-
-    def outside_code(match: re.Match[str]) -> bool:
-        return not any(start <= match.start() < end for start, end in spans)
-
-    found = [m for m in _CLIPPED.finditer(question) if outside_code(m)]
-    terms = {
-        m.group(1).lower(): (query_terms(m.group(1)), query_terms(SHORTHAND[m.group(1).lower()]))
-        for m in found
-    }
-    counted = [t for clipped, full in terms.values() for t in (*clipped, *full)]
+    # the code spans at the odd places, the prose around them at the even ones
+    parts = re.split(f"({CODE_SPAN.pattern})", question)
+    clipped = {m.group(1).lower() for prose in parts[::2] for m in _CLIPPED.finditer(prose)}
+    terms = {word: (query_terms(word), query_terms(SHORTHAND[word])) for word in clipped}
+    counted = [t for own, full in terms.values() for t in (*own, *full)]
     df = terms_readable_df(counted, principal, cap=_SHORTHAND_DF_CAP) if counted else {}
+    spelled = {
+        word
+        for word, (own, full) in terms.items()
+        if full and min(df.get(t, 0) for t in full) > max((df.get(t, 0) for t in own), default=0)
+    }
 
-    def spelled(clipped: str) -> bool:
-        own, full = terms[clipped]
-        return bool(full) and min(df.get(t, 0) for t in full) > max((df.get(t, 0) for t in own), default=0)
+    def prose_written_out(prose: str) -> str:
+        def clipping(match: re.Match[str]) -> str:
+            word = match.group(1)
+            return SHORTHAND[word.lower()] if word.lower() in spelled else word
 
-    pieces: list[str] = []
-    last = 0
-    for match in found:
-        word = match.group(1)
-        if spelled(word.lower()):
-            pieces += [question[last : match.start()], SHORTHAND[word.lower()]]
-            last = match.end()
-    text = "".join([*pieces, question[last:]])
-    spans = [(m.start(), m.end()) for m in _CODE_SPAN.finditer(text)]
-    return _CONNECTIVE.sub(
-        lambda m: _CONNECTIVES[m.group(1).lower()] if outside_code(m) else m.group(0), text
-    )
+        prose = _CLIPPED.sub(clipping, prose)
+        return _CONNECTIVE.sub(lambda m: _CONNECTIVES[m.group(1).lower()], prose)
+
+    parts[::2] = [prose_written_out(prose) for prose in parts[::2]]
+    return "".join(parts)
 
 
 def without_courtesy(question: str) -> str:
