@@ -183,7 +183,29 @@ def without_pasted_lines(question: str) -> str:
     and output read as terms no document holds (a topic the knowledge base lacks: every such question was
     turned away) and lowered P(answerable). Where the asker's lines name no topic of their own ("what does this
     mean?") or point back at the paste ("why does keepalived log this?"), the paste is what is asked about: it
-    is kept, without its time stamps, hosts and prompts. `question` itself when nothing is pasted."""
+    is kept, without its time stamps, hosts and prompts (`kept_paste`). `question` itself when nothing is
+    pasted."""
+    pasted, own = _pasted_and_own(question)
+    if not pasted:
+        return question
+    if not _paste_asked(own):
+        return " ".join(own)
+    return "\n".join(line.strip() for line in [*pasted, *own] if line.strip())
+
+
+def kept_paste(question: str) -> tuple[str, ...]:
+    """The lines pasted into `question` that `without_pasted_lines` keeps because they are what is asked about,
+    as it writes them (stripped, without time stamps, hosts and prompts); () when none is kept. They are quoted
+    text: later steps read them as typed (`agents.steps.rewrite.written_out`)."""
+    pasted, own = _pasted_and_own(question)
+    if not pasted or not _paste_asked(own):
+        return ()
+    return tuple(line.strip() for line in pasted if line.strip())
+
+
+def _pasted_and_own(question: str) -> tuple[list[str], list[str]]:
+    """The lines of `question` pasted from a terminal or a log (without their stamps and prompts), and the
+    asker's own lines (stripped)."""
     lines = [line for line in question.splitlines() if line.strip()]
     pasted, own = [], []
     after_command = False
@@ -199,13 +221,15 @@ def without_pasted_lines(question: str) -> str:
         else:
             after_command = False
             own.append(line.strip())
-    if not pasted:
-        return question
+    return pasted, own
+
+
+def _paste_asked(own: list[str]) -> bool:
+    """Whether the asker's own lines ask about what they pasted: there are none, they name no topic and are too
+    short to stand alone, or they point back at the paste."""
     asked = " ".join(own)
     stands_alone = _names_a_topic(asked) or len(asked.split()) >= _STANDS_ALONE
-    if own and stands_alone and not _POINTS_BACK.search(asked):
-        return asked
-    return "\n".join(line.strip() for line in [*pasted, *own] if line.strip())
+    return not (own and stands_alone and not _POINTS_BACK.search(asked))
 
 
 def _names_a_topic(text: str) -> bool:

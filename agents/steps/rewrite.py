@@ -6,6 +6,7 @@ ticket number, a numbered host, an environment: agents/steps/context.py); shorth
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from agents.steps.state import AnswerState
@@ -121,10 +122,11 @@ _CONNECTIVE = re.compile(r"(?<!\S)(w/o|w/|b/w|b/c|&)(?!\S)", re.IGNORECASE)
 _SHORTHAND_DF_CAP = 500
 
 
-def written_out(question: str, principal: Principal) -> str:
+def written_out(question: str, principal: Principal, quoted: Collection[str] = ()) -> str:
     """`question` with its shorthand written out: "w/o", "b/w" and "&" between spaces always, a clipped word of
     SHORTHAND ("dflt", "tbl", "pkts") where the chunks the asker may read hold its word in more chunks than the
-    clipping itself. Code spans are left as typed.
+    clipping itself. Code spans are left as typed, and so is each line of `quoted` (lines the asker pasted and
+    asks about, `agents.steps.context.kept_paste`): a log line says "pkts" where the program wrote it so.
 
     A clipping is a rare term: searched and judged as typed it weighed most in what the evidence must cover, and
     the sentence that states the answer in full words covered the question least (train questions with one to
@@ -133,8 +135,9 @@ def written_out(question: str, principal: Principal) -> str:
     from knowledge.index_selectors import terms_readable_df
     from knowledge.text import query_terms
 
-    # the code spans at the odd places, the prose around them at the even ones
-    parts = re.split(f"({CODE_SPAN.pattern})", question)
+    # the code spans and quoted lines at the odd places, the prose around them at the even ones
+    literal = [CODE_SPAN.pattern] + [rf"^[ \t]*{re.escape(line)}[ \t]*$" for line in quoted if line]
+    parts = re.split(f"({'|'.join(literal)})", question, flags=re.MULTILINE)
     clipped = {m.group(1).lower() for prose in parts[::2] for m in _CLIPPED.finditer(prose)}
     terms = {word: (query_terms(word), query_terms(SHORTHAND[word])) for word in clipped}
     counted = [t for own, full in terms.values() for t in (*own, *full)]
@@ -182,12 +185,15 @@ class RewriteFollowUp:
 
     def run(self, state: AnswerState) -> AnswerState:
         from agents.memory import rewrite_follow_up
-        from agents.steps.context import without_own_context, without_pasted_lines
+        from agents.steps.context import kept_paste, without_own_context, without_pasted_lines
 
-        # shorthand written out last: the context steps judge the asker's text as typed
+        # shorthand written out last: the context steps judge the asker's text as typed; what the asker pasted
+        # and asks about is quoted, and stays as typed
+        question = without_courtesy(state.question)
         asked = written_out(
-            without_own_context(without_pasted_lines(without_courtesy(state.question)), state.principal),
+            without_own_context(without_pasted_lines(question), state.principal),
             state.principal,
+            quoted=kept_paste(question),
         )
         if courtesy_only(asked):
             # "thanks!" after an answer asks nothing of the previous question: joined, it was searched as that

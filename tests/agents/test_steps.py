@@ -565,3 +565,29 @@ def test_shorthand_typed_in_a_hurry_is_read_as_the_words_the_documents_write_out
     assert state.answer.startswith("Escalate to the duty manager after 30 minutes"), state.answer
     state = run_steps(ANSWERING, _state("which VLAN do guest devices use w/o the mgmt VLAN?"))
     assert state.answer.startswith("Guest devices use VLAN 300"), state.answer
+
+
+def test_a_pasted_line_the_asker_asks_about_keeps_its_shorthand_while_their_own_words_are_written_out(
+    twin_kb,  # noqa: F811
+):
+    """A log line is quoted text: its "mgmt" and "mins" are what the program wrote, and a document that quotes
+    the message quotes it so. Written out, the line no longer matched itself; the asker's own words still are."""
+    from agents.steps.context import kept_paste
+    from agents.steps.rewrite import RewriteFollowUp
+
+    log = "Dec  7 03:12:44 edge-rtr01 vrrpd[2231]: mgmt peer silent for 3 mins & demoted"
+    for own, asked in (
+        ("what does this mean?", "what does this mean?"),
+        (
+            "why does vrrpd log this w/o a mgmt outage?",
+            "why does vrrpd log this without a management outage?",
+        ),
+    ):
+        assert kept_paste(f"{log}\n{own}") == ("mgmt peer silent for 3 mins & demoted",)
+        state = RewriteFollowUp().run(_state(f"{log}\n{own}"))
+        assert state.asked == f"mgmt peer silent for 3 mins & demoted\n{asked}", state.asked
+    # a paste the asker's own question does not ask about is left out, so nothing of it is quoted
+    question = "after how many mins w/o progress do I escalate to the duty mgr?"
+    assert kept_paste(f"{log}\n{question}") == ()
+    state = RewriteFollowUp().run(_state(f"{log}\n{question}"))
+    assert state.asked == "after how many minutes without progress do I escalate to the duty manager?"
