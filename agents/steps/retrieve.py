@@ -75,7 +75,11 @@ def question_terms(result: SearchResult, principal: Principal, question: str) ->
     df, n_chunks = term_df(terms), corpus_chunk_count()
     readable = terms_readable(set(terms), principal)
     unknown = distinctive_unknown_terms(
-        terms, principal, result.corrections, everyday=everyday_terms(question), readable=readable
+        terms,
+        principal,
+        result.corrections,
+        everyday=everyday_terms(question) | checked_values(question),
+        readable=readable,
     )
     unreadable = set(terms) - readable
     idf = {
@@ -179,6 +183,38 @@ def everyday_terms(question: str) -> set[str]:
         for term in analyze(word)
     }
     return lower | {term for day in _CALENDAR.findall(question) for term in analyze(day)}
+
+
+# A yes/no question that checks a value the asker half remembers ("is the default port 4443?", "does it still
+# default to 1500?", "the hold time is 90 seconds, right?"): the number it ends on is what it proposes, and the
+# documents' own value answers it. The number is no topic: one no readable chunk holds was a term the corpus
+# lacks, and such a check of a wrong value was turned away instead of told the documents' value.
+_CHECKS = re.compile(
+    r"(?:^|[-\u2013\u2014,:;]\s)\W*"
+    r"(?:is|isn't|are|aren't|was|does|doesn't|do|don't|did|should|shouldn't|will|would|can|could|has|have)\b"
+    r"|,?\s*(?:right|correct|yes|no)\W*$",
+    re.IGNORECASE,
+)
+_NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w.:/=@-])"
+_PROPOSED_VALUE = re.compile(
+    rf"(?<![\w.:/=@-])({_NUMBER}(?:\s*(?:,|/|and|or)\s*{_NUMBER})*)(?:\s*[a-z%]{{1,12}})?"
+    r"(?:\s+(?:by\s+default|still|now|again|anymore|at\s+first|to\s+start(?:\s+with)?))?"
+    r"(?:\s*\([^()]*\))?\s*(?:,?\s*(?:right|correct|yes|no))?\W*$",
+    re.IGNORECASE,
+)
+
+
+def checked_values(question: str) -> set[str]:
+    """The terms of the numbers a yes/no question proposes as the value to check (`_PROPOSED_VALUE`: the number
+    it ends on, or a list of numbers, "8443 or 9443", with a unit and "by default" or "right?" after it); none
+    for any other question."""
+    prose = CODE_SPAN.sub(" ", question).strip()
+    if not _CHECKS.search(prose):
+        return set()
+    proposed = _PROPOSED_VALUE.search(prose)
+    if proposed is None:
+        return set()
+    return {term for number in re.findall(_NUMBER, proposed.group(1)) for term in analyze(number)}
 
 
 # the days and months, which are written with a capital and name nothing but a date ("since Friday"); not "May"

@@ -591,3 +591,27 @@ def test_a_pasted_line_the_asker_asks_about_keeps_its_shorthand_while_their_own_
     assert kept_paste(f"{log}\n{question}") == ()
     state = RewriteFollowUp().run(_state(f"{log}\n{question}"))
     assert state.asked == "after how many minutes without progress do I escalate to the duty manager?"
+
+
+def test_a_yes_no_check_of_a_wrong_value_is_told_the_documents_value(twin_kb):  # noqa: F811
+    """A yes/no question that ends on the value the asker half remembers proposes that value for checking: the
+    number is no topic. One that no document holds read as a term the corpus lacks, and the check of a wrong
+    value was turned away instead of told the documents' value."""
+    from agents.steps.retrieve import checked_values
+
+    assert checked_values("does the archive server still keep each configuration copy for 1095 days?") == {
+        "1095"
+    }
+    assert checked_values("guest vlan - is it 3000 or 3001, right?") == {"3000", "3001"}
+    # a number the question asks about, or one inside a name, is not proposed
+    assert checked_values("what does error 4044 on the archive server mean?") == set()
+    assert checked_values("does error 4044 on the archive server need a ticket?") == set()
+    assert checked_values("is `copy 1095` the command?") == set()
+    state = run_steps(
+        ANSWERING, _state("does the archive server still keep each configuration copy for 1095 days?")
+    )
+    assert state.verdict == "answered", state.trace
+    assert "90 days" in state.answer, state.answer
+    # a question about a number no document holds is still turned away
+    state = run_steps(ANSWERING, _state("what does error 4044 on the archive server mean?"))
+    assert state.verdict == "abstained", state.answer
