@@ -6,7 +6,7 @@ distinctive terms only) before the pipeline abstains."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from agents.answerer import (
@@ -44,7 +44,12 @@ MIN_SENTENCE_SCORE = 0.35
 SEARCHED_SHOWN = 8
 
 
-def searched_words(question: str, terms: QuestionTerms, readable_df: dict[str, int]) -> list[str]:
+def searched_words(
+    question: str,
+    terms: QuestionTerms,
+    readable_df: dict[str, int],
+    clipped: Mapping[str, str] | None = None,
+) -> list[str]:
     """The question's words as written that were searched for, the SEARCHED_SHOWN most distinctive ones (a
     word as rare as its rarest term; a term no chunk the asker may read holds, rarest of all), in the question's
     order: what an abstention says it searched for, without "after", "up" or "long" taking the places of the
@@ -58,13 +63,15 @@ def searched_words(question: str, terms: QuestionTerms, readable_df: dict[str, i
     A word the spelling correction read as another is shown as typed with what it was read as ("recieve (read
     as receive)"); the correction is not listed as a word of its own, which the asker never typed, nor is the
     expansion of a synonym or an abbreviation. A correction is a term of chunks the asker may read
-    (retrieval.search.correct_terms), so naming it tells them nothing of documents they cannot read.
+    (retrieval.search.correct_terms), so naming it tells them nothing of documents they cannot read. So is a
+    word written out for shorthand the asker typed ("dflt (read as default)"; `clipped`).
 
     Args:
         question: the question as searched (the rewritten one for a follow-up).
         terms: its search terms and the spelling corrections retrieval made.
         readable_df: the readable chunks holding each search term, up to a cap (`_readable_df`); a term
             missing from it is held by none.
+        clipped: each word written out for a clipping -> the clipping as typed (`AnswerState.clipped`).
     Returns:
         The words to name, in the question's order.
     """
@@ -84,6 +91,10 @@ def searched_words(question: str, terms: QuestionTerms, readable_df: dict[str, i
     # -> "receive_timeout"; "recieve-timout" -> "receive-timeout")
     made = corrections_by_word(word_of, corrections)
     shown = {word: f"{word} (read as {_read_as(word, pairs)})" for word, pairs in made.items()}
+    for word in held:
+        clipping = (clipped or {}).get(word.lower())
+        if clipping is not None and word not in shown:
+            shown[word] = f"{clipping} (read as {word})"
     return [shown.get(word, word) for word in held if word in rarest]
 
 
@@ -115,7 +126,7 @@ class Decide:
                 ok, selection = True, state.selection
         if not ok:
             # the question's own words, not the analyser's stems ("configure", not "configur")
-            searched = ", ".join(searched_words(state.rewritten, terms, readable_df))
+            searched = ", ".join(searched_words(state.rewritten, terms, readable_df, dict(state.clipped)))
             return state.abstained(
                 f"{ABSTAIN_MESSAGE} I searched the documents you can access for: {searched}."
             )

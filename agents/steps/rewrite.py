@@ -123,6 +123,13 @@ _SHORTHAND_DF_CAP = 500
 
 
 def written_out(question: str, principal: Principal, quoted: Collection[str] = ()) -> str:
+    """`question` with its shorthand written out (`shorthand_written_out`)."""
+    return shorthand_written_out(question, principal, quoted)[0]
+
+
+def shorthand_written_out(
+    question: str, principal: Principal, quoted: Collection[str] = ()
+) -> tuple[str, dict[str, str]]:
     """`question` with its shorthand written out: "w/o", "b/w" and "&" between spaces always, a clipped word of
     SHORTHAND ("dflt", "tbl", "pkts") where the chunks the asker may read hold its word in more chunks than the
     clipping itself. Code spans are left as typed, and so is each line of `quoted` (lines the asker pasted and
@@ -130,7 +137,12 @@ def written_out(question: str, principal: Principal, quoted: Collection[str] = (
 
     A clipping is a rare term: searched and judged as typed it weighed most in what the evidence must cover, and
     the sentence that states the answer in full words covered the question least (train questions with one to
-    three words clipped: answered 132 -> 115 of 134)."""
+    three words clipped: answered 132 -> 115 of 134).
+
+    Returns:
+        the question written out, and each word written out for a clipping (lower case) -> the clipping as
+        typed, so that what the asker is shown names what they typed ("dflt (read as default)").
+    """
     from agents.steps.retrieve import CODE_SPAN
     from knowledge.index_selectors import terms_readable_df
     from knowledge.text import query_terms
@@ -148,16 +160,21 @@ def written_out(question: str, principal: Principal, quoted: Collection[str] = (
         if full and min(df.get(t, 0) for t in full) > max((df.get(t, 0) for t in own), default=0)
     }
 
+    typed: dict[str, str] = {}
+
     def prose_written_out(prose: str) -> str:
         def clipping(match: re.Match[str]) -> str:
             word = match.group(1)
-            return SHORTHAND[word.lower()] if word.lower() in spelled else word
+            if word.lower() not in spelled:
+                return word
+            typed.setdefault(SHORTHAND[word.lower()], word)
+            return SHORTHAND[word.lower()]
 
         prose = _CLIPPED.sub(clipping, prose)
         return _CONNECTIVE.sub(lambda m: _CONNECTIVES[m.group(1).lower()], prose)
 
     parts[::2] = [prose_written_out(prose) for prose in parts[::2]]
-    return "".join(parts)
+    return "".join(parts), typed
 
 
 def without_courtesy(question: str) -> str:
@@ -190,7 +207,7 @@ class RewriteFollowUp:
         # shorthand written out last: the context steps judge the asker's text as typed; what the asker pasted
         # and asks about is quoted, and stays as typed
         question = without_courtesy(state.question)
-        asked = written_out(
+        asked, clipped = shorthand_written_out(
             without_own_context(without_pasted_lines(question), state.principal),
             state.principal,
             quoted=kept_paste(question),
@@ -200,7 +217,13 @@ class RewriteFollowUp:
             # question again, re-ordered by "thanks", and remembered so for the next follow-up
             return replace(state, asked=asked, follow_up=False, rewritten=asked)
         rewritten, details = rewrite_follow_up(asked, list(state.history))
-        return replace(state, asked=asked, follow_up=bool(details.get("follow_up")), rewritten=rewritten)
+        return replace(
+            state,
+            asked=asked,
+            follow_up=bool(details.get("follow_up")),
+            rewritten=rewritten,
+            clipped=tuple(clipped.items()),
+        )
 
     def describe(self, state: AnswerState) -> str:
         return "rewritten" if state.follow_up else "standalone"

@@ -110,6 +110,7 @@ class AnswerState:
     asked: str = ""
     follow_up: bool = False
     rewritten: str = ""
+    clipped: tuple[tuple[str, str], ...] = ()  # a word written out for shorthand -> the clipping as typed
     classification: Classification | None = None
     sub_questions: tuple[str, ...] = ()
     results: tuple[SearchResult, ...] = ()

@@ -565,6 +565,11 @@ def test_shorthand_typed_in_a_hurry_is_read_as_the_words_the_documents_write_out
     assert state.answer.startswith("Escalate to the duty manager after 30 minutes"), state.answer
     state = run_steps(ANSWERING, _state("which VLAN do guest devices use w/o the mgmt VLAN?"))
     assert state.answer.startswith("Guest devices use VLAN 300"), state.answer
+    # an abstention names the clipping the asker typed, with the word it was read as
+    state = run_steps(ANSWERING, _state("how many mins does a restore from the archive server take?"))
+    assert state.verdict == "abstained", state.answer
+    assert state.clipped == (("minutes", "mins"),)
+    assert "mins (read as minutes)" in state.answer, state.answer
 
 
 def test_a_pasted_line_the_asker_asks_about_keeps_its_shorthand_while_their_own_words_are_written_out(
