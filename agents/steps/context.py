@@ -254,10 +254,54 @@ def without_own_context(question: str, principal: Principal) -> str:
     """`question` without the asker's own context (see the module's docstring) and without the situation told
     after it that names something the knowledge base lacks and nothing it holds (`situation_removed`);
     `question` itself when too little would be left (under two words)."""
+    question = links_removed(question, principal) or question
     own = own_references(question, principal)
     text = (context_removed(question, own) or question) if own else question
     text = situation_removed(text, own, principal) or text
     return environment_removed(text, own, principal) or text
+
+
+# a link the asker pastes to a page of their own (a wiki page, a ticket, a chat thread), with the word that leads
+# it in ("re", "see", "per") and the dash or colon that sets it off: "re https://wiki.corp.example/x/AbC12 - how
+# do I ...", "... (see https://...)"; its last character is no end punctuation
+_LINK = re.compile(r"(?:(?:https?|ftp)://|www\.)[^\s<>()\[\]{}\"'`]*[^\s<>()\[\]{}\"'`.,;:!?]", re.IGNORECASE)
+_LINK_LEAD = (
+    r"(?:re|see|per|from|on|in|at|via|cf\.?|according\s+to|as\s+in|following|link|page|wiki|doc|docs)"
+)
+
+
+def links_removed(question: str, principal: Principal) -> str:
+    """`question` without the links it holds that no chunk the principal may read holds, each with the word
+    that leads it in and the separator after it, or with the parenthesis around it: a page of the asker's own,
+    which the service cannot read. The address was one term no document holds, so the question was turned away
+    as about a topic the knowledge base lacks (train questions after "re <link> - ": answered 114 -> 9 of 116).
+    A link a readable document writes out stays, and so does every link when the rest would not stand as a
+    question of its own (it names no topic and has under `_STANDS_ALONE` words: "what is at <link>?"). "" when
+    nothing is left out."""
+    from knowledge.index_selectors import terms_readable
+
+    links = _LINK.findall(question)
+    if not links:
+        return ""
+    # a link is one identifier to the index, as a document that writes it out indexes it
+    whole = {link: {t for t in analyze(link) if t.startswith(IDENTIFIER_PREFIX)} for link in links}
+    readable = terms_readable({t for found in whole.values() for t in found}, principal)
+    foreign = [link for link in links if not whole[link] & readable]
+    if not foreign:
+        return ""
+    names = "|".join(re.escape(link) for link in sorted(foreign, key=len, reverse=True))
+    pattern = re.compile(
+        rf"(?:(?<=\s)[-\u2013\u2014:,;]+\s+)?(?:\b{_LINK_LEAD}\s*:?\s+)?(?:{names})(?:\s*[-\u2013\u2014:,;]+(?=\s))?",
+        re.IGNORECASE,
+    )
+    # a parenthesis around the link is the asker's aside ("(our wiki page <link> didn't say)"), gone with it
+    text = re.sub(rf"\s*\([^()]*(?:{names})[^()]*\)", " ", question)
+    text = pattern.sub(" ", text)
+    text = re.sub(r"[ \t]*([?.!,;:])(?=\s|$)", r"\1", re.sub(r"[ \t]+", " ", text))
+    text = re.sub(r"([?!])[.,;:]+(?=\s|$)", r"\1", text).strip()  # "...? see <link>." ends on its "?"
+    if not (_names_a_topic(text) or len(text.split()) >= _STANDS_ALONE):
+        return ""
+    return text
 
 
 def situation_removed(question: str, own: Collection[str], principal: Principal) -> str:
