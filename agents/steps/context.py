@@ -179,7 +179,8 @@ _STANDS_ALONE = 6
 def without_pasted_lines(question: str) -> str:
     """`question` without what the asker pasted into it from a terminal or a log, when their own lines ask a
     question of their own: log lines (`_LOG_PREFIX`), commands typed at a shell prompt (`_PROMPT`) and the
-    output that follows a command up to the next line that asks. Their time stamps, host names, PIDs, user names
+    output that follows a command up to the next line that asks, and lines quoted from the message answered
+    ("> we changed nothing since Friday"). Their time stamps, host names, PIDs, user names
     and output read as terms no document holds (a topic the knowledge base lacks: every such question was
     turned away) and lowered P(answerable). Where the asker's lines name no topic of their own ("what does this
     mean?") or point back at the paste ("why does keepalived log this?"), the paste is what is asked about: it
@@ -211,7 +212,10 @@ def _pasted_and_own(question: str) -> tuple[list[str], list[str]]:
     after_command = False
     for line in lines:
         prompt, stamp = _PROMPT.match(line), _LOG_PREFIX.match(line)
-        if prompt:
+        if line.lstrip().startswith(">"):  # quoted from the message answered ("> we changed nothing")
+            pasted.append(line.lstrip().lstrip(">").strip())
+            after_command = False
+        elif prompt:
             pasted.append(line[prompt.end() :])
             after_command = True
         elif stamp:  # a log line on its own or in a command's output
