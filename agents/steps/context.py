@@ -129,7 +129,6 @@ def own_reference_shape(token: str, previous: str = "") -> bool:
 def own_references(text: str, principal: Principal) -> set[str]:
     """The tokens of `text` that are references to the asker's own setup: shaped so (`own_reference_shape`)
     and held by no chunk the principal may read (as an identifier when the token is one)."""
-    from knowledge.index_selectors import terms_readable
 
     tokens = _TOKEN.findall(text)
     shaped = {
@@ -139,9 +138,16 @@ def own_references(text: str, principal: Principal) -> set[str]:
     }
     if not shaped:
         return set()
-    keys = {token: _key_terms(token) for token in shaped}
+    return {token for token in shaped if _key_terms(token)} - named_in_readable_chunks(shaped, principal)
+
+
+def named_in_readable_chunks(names: Collection[str], principal: Principal) -> set[str]:
+    """Those of `names` that a chunk the principal may read holds (as an identifier when the name is one)."""
+    from knowledge.index_selectors import terms_readable
+
+    keys = {name: _key_terms(name) for name in names}
     readable = terms_readable({t for found in keys.values() for t in found}, principal)
-    return {token for token, found in keys.items() if found and not set(found) & readable}
+    return {name for name, found in keys.items() if set(found) & readable}
 
 
 def _key_terms(token: str) -> list[str]:
@@ -282,15 +288,12 @@ def links_removed(question: str, principal: Principal) -> str:
     A link a readable document writes out stays, and so does every link when the rest would not stand as a
     question of its own (it names no topic and has under `_STANDS_ALONE` words: "what is at <link>?"). "" when
     nothing is left out."""
-    from knowledge.index_selectors import terms_readable
-
     links = _LINK.findall(question)
     if not links:
         return ""
     # a link is one identifier to the index, as a document that writes it out indexes it
-    whole = {link: {t for t in analyze(link) if t.startswith(IDENTIFIER_PREFIX)} for link in links}
-    readable = terms_readable({t for found in whole.values() for t in found}, principal)
-    foreign = [link for link in links if not whole[link] & readable]
+    held = named_in_readable_chunks(links, principal)
+    foreign = [link for link in links if link not in held]
     if not foreign:
         return ""
     names = "|".join(re.escape(link) for link in sorted(foreign, key=len, reverse=True))

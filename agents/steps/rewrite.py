@@ -227,6 +227,7 @@ def without_emphasis(question: str) -> str:
 # a list marker ("- ", "2. ") from notes it was copied out of; "??" or "?!" for one question mark; a signature
 # on a line of its own ("-- Jane"). A handle read as a term no document holds and turned every question away
 # (train questions after "@netops-oncall": answered 114 -> 0 of 116); the rest moved answers.
+_HANDLE = re.compile(r"@([\w.-]*\w)")
 _MENTIONS_BEFORE = re.compile(r"^\s*(?:@[\w.-]*\w[\s,:;]*)+(?=\S)")
 _MENTIONS_AFTER = re.compile(r"(?:[\s,;]*\bcc\b:?)?(?:[\s,;]+@[\w.-]*\w)+[\s.!]*$", re.IGNORECASE)
 _EMOJI = re.compile(
@@ -234,17 +235,29 @@ _EMOJI = re.compile(
 )
 _LIST_MARKER = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+(?=\S)")
 _MARKS = re.compile(r"[?!]{2,}")
-_SIGNATURE = re.compile(r"\n\s*(?:--|[-\u2013\u2014~])\s*[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*){0,2}\s*$")
+# a signature: a name of up to three words after "--", a long dash or "~", or a first name alone after "-" (a
+# last list item of capitalised words, "- Restart Nginx", is no signature)
+_SIGNATURE = re.compile(
+    r"\n\s*(?:(?:--|[\u2013\u2014~])\s*[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*){0,2}|-\s*[A-Z][a-z'-]+)\s*$"
+)
 
 
-def without_chat_marks(question: str) -> str:
+def without_chat_marks(question: str, principal: Principal) -> str:
     """`question` without what a chat message carries besides it (mentions, emoji, a list marker, a signature;
-    repeated question marks as one); code spans stay as typed. `question` itself (stripped) when nothing would
-    be left."""
+    repeated question marks as one); code spans stay as typed. A handle that a chunk the principal may read
+    holds stays where it is ("@reboot" in a crontab, "@include" in a configuration). `question` itself
+    (stripped) when nothing would be left."""
+    from agents.steps.context import named_in_readable_chunks
+
+    handles = set(_HANDLE.findall(question))
+    foreign = handles - named_in_readable_chunks(handles, principal) if handles else set()
+
+    def mentions(match: re.Match[str]) -> str:
+        return "" if set(_HANDLE.findall(match.group(0))) <= foreign else match.group(0)
 
     def unmarked(text: str) -> str:
         text = _SIGNATURE.sub("", text)
-        text = _MENTIONS_AFTER.sub("", _MENTIONS_BEFORE.sub("", text))
+        text = _MENTIONS_AFTER.sub(mentions, _MENTIONS_BEFORE.sub(mentions, text))
         text = _LIST_MARKER.sub("", _EMOJI.sub(" ", text))
         text = _MARKS.sub(lambda m: "?" if "?" in m.group(0) else "!", text)
         return re.sub(r"[ \t]{2,}", " ", text).strip()
@@ -281,7 +294,7 @@ class RewriteFollowUp:
 
         # shorthand written out last: the context steps judge the asker's text as typed; what the asker pasted
         # and asks about is quoted, and stays as typed
-        question = without_courtesy(without_chat_marks(without_emphasis(state.question)))
+        question = without_courtesy(without_chat_marks(without_emphasis(state.question), state.principal))
         asked, clipped = shorthand_written_out(
             without_own_context(without_pasted_lines(question), state.principal),
             state.principal,

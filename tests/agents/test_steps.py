@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 import pytest
@@ -622,6 +623,20 @@ def test_a_yes_no_check_of_a_wrong_value_is_told_the_documents_value(twin_kb):  
     assert state.verdict == "abstained", state.answer
 
 
+ARCHIVE_QUESTION = "How many days does the archive server hold a copy of the switch configuration?"
+
+
+def _answered_as_asked_alone(forms: Iterable[str], read: Callable[[str], str]) -> None:
+    """Each of `forms` (ARCHIVE_QUESTION with something around it) is read as ARCHIVE_QUESTION by `read`, and
+    the pipeline reads and answers it as the question asked alone."""
+    alone = run_steps(ANSWERING, _state(ARCHIVE_QUESTION))
+    assert alone.verdict == "answered" and "90 days" in alone.answer, alone.answer
+    for asked in forms:
+        assert read(asked) == ARCHIVE_QUESTION, (asked, read(asked))
+        state = run_steps(ANSWERING, _state(asked))
+        assert state.rewritten == ARCHIVE_QUESTION and state.answer == alone.answer, (asked, state.answer)
+
+
 def test_a_link_to_a_page_of_the_askers_own_is_left_out_and_the_question_answered_as_asked_alone(
     twin_kb,  # noqa: F811
 ):
@@ -630,19 +645,15 @@ def test_a_link_to_a_page_of_the_askers_own_is_left_out_and_the_question_answere
     from agents.steps.context import links_removed
 
     who = _state().principal
-    question = "How many days does the archive server hold a copy of the switch configuration?"
-    alone = run_steps(ANSWERING, _state(question))
-    assert alone.verdict == "answered" and "90 days" in alone.answer, alone.answer
-    for asked in (
+    question = ARCHIVE_QUESTION
+    forms = (
         f"re https://wiki.corp.example/display/NETOPS/Backups+4711 - {question}",
         f"per https://confluence.corp.example/x/AbC12, {question}",
         f"{question} (our page https://wiki.corp.example/x/42 doesn't say)",
         f"{question} see https://chat.corp.example/t/19:abc/1712.",
         f"https://tracker.corp.example/browse/NET-4411\n{question}",
-    ):
-        assert links_removed(asked, who) == question, asked
-        state = run_steps(ANSWERING, _state(asked))
-        assert state.rewritten == question and state.answer == alone.answer, (asked, state.answer)
+    )
+    _answered_as_asked_alone(forms, lambda asked: links_removed(asked, who))
     # what is asked about the link alone keeps it, and is turned away: the service cannot read the page
     assert links_removed("what is at https://wiki.corp.example/x/42?", who) == ""
     state = run_steps(ANSWERING, _state("what is at https://wiki.corp.example/x/42?"))
@@ -676,10 +687,9 @@ def test_what_a_chat_message_carries_besides_its_question_is_left_out(twin_kb): 
     from agents.steps.context import without_pasted_lines
     from agents.steps.rewrite import courtesy_only, without_chat_marks, without_courtesy
 
-    question = "How many days does the archive server hold a copy of the switch configuration?"
-    alone = run_steps(ANSWERING, _state(question))
-    assert alone.verdict == "answered" and "90 days" in alone.answer, alone.answer
-    for asked in (
+    who = _state().principal
+    question = ARCHIVE_QUESTION
+    forms = (
         f"@netops-oncall {question}",
         f"@athena, @jane: {question}",
         f"{question} cc @jane @omar",
@@ -696,13 +706,13 @@ def test_what_a_chat_message_carries_besides_its_question_is_left_out(twin_kb): 
         f"ok so {question}",
         f"um, {question}",
         f"> we changed nothing on our side since Friday\n{question}",
-    ):
-        read = without_pasted_lines(without_courtesy(without_chat_marks(asked)))
-        assert read == question, (asked, read)
-        state = run_steps(ANSWERING, _state(asked))
-        assert state.rewritten == question and state.answer == alone.answer, (asked, state.answer)
+    )
+    _answered_as_asked_alone(
+        forms, lambda asked: without_pasted_lines(without_courtesy(without_chat_marks(asked, who)))
+    )
     # what only looks like it stays: a filler word that opens a name, a label that is the topic, a handle in
-    # the middle, marks inside a code span, an option's dash, a quoted line the asker asks about
+    # the middle or one the documents hold, marks inside a code span, an option's dash, a last list item, a
+    # quoted line the asker asks about
     for kept in (
         "So-called jumbo frames on the lab switches?",
         "Well known ports on the archive server?",
@@ -711,10 +721,12 @@ def test_what_a_chat_message_carries_besides_its_question_is_left_out(twin_kb): 
         "what does user@archive do in the backup?",
         "what does `$??` print?",
         "-K option of the backup job?",
+        "@archive in the backup job: what does it do?",
+        "Which steps are left?\n- Restart Nginx",
     ):
-        assert without_courtesy(without_chat_marks(kept)) == kept, kept
+        assert without_courtesy(without_chat_marks(kept, who)) == kept, kept
     # thanks with an emoji says nothing more than thanks
-    assert courtesy_only(without_courtesy(without_chat_marks("thanks \U0001f64f")))
+    assert courtesy_only(without_courtesy(without_chat_marks("thanks \U0001f64f", who)))
     assert without_pasted_lines("> RTNETLINK answers: File exists\nwhat does this mean?") == (
         "RTNETLINK answers: File exists\nwhat does this mean?"
     )
