@@ -265,6 +265,22 @@ def without_chat_marks(question: str, principal: Principal) -> str:
     return _outside_code(question, unmarked) or question.strip()
 
 
+# a question typed without its question mark: its last clause opens with a question word ("... - which delay
+# distribution is used", "what does `ss -K` do")
+_UNMARKED_QUESTION = re.compile(
+    r"(?:^|[.:;!]\s+|\s[-\u2013\u2014]+\s+|,\s+)(?:how|what|why|when|where|which|who|whom|whose|can|could|does|do|"
+    r"did|is|are|was|were|should|would|will|has|have)\b[^\n.?!:;]*[\w)`'\"]$",
+    re.IGNORECASE,
+)
+
+
+def with_question_mark(question: str) -> str:
+    """`question` with the question mark its asker left off (`_UNMARKED_QUESTION`). Without it the question was
+    embedded as another text: 29 of 116 train questions got another answer, and 2 lost the gold."""
+    text = question.rstrip()
+    return f"{text}?" if _UNMARKED_QUESTION.search(text) else question
+
+
 def without_courtesy(question: str) -> str:
     """`question` without a greeting or an aside before it ("hi, ", "hey team - ", "quick q: ", "please ") and
     without thanks or a "please" after it ("? thanks!", " pls?" keeps its "?"); `question` itself (stripped)
@@ -294,7 +310,9 @@ class RewriteFollowUp:
 
         # shorthand written out last: the context steps judge the asker's text as typed; what the asker pasted
         # and asks about is quoted, and stays as typed
-        question = without_courtesy(without_chat_marks(without_emphasis(state.question), state.principal))
+        question = with_question_mark(
+            without_courtesy(without_chat_marks(without_emphasis(state.question), state.principal))
+        )
         asked, clipped = shorthand_written_out(
             without_own_context(without_pasted_lines(question), state.principal),
             state.principal,
