@@ -186,28 +186,30 @@ def without_pasted_lines(question: str) -> str:
     """`question` without what the asker pasted into it from a terminal or a log, when their own lines ask a
     question of their own: log lines (`_LOG_PREFIX`), commands typed at a shell prompt (`_PROMPT`) and the
     output that follows a command up to the next line that asks, and lines quoted from the message answered
-    ("> we changed nothing since Friday"). Their time stamps, host names, PIDs, user names
-    and output read as terms no document holds (a topic the knowledge base lacks: every such question was
-    turned away) and lowered P(answerable). Where the asker's lines name no topic of their own ("what does this
-    mean?") or point back at the paste ("why does keepalived log this?"), the paste is what is asked about: it
-    is kept, without its time stamps, hosts and prompts (`kept_paste`). `question` itself when nothing is
-    pasted."""
-    pasted, own = _pasted_and_own(question)
-    if not pasted:
-        return question
-    if not _paste_asked(own):
-        return " ".join(own)
-    return "\n".join(line.strip() for line in [*pasted, *own] if line.strip())
+    ("> we changed nothing since Friday"). Their time stamps, host names, PIDs, user names and output read as
+    terms no document holds (a topic the knowledge base lacks: every such question was turned away) and
+    lowered P(answerable). Where the asker's lines name no topic of their own ("what does this mean?") or point
+    back at the paste ("why does keepalived log this?"), the paste is what is asked about: it is kept, without
+    its time stamps, hosts and prompts (`kept_paste`). `question` itself when nothing is pasted."""
+    return pasted_read(question)[0]
 
 
 def kept_paste(question: str) -> tuple[str, ...]:
     """The lines pasted into `question` that `without_pasted_lines` keeps because they are what is asked about,
     as it writes them (stripped, without time stamps, hosts and prompts); () when none is kept. They are quoted
     text: later steps read them as typed (`agents.steps.rewrite.written_out`)."""
+    return pasted_read(question)[1]
+
+
+def pasted_read(question: str) -> tuple[str, tuple[str, ...]]:
+    """`without_pasted_lines(question)` and `kept_paste(question)`, the lines read once for both."""
     pasted, own = _pasted_and_own(question)
-    if not pasted or not _paste_asked(own):
-        return ()
-    return tuple(line.strip() for line in pasted if line.strip())
+    if not pasted:
+        return question, ()
+    if not _paste_asked(own):
+        return " ".join(own), ()
+    kept = tuple(line.strip() for line in pasted if line.strip())
+    return "\n".join([*kept, *(line for line in own if line)]), kept
 
 
 def _pasted_and_own(question: str) -> tuple[list[str], list[str]]:

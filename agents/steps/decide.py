@@ -91,10 +91,10 @@ def searched_words(
     # -> "receive_timeout"; "recieve-timout" -> "receive-timeout")
     made = corrections_by_word(word_of, corrections)
     shown = {word: f"{word} (read as {_read_as(word, pairs)})" for word, pairs in made.items()}
+    typed_as = clipped or {}
     for word in held:
-        clipping = (clipped or {}).get(word.lower())
-        if clipping is not None and word not in shown:
-            shown[word] = f"{clipping} (read as {word})"
+        if word.lower() in typed_as and word not in shown:
+            shown[word] = f"{typed_as[word.lower()]} (read as {word})"
     return [shown.get(word, word) for word in held if word in rarest]
 
 

@@ -306,17 +306,16 @@ class RewriteFollowUp:
 
     def run(self, state: AnswerState) -> AnswerState:
         from agents.memory import rewrite_follow_up
-        from agents.steps.context import kept_paste, without_own_context, without_pasted_lines
+        from agents.steps.context import pasted_read, without_own_context
 
         # shorthand written out last: the context steps judge the asker's text as typed; what the asker pasted
         # and asks about is quoted, and stays as typed
         question = with_question_mark(
             without_courtesy(without_chat_marks(without_emphasis(state.question), state.principal))
         )
+        unpasted, quoted = pasted_read(question)
         asked, clipped = shorthand_written_out(
-            without_own_context(without_pasted_lines(question), state.principal),
-            state.principal,
-            quoted=kept_paste(question),
+            without_own_context(unpasted, state.principal), state.principal, quoted=quoted
         )
         if courtesy_only(asked):
             # "thanks!" after an answer asks nothing of the previous question: joined, it was searched as that
